@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scheduler: worker threads that serve virtqueues under one of four policies, with per-queue
+ * budgets, batching, call coalescing and explicit placement.
+ *
+ * Data path (one worker, one queue turn): wake (kick eventfd or poll) -> policy picks the batch
+ * size -> pop chains -> handler -> fill/flush used -> EVENT_IDX call decision -> call eventfd.
+ *
+ * Ownership: the thread that creates a vqs_sched owns it and destroys it. Queues are attached and
+ * detached by control threads (any thread except the scheduler's own workers, unless said
+ * otherwise). While attached, the queue's vqs_vq belongs to the scheduler: only handlers (on the
+ * worker) may touch it, through the requests they are given.
+ */
+#ifndef VQSCHED_SCHED_H
+#define VQSCHED_SCHED_H
+
+#define _GNU_SOURCE 1
+#include <sched.h>
+#include <vqsched/common.h>
+#include <vqsched/vring.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum vqs_policy {
+	VQS_POLICY_DEDICATED = 0, /* a thread per queue (or queue group), sleeping on the kick */
+	VQS_POLICY_POOL = 1,      /* N workers take kicked queues from a shared ready list */
+	VQS_POLICY_POLL = 2,      /* workers spin over their queues; sleep after poll_timeout_us */
+	VQS_POLICY_ADAPTIVE = 3,  /* per-queue choice of notify vs poll and of batch size */
+};
+VQS_API const char *vqs_policy_name(enum vqs_policy p);
+/* Parse "dedicated", "pool", "poll", "adaptive". -EINVAL otherwise. Threads: any. */
+VQS_API int vqs_policy_parse(const char *s, enum vqs_policy *out);
+
+enum vqs_placement {
+	VQS_PLACE_FLOAT = 0,   /* all CPUs the process may use (the old vhost kthread) */
+	VQS_PLACE_INHERIT = 1, /* the creating thread's mask, as vhost_task: only when asked */
+	VQS_PLACE_PIN = 2,     /* exactly `cpus`, spread one CPU per worker where possible */
+	VQS_PLACE_AUTO = 3,    /* hwloc: avoid busy_cpus, prefer the ring memory's NUMA node/cache */
+};
+VQS_API const char *vqs_placement_name(enum vqs_placement p);
+VQS_API int vqs_placement_parse(const char *s, enum vqs_placement *out);
+
+struct vqs_sched_opts {
+	uint32_t size;             /* sizeof(struct vqs_sched_opts) */
+	enum vqs_policy policy;
+	unsigned nworkers;         /* pool/poll/adaptive workers (default 1); dedicated: unused */
+	uint32_t poll_timeout_us;  /* poll: spin this long idle, then sleep; 0 = spin forever */
+	uint32_t batch_max;        /* most chains per handler call (default 64, at most 256) */
+	uint32_t budget_pkts;      /* per queue turn (default 256, as VHOST_NET_PKT_WEIGHT) */
+	uint64_t budget_bytes;     /* per queue turn (default 0x80000, as VHOST_NET_WEIGHT) */
+	enum vqs_placement placement;
+	cpu_set_t cpus;            /* PIN: allowed CPUs; AUTO: candidates (empty = all allowed) */
+	cpu_set_t busy_cpus;       /* AUTO: CPUs to keep off (e.g. vCPU threads) */
+	int numa_node;             /* AUTO: preferred node; -1 = the ring memory's node */
+};
+/* Fill defaults (size set, every field its documented default). Threads: any. */
+VQS_API void vqs_sched_opts_init(struct vqs_sched_opts *o);
+
+struct vqs_sched;
+struct vqs_queue;
+
+/*
+ * A popped request as handlers see it. `elem` describes the chain (its iovecs stay valid until
+ * the request is completed: the scheduler pins the memory table for deferred requests); `user`
+ * is free for the handler.
+ */
+struct vqs_req {
+	struct vqs_elem elem;
+	void *user;
+};
+
+/*
+ * Handler: given n requests popped from q (n >= 1), it must, for each of the first `taken` ones,
+ * eventually call vqs_req_complete (now, on this thread, or later from any thread), and return
+ * `taken` (0..n). Requests n-taken..n-1 are given back to the ring unconsumed (backpressure): the
+ * scheduler then stops serving q until vqs_queue_wake(q). Runs on a worker thread; never on two
+ * threads at once for the same queue.
+ */
+typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+				   void *opaque);
+
+struct vqs_queue_opts {
+	uint32_t size;          /* sizeof(struct vqs_queue_opts) */
+	struct vqs_vq *vq;      /* configured queue; the scheduler uses it until detach */
+	int kick_fd;            /* eventfd the driver kicks; -1 = none (polling only) */
+	int call_fd;            /* eventfd to interrupt the driver; -1 = none */
+	vqs_handler_fn handler;
+	void *opaque;           /* passed to the handler */
+	int group;              /* dedicated: queues with the same group >= 0 share a thread */
+	int worker;             /* pool/poll/adaptive: preferred worker, -1 = any */
+	uint16_t iov_per_req;   /* iovecs per request (default 16); longer chains break the queue */
+};
+VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
+
+/* Create the scheduler and its workers (placed per opts). Threads: any. */
+VQS_API int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts);
+/* Detach every queue (see vqs_sched_detach), stop and join the workers, free everything: no
+ * thread, fd it opened, or memory left. Threads: the owner, not a worker. */
+VQS_API void vqs_sched_destroy(struct vqs_sched *s);
+
+/* Attach a queue; it starts being served at once. Threads: control. */
+VQS_API int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *o,
+			     struct vqs_queue **out);
+/*
+ * Stop serving q and wait until no worker runs it and every request it handed out was completed
+ * (used entries flushed, driver called if needed); then free q. The vq is the caller's again.
+ * Threads: control.
+ */
+VQS_API int vqs_sched_detach(struct vqs_queue *q);
+/*
+ * Stop serving q (returns when no worker runs it; requests already handed out may still
+ * complete) / serve it again. Between the two, the vq may be used by the caller (e.g. read the
+ * ring state for GET_VRING_BASE, reconfigure it). Threads: control.
+ */
+VQS_API int vqs_queue_pause(struct vqs_queue *q);
+VQS_API int vqs_queue_resume(struct vqs_queue *q);
+/* Replace the kick and/or call eventfd (-1 = none); the old fds are not closed. Threads: control. */
+VQS_API int vqs_queue_set_fds(struct vqs_queue *q, int kick_fd, int call_fd);
+/* Move q to worker `worker` (pool/poll/adaptive). No request lost or run twice. Threads: control. */
+VQS_API int vqs_queue_move(struct vqs_queue *q, unsigned worker);
+/* Serve q again after a handler gave requests back. Threads: any, including handlers. */
+VQS_API void vqs_queue_wake(struct vqs_queue *q);
+/* Change the policy of a running scheduler; traffic keeps flowing. Threads: control. */
+VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
+
+/*
+ * Complete a request with `written` bytes written to its writable buffers. On the worker inside
+ * the handler this fills the used ring directly; from any other thread the completion is handed to
+ * the queue's worker, which publishes it and decides on the call. Exactly once per request.
+ * Threads: any.
+ */
+VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
+/* The queue a request came from. Threads: any, until the request is completed. */
+VQS_API struct vqs_queue *vqs_req_queue(const struct vqs_req *r);
+
+VQS_API unsigned vqs_sched_nworkers(const struct vqs_sched *s);
+/* The CPU mask worker i actually runs with (read back from the thread). Threads: control. */
+VQS_API int vqs_sched_worker_cpus(struct vqs_sched *s, unsigned i, cpu_set_t *cpus);
+/* Linux thread id of worker i (for placement checks and tools). Threads: control. */
+VQS_API int vqs_sched_worker_tid(struct vqs_sched *s, unsigned i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what is missing, then builds and
+# runs the cmocka suite three times (plain, ASan+UBSan, TSan), runs each libFuzzer target for a
+# short fixed time, and runs the interoperability scripts (DPDK, QEMU), which install their peers.
+#
+#   VQS_TEST_STAGES="plain asan tsan fuzz interop"   which stages to run (default: all)
+#   VQS_FUZZ_SECONDS=20                                seconds per fuzz target
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh || { echo "dependency installation failed" >&2; exit 1; }
+
+stages=${VQS_TEST_STAGES:-"plain asan tsan fuzz interop"}
+fuzz_seconds=${VQS_FUZZ_SECONDS:-20}
+jobs=$(nproc)
+passed=0 failed=0 skipped=0
+failures=()
+
+note() { printf '\n=== %s\n' "$*"; }
+record() { # record NAME RC
+  case $2 in
+    0) passed=$((passed + 1)) ;;
+    77) skipped=$((skipped + 1)) ;;
+    *) failed=$((failed + 1)); failures+=("$1") ;;
+  esac
+}
+
+build() { # build DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 &&
+    cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1 ||
+    { cat "$dir.configure.log" "$dir.build.log" 2>/dev/null | tail -60; return 1; }
+}
+
+suite() { # suite NAME [cmake args...]: build and run ctest; one record per ctest test
+  local name=$1; shift
+  local dir=build/test-$name
+  mkdir -p build
+  note "suite $name: building"
+  if ! build "$dir" "$@"; then record "suite-$name (build)" 1; return; fi
+  note "suite $name: ctest"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300 --output-junit junit.xml) |
+    tee "$dir.ctest.log"
+  local t f
+  t=$(grep -oE '[0-9]+ tests failed out of [0-9]+' "$dir.ctest.log" | awk '{print $6}')
+  f=$(grep -oE '[0-9]+ tests failed out of' "$dir.ctest.log" | awk '{print $1}')
+  if grep -q '100% tests passed' "$dir.ctest.log"; then
+    t=$(grep -oE 'tests passed, 0 tests failed out of [0-9]+' "$dir.ctest.log" | awk '{print $8}')
+    f=0
+  fi
+  if [ -z "$t" ]; then record "suite-$name (ctest did not finish)" 1; return; fi
+  passed=$((passed + t - f))
+  failed=$((failed + f))
+  [ "$f" -eq 0 ] || failures+=("suite-$name: $f of $t")
+}
+
+fuzz() {
+  note "fuzz: building with clang"
+  local dir=build/test-fuzz
+  mkdir -p build
+  if ! CC=clang build "$dir" -DVQS_BUILD_FUZZ=ON -DVQS_BUILD_BENCH=OFF -DVQS_BUILD_EXAMPLES=OFF; then
+    record "fuzz (build)" 1; return
+  fi
+  local bin
+  for bin in "$dir"/tests/fuzz/fuzz_*; do
+    [ -x "$bin" ] || continue
+    local name corpus
+    name=$(basename "$bin")
+    corpus=$(mktemp -d)
+    cp tests/fuzz/corpus/"${name#fuzz_}"/* "$corpus"/ 2>/dev/null || true
+    note "fuzz: $name for ${fuzz_seconds}s"
+    "$bin" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" \
+      >"$dir/$name.log" 2>&1
+    local rc=$?
+    grep -E 'stat::number_of_executed_units|stat::new_units_added|cov:' "$dir/$name.log" | tail -3
+    [ $rc -eq 0 ] || tail -40 "$dir/$name.log"
+    record "$name" $rc
+    rm -rf "$corpus"
+  done
+}
+
+interop() {
+  local s
+  for s in tests/interop/*.sh; do
+    [ -f "$s" ] || continue
+    note "interop: $s"
+    VQS_BUILD_DIR=build/test-plain timeout 900 bash "$s"
+    local rc=$?
+    [ $rc -eq 77 ] && echo "skipped: $s"
+    record "$s" $rc
+  done
+}
+
+for stage in $stages; do
+  case $stage in
+    plain) suite plain ;;
+    asan) VQS_TEST_SCALE=4 suite asan -DVQS_SANITIZE=address,undefined -DVQS_BUILD_BENCH=OFF ;;
+    tsan) VQS_TEST_SCALE=10 suite tsan -DVQS_SANITIZE=thread -DVQS_BUILD_BENCH=OFF ;;
+    fuzz) fuzz ;;
+    interop) interop ;;
+    *) echo "unknown stage $stage" >&2; record "stage $stage" 1 ;;
+  esac
+done
+
+note "summary"
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#include "pair.h"
+
+#include <errno.h>
+#include <string.h>
+
+int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t gpa_base,
+		  size_t arena_size)
+{
+	memset(p, 0, sizeof(*p));
+	p->features = features;
+	p->num = num;
+	int rc = vqs_gmem_create(&p->gmem, gpa_base, arena_size);
+	if (rc)
+		return rc;
+	struct vqs_mem_region r;
+	vqs_gmem_region(p->gmem, &r);
+	if ((rc = vqs_mem_create(&p->mem)) || (rc = vqs_mem_set(p->mem, &r, 1)))
+		goto fail;
+	struct vqs_drv_vq_config dc = {
+		.size = sizeof(dc), .num = num, .features = features, .gmem = p->gmem};
+	if ((rc = vqs_drv_vq_create(&p->drv, &dc)))
+		goto fail;
+	struct vqs_vq_config vc = {.size = sizeof(vc), .num = num, .features = features,
+				   .addr_space = VQS_ADDR_GPA, .mem = p->mem};
+	vqs_drv_vq_addrs(p->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
+	if ((rc = vqs_vq_create(&p->dev)) || (rc = vqs_vq_configure(p->dev, &vc)))
+		goto fail;
+	return 0;
+fail:
+	vqs_pair_fini(p);
+	return rc;
+}
+
+void vqs_pair_fini(struct vqs_pair *p)
+{
+	if (p->dev)
+		vqs_vq_destroy(p->dev);
+	if (p->drv)
+		vqs_drv_vq_destroy(p->drv);
+	if (p->mem)
+		vqs_mem_destroy(p->mem);
+	if (p->gmem)
+		vqs_gmem_destroy(p->gmem);
+	memset(p, 0, sizeof(*p));
+}
