@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside struct vqs_vq: the parts both layouts share, the per-layout operations table, and the
+ * chain builder that turns validated descriptor snapshots into iovecs for either layout.
+ * lib/ring/vq.c owns the public vqs_vq_* entry points and dispatches through vq->ops;
+ * lib/ring/split.c and lib/ring/packed.c each provide one ops table.
+ */
+#ifndef VQS_RING_VQ_INTERNAL_H
+#define VQS_RING_VQ_INTERNAL_H
+
+#include <stdatomic.h>
+#include <vqsched/vring.h>
+
+struct vqs_vq;
+
+struct vqs_ring_ops {
+	/* Resolve the ring areas of vq->cfg through table t into host pointers (split: desc,
+	 * avail, used; packed: desc, driver event, device event). VQS_VQ_OK or a break reason. */
+	enum vqs_vq_err (*resolve)(struct vqs_vq *vq, const struct vqs_mem_table *t);
+	/* 0, -EAGAIN, -ENOBUFS (e->iov_cap too small, nothing consumed), or -EIO after
+	 * vqs_vq_break(). */
+	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e);
+	unsigned (*avail_count)(struct vqs_vq *vq);
+	int (*unpop)(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
+	int (*fill)(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
+	unsigned (*flush)(struct vqs_vq *vq);
+	bool (*need_call)(struct vqs_vq *vq);
+	void (*disable_notify)(struct vqs_vq *vq);
+	bool (*enable_notify)(struct vqs_vq *vq);
+	void (*get_state)(const struct vqs_vq *vq, struct vqs_vq_state *st);
+	int (*set_state)(struct vqs_vq *vq, const struct vqs_vq_state *st);
+	size_t (*inflight_size)(unsigned num);
+	int (*set_inflight)(struct vqs_vq *vq, void *region, size_t len, bool restore);
+	unsigned (*inflight_pending)(const struct vqs_vq *vq);
+	/* Reset layout state to a freshly configured ring (indices 0, wrap counters 1). */
+	void (*reset_state)(struct vqs_vq *vq);
+};
+
+extern const struct vqs_ring_ops vqs_split_ops;
+extern const struct vqs_ring_ops vqs_packed_ops;
+
+/*
+ * Builds one vqs_elem from descriptor snapshots, for both layouts: translates each buffer through
+ * the memory table, enforces "readable before writable", the 2^32-1 byte chain limit and the
+ * device's iovec limit.
+ */
+struct vqs_chain {
+	struct vqs_elem *e;
+	unsigned *hint;     /* last-hit region cache of the vq */
+	unsigned max_iov;   /* device limit (cfg.max_iov) */
+	uint64_t out_len, in_len;
+	unsigned niov;
+	bool seen_write;
+	bool short_storage; /* e->iov_cap was exceeded (caller's problem, not the guest's) */
+};
+void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, unsigned max_iov, unsigned *hint);
+/* VQS_VQ_OK, or the reason the chain is malformed. Sets c->short_storage (and returns VQS_VQ_OK)
+ * when only the caller's iovec storage is too small; the caller then undoes the pop. */
+enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vqs_mem_table *t, uint64_t addr,
+			      uint32_t len, bool write);
+/* Store the totals in c->e. */
+void vqs_chain_end(struct vqs_chain *c);
+
+/* Mark the queue broken (first reason wins), log it once, return -EIO. */
+int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
+
+/* Layout state lives in these; vq_internal.h is the only includer of both. */
+#include "ring/split.h"
+#include "ring/packed.h"
+
+struct vqs_vq {
+	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
+	struct vqs_vq_config cfg;
+	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in; 0 = none */
+	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
+	unsigned hint;         /* vqs_mem_translate last-hit cache */
+	union {
+		struct vqs_split_ring split;
+		struct vqs_packed_ring packed;
+	} u;
+};
+
+#endif
