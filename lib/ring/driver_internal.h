@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside struct vqs_drv_vq (the driver's half of a virtqueue): the state both layouts share, the
+ * per-layout operations table, and helpers both layouts use.
+ *
+ * lib/ring/driver.c owns the public vqs_drv_* entry points: it validates the config, picks the
+ * ops table from VQS_F_RING_PACKED and dispatches. Each layout embeds struct vqs_drv_vq as the
+ * FIRST member of its own struct (lib/ring/driver_split.c: vqs_drv_split_ops;
+ * lib/ring/driver_packed.c: vqs_drv_packed_ops), allocates it in ops->create and frees it in
+ * ops->destroy.
+ *
+ * The device on the other side of the ring is trusted no more than necessary: ids and lengths
+ * it writes are validated; a bad one marks the queue broken (vqs_drv_break) instead of crashing.
+ */
+#ifndef VQS_RING_DRIVER_INTERNAL_H
+#define VQS_RING_DRIVER_INTERNAL_H
+
+#include <vqsched/driver.h>
+
+/* Per chain (split: per head descriptor index; packed: per buffer id). */
+struct vqs_drv_slot {
+	void *token;        /* NULL while the slot is not in flight */
+	uint32_t in_len;    /* writable bytes of the chain: the most the device may report used */
+	uint16_t ndescs;    /* ring descriptors the chain occupies (1 when indirect) */
+	uint16_t last;      /* split: index of the chain's last ring descriptor (free list splice) */
+	/* This slot's indirect table, allocated from the arena on first use and reused after;
+	 * 0 until then. Holds dq->indirect_max descriptors. */
+	uint64_t indirect_gpa;
+	void *indirect_host;
+};
+
+struct vqs_drv_vq {
+	const struct vqs_drv_ops *ops;
+	struct vqs_gmem *gmem;
+	uint32_t num;
+	uint64_t features;
+	bool event_idx;       /* VQS_F_EVENT_IDX negotiated */
+	bool indirect;        /* VQS_F_INDIRECT_DESC negotiated */
+	bool broken;          /* the device broke a rule; see vqs_drv_break */
+	unsigned num_free;    /* free ring descriptors (vqs_drv_free_count) */
+	unsigned indirect_max; /* descriptors per indirect table (0 without INDIRECT_DESC) */
+	/* Ring area gpas handed to the device (vqs_drv_vq_addrs). */
+	uint64_t desc_gpa, driver_gpa, device_gpa;
+	struct vqs_drv_slot *slots; /* num entries */
+};
+
+struct vqs_drv_ops {
+	/* Allocate the layout's struct (embedding vqs_drv_vq first), call vqs_drv_base_init on it,
+	 * allocate the ring areas. cfg was validated by driver.c except layout-specific rules. */
+	int (*create)(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg);
+	void (*destroy)(struct vqs_drv_vq *dq);
+	/* Called only when not broken, token != NULL, out_num + in_num >= 1, and (when indirect)
+	 * INDIRECT_DESC negotiated and out_num + in_num <= indirect_max. */
+	int (*add)(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		   unsigned in_num, void *token, bool indirect);
+	bool (*kick_prepare)(struct vqs_drv_vq *dq);
+	/* Called only when not broken. */
+	void *(*get_used)(struct vqs_drv_vq *dq, uint32_t *len);
+	void (*disable_cb)(struct vqs_drv_vq *dq);
+	bool (*enable_cb)(struct vqs_drv_vq *dq);
+	bool (*enable_cb_delayed)(struct vqs_drv_vq *dq);
+	/* Called only when not broken. */
+	bool (*has_used)(const struct vqs_drv_vq *dq);
+};
+
+extern const struct vqs_drv_ops vqs_drv_split_ops;
+/* Provided by lib/ring/driver_packed.c (packed ring work). */
+extern const struct vqs_drv_ops vqs_drv_packed_ops;
+
+/* Fill the shared part from a validated cfg and allocate the slots. 0 or -ENOMEM. */
+int vqs_drv_base_init(struct vqs_drv_vq *dq, const struct vqs_drv_vq_config *cfg);
+/* Free what vqs_drv_base_init allocated (the arena keeps ring memory until it is destroyed). */
+void vqs_drv_base_fini(struct vqs_drv_vq *dq);
+/*
+ * The indirect table of slot `slot` (allocated from the arena on first use, then reused): host
+ * pointer to dq->indirect_max descriptors (split or packed, 16 bytes each), its gpa in *gpa.
+ * NULL when the arena is full.
+ */
+void *vqs_drv_indirect_table(struct vqs_drv_vq *dq, unsigned slot, uint64_t *gpa);
+/* Host pointer of an area this queue allocated in the arena (never NULL for those). */
+void *vqs_drv_area(const struct vqs_drv_vq *dq, uint64_t gpa, size_t len);
+/* The device broke a rule: log why (once per queue) and stop using the ring. */
+void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long value);
+
+#endif
