@@ -34,7 +34,8 @@ struct vqs_mem_region {
 	/*
 	 * Called once, after the region has left the map and no reader can still use it (grace
 	 * period passed, pins dropped). Typically munmap + close. May be NULL. Runs on the thread
-	 * that dropped the last reference or on liburcu's call_rcu thread.
+	 * that dropped the last reference or on liburcu's call_rcu thread, so it must not wait for
+	 * RCU itself (vqs_mem_synchronize, vqs_mem_destroy).
 	 */
 	void (*release)(void *opaque, const struct vqs_mem_region *r);
 	void *release_opaque;
@@ -46,10 +47,19 @@ struct vqs_mem_table; /* one immutable version of it; opaque */
 /* Create an empty map. Threads: any. */
 VQS_API int vqs_mem_create(struct vqs_mem **out);
 /*
- * Release every region (calling their release hooks) and the map. Threads: any, once no reader
- * can use the map any more (queues using it stopped). Waits for a grace period.
+ * Release every region (calling their release hooks) and the map. Waits for a grace period and
+ * for every deferred release, so no release hook runs after it returns. Threads: any, once no
+ * reader can use the map any more (queues using it stopped, every pin dropped), outside
+ * vqs_mem_read_lock() and not from a release hook.
  */
 VQS_API void vqs_mem_destroy(struct vqs_mem *m);
+/*
+ * Wait until every table replaced before this call is unreachable and its released regions'
+ * hooks have run (unless a pin still holds them: they then run at the last vqs_mem_table_put).
+ * For a backend that must stop touching removed memory before acknowledging (vhost-user
+ * REM_MEM_REG, SET_MEM_TABLE with REPLY_ACK). Threads: as vqs_mem_destroy.
+ */
+VQS_API void vqs_mem_synchronize(struct vqs_mem *m);
 
 /*
  * Replace the whole table with n regions (n may be 0). The regions are validated first: size > 0,
@@ -60,11 +70,13 @@ VQS_API void vqs_mem_destroy(struct vqs_mem *m);
  * Threads: any; writers are serialised internally. Does not wait for a grace period.
  */
 VQS_API int vqs_mem_set(struct vqs_mem *m, const struct vqs_mem_region *regions, unsigned n);
-/* Add one region (vhost-user ADD_MEM_REG); same checks against the current table. */
+/* Add one region (vhost-user ADD_MEM_REG); same checks against the current table.
+ * Threads: as vqs_mem_set. */
 VQS_API int vqs_mem_add(struct vqs_mem *m, const struct vqs_mem_region *r);
 /*
  * Remove the region with exactly this gpa and size (vhost-user REM_MEM_REG). -ENOENT if absent.
  * Its release hook runs after the grace period and pins, as for vqs_mem_set.
+ * Threads: as vqs_mem_set.
  */
 VQS_API int vqs_mem_remove(struct vqs_mem *m, uint64_t gpa, uint64_t size);
 /* Number of regions in the current table. Threads: any. */
@@ -76,9 +88,11 @@ VQS_API unsigned vqs_mem_nregions(struct vqs_mem *m);
 VQS_API void vqs_mem_read_lock(void);
 VQS_API void vqs_mem_read_unlock(void);
 
-/* The current table. Only valid inside vqs_mem_read_lock(), or while pinned. Never NULL. */
+/* The current table. Only valid inside vqs_mem_read_lock(), or while pinned. Never NULL.
+ * Threads: any. */
 VQS_API const struct vqs_mem_table *vqs_mem_current(struct vqs_mem *m);
-/* Version of a table: increases with every replacement, so a cached translation can be checked. */
+/* Version of a table: increases with every replacement, so a cached translation can be checked.
+ * Starts at 1 (0 never names a table). Threads: any, with t pinned or inside the section. */
 VQS_API uint64_t vqs_mem_table_gen(const struct vqs_mem_table *t);
 
 /*
@@ -100,11 +114,12 @@ VQS_API int vqs_mem_translate(const struct vqs_mem_table *t, uint64_t gpa, uint6
 /*
  * Host pointer for a range that must be contiguous in one region (ring areas); NULL when any
  * byte is unmapped, the range overflows, or it spans regions. uaddr variant for vhost-user ring
- * addresses.
+ * addresses. Threads: as vqs_mem_translate.
  */
 VQS_API void *vqs_mem_gpa_to_host(const struct vqs_mem_table *t, uint64_t gpa, uint64_t len);
 VQS_API void *vqs_mem_uaddr_to_host(const struct vqs_mem_table *t, uint64_t uaddr, uint64_t len);
-/* Convert a frontend virtual address to a gpa; -EFAULT if [uaddr, uaddr+len) is not mapped. */
+/* Convert a frontend virtual address to a gpa; -EFAULT if [uaddr, uaddr+len) is not mapped
+ * within one region. */
 VQS_API int vqs_mem_uaddr_to_gpa(const struct vqs_mem_table *t, uint64_t uaddr, uint64_t len,
 				 uint64_t *gpa);
 /*

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writer side of the memory map and the lifetimes of its tables and regions.
+ *
+ * Writers (serialised by m->lock) build a fresh immutable table, publish it with one release
+ * store, and hand the old one to call_rcu. After the grace period the old table loses its
+ * "reachable" reference; pins keep it alive beyond that. When a table goes, it drops one reference
+ * on each of its regions, and a region whose last table went runs its release hook.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "mem/table.h"
+#include "util/tsan.h"
+
+struct vqs_mem {
+	pthread_mutex_t lock; /* serialises writers; readers never take it */
+	/* The published table; release store in publish() pairs with the acquire load in
+	 * vqs_mem_current(), so a reader sees the table fully built. */
+	_Atomic(struct vqs_mem_table *) cur;
+	uint64_t gen; /* generation of the newest table; under lock */
+};
+
+/* TSan stand-in for the grace period: readers release it when they leave a read-side section,
+ * deferred frees acquire it (see util/tsan.h). */
+static char tsan_grace;
+
+void vqs_mem_read_lock(void) { urcu_bp_read_lock(); }
+
+void vqs_mem_read_unlock(void)
+{
+	vqs_tsan_release(&tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+const struct vqs_mem_table *vqs_mem_current(struct vqs_mem *m)
+{
+	return atomic_load_explicit(&m->cur, memory_order_acquire); /* pairs with publish() */
+}
+
+/* ---- lifetimes ---- */
+
+static void region_put(struct mem_region_obj *o)
+{
+	/* acq_rel: the last dropper sees every use made under the other references. */
+	if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	if (o->r.release)
+		o->r.release(o->r.release_opaque, &o->r);
+	free(o);
+}
+
+static void table_put(struct vqs_mem_table *t)
+{
+	/* acq_rel pairs with the other pin holders' drops, as in region_put. */
+	if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (unsigned i = 0; i < t->n; i++)
+		region_put(t->slots[i].obj);
+	free(t);
+}
+
+static void table_retired(struct rcu_head *head)
+{
+	vqs_tsan_acquire(&tsan_grace);
+	table_put(caa_container_of(head, struct vqs_mem_table, rcu));
+	vqs_tsan_release(&tsan_grace); /* seen by whoever waits in urcu_bp_barrier() */
+}
+
+/* After the next grace period no reader can reach t; drop the reference that stood for them. */
+static void table_retire(struct vqs_mem_table *t)
+{
+	vqs_tsan_release(&tsan_grace);
+	urcu_bp_call_rcu(&t->rcu, table_retired);
+}
+
+const struct vqs_mem_table *vqs_mem_table_get(struct vqs_mem *m)
+{
+	struct vqs_mem_table *t = atomic_load_explicit(&m->cur, memory_order_acquire);
+	/* Relaxed is enough: inside the read-side section the reachable reference cannot go. */
+	atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+	return t;
+}
+
+void vqs_mem_table_put(const struct vqs_mem_table *t) { table_put((struct vqs_mem_table *)t); }
+
+/* ---- building tables ---- */
+
+static bool wraps(uint64_t start, uint64_t size) { return size - 1 > UINT64_MAX - start; }
+
+static int check_region(const struct vqs_mem_region *r)
+{
+	if (!r->size || !r->host || wraps(r->gpa, r->size) || wraps(r->uaddr, r->size) ||
+	    wraps((uintptr_t)r->host, r->size))
+		return -EINVAL;
+	return 0;
+}
+
+static int cmp_gpa(const void *a, const void *b)
+{
+	const struct mem_slot *x = a, *y = b;
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+static int cmp_uaddr(const void *a, const void *b, void *slots)
+{
+	const struct mem_slot *s = slots;
+	uint64_t x = s[*(const unsigned *)a].uaddr, y = s[*(const unsigned *)b].uaddr;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted neighbours overlap when the later one starts inside the earlier one. */
+static bool overlaps(uint64_t prev_start, uint64_t prev_size, uint64_t start)
+{
+	return start - prev_start < prev_size;
+}
+
+/* A table of the n regions objs (checked one by one already), or -EINVAL when two overlap. The
+ * table holds no region references yet: take_refs() once it is sure to be published. */
+static int table_build(struct mem_region_obj *const *objs, unsigned n,
+		       struct vqs_mem_table **out)
+{
+	if (n > VQS_MEM_MAX_REGIONS)
+		return -E2BIG;
+	struct vqs_mem_table *t =
+		calloc(1, sizeof(*t) + n * (sizeof(struct mem_slot) + sizeof(unsigned)));
+	if (!t)
+		return -ENOMEM;
+	t->n = n;
+	t->by_uaddr = (unsigned *)&t->slots[n];
+	atomic_init(&t->refs, 1);
+	for (unsigned i = 0; i < n; i++) {
+		const struct vqs_mem_region *r = &objs[i]->r;
+		t->slots[i] = (struct mem_slot){.gpa = r->gpa, .size = r->size, .uaddr = r->uaddr,
+						.host = r->host, .obj = objs[i]};
+		t->by_uaddr[i] = i;
+	}
+	qsort(t->slots, n, sizeof(t->slots[0]), cmp_gpa);
+	qsort_r(t->by_uaddr, n, sizeof(unsigned), cmp_uaddr, t->slots);
+	for (unsigned i = 1; i < n; i++) {
+		const struct mem_slot *p = &t->slots[i - 1], *pu = &t->slots[t->by_uaddr[i - 1]];
+		if (overlaps(p->gpa, p->size, t->slots[i].gpa) ||
+		    overlaps(pu->uaddr, pu->size, t->slots[t->by_uaddr[i]].uaddr)) {
+			free(t);
+			return -EINVAL;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+/* Build a table of objs and make it current. Caller holds m->lock. On error nothing changed and
+ * objs keep their references. */
+static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs, unsigned n)
+{
+	struct vqs_mem_table *t;
+	int rc = table_build(objs, n, &t);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < n; i++)
+		atomic_fetch_add_explicit(&objs[i]->refs, 1, memory_order_relaxed);
+	t->gen = ++m->gen;
+	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
+	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
+	if (old)
+		table_retire(old);
+	return 0;
+}
+
+static struct mem_region_obj *region_new(const struct vqs_mem_region *r)
+{
+	struct mem_region_obj *o = malloc(sizeof(*o));
+	if (o) {
+		o->r = *r;
+		atomic_init(&o->refs, 0);
+	}
+	return o;
+}
+
+/* Region objects of the current table, plus room for `extra` more. Caller holds m->lock. */
+static struct mem_region_obj **current_objs(struct vqs_mem *m, unsigned extra, unsigned *n)
+{
+	const struct vqs_mem_table *t = atomic_load_explicit(&m->cur, memory_order_relaxed);
+	/* + 1: never a zero-sized allocation, whose NULL would read as -ENOMEM. */
+	struct mem_region_obj **objs = calloc(t->n + extra + 1, sizeof(*objs));
+	if (objs)
+		for (unsigned i = 0; i < t->n; i++)
+			objs[i] = t->slots[i].obj;
+	*n = t->n;
+	return objs;
+}
+
+/* ---- public writer side ---- */
+
+int vqs_mem_create(struct vqs_mem **out)
+{
+	struct vqs_mem *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
+	int rc = replace_locked(m, NULL, 0); /* m is not shared yet */
+	if (rc) {
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void vqs_mem_destroy(struct vqs_mem *m)
+{
+	if (!m)
+		return;
+	table_retire(atomic_load_explicit(&m->cur, memory_order_relaxed));
+	vqs_mem_synchronize(m);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void vqs_mem_synchronize(struct vqs_mem *m)
+{
+	urcu_bp_barrier(); /* every call_rcu queued so far has run */
+	vqs_tsan_acquire(&tsan_grace);
+}
+
+int vqs_mem_set(struct vqs_mem *m, const struct vqs_mem_region *regions, unsigned n)
+{
+	if (n > VQS_MEM_MAX_REGIONS)
+		return -E2BIG;
+	if (n && !regions)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (check_region(&regions[i]))
+			return -EINVAL;
+	struct mem_region_obj **objs = calloc(n + 1, sizeof(*objs)); /* + 1: as current_objs() */
+	if (!objs)
+		return -ENOMEM;
+	int rc = 0;
+	for (unsigned i = 0; i < n && !rc; i++)
+		if (!(objs[i] = region_new(&regions[i])))
+			rc = -ENOMEM;
+	if (!rc) {
+		pthread_mutex_lock(&m->lock);
+		rc = replace_locked(m, objs, n);
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (rc)
+		for (unsigned i = 0; i < n; i++)
+			free(objs[i]); /* never referenced: the caller keeps the regions */
+	free(objs);
+	return rc;
+}
+
+int vqs_mem_add(struct vqs_mem *m, const struct vqs_mem_region *r)
+{
+	if (!r || check_region(r))
+		return -EINVAL;
+	struct mem_region_obj *o = region_new(r);
+	if (!o)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->lock);
+	unsigned n;
+	struct mem_region_obj **objs = current_objs(m, 1, &n);
+	int rc = -ENOMEM;
+	if (objs) {
+		objs[n] = o;
+		rc = replace_locked(m, objs, n + 1);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(objs);
+	if (rc)
+		free(o);
+	return rc;
+}
+
+int vqs_mem_remove(struct vqs_mem *m, uint64_t gpa, uint64_t size)
+{
+	pthread_mutex_lock(&m->lock);
+	unsigned n, kept = 0;
+	struct mem_region_obj **objs = current_objs(m, 0, &n);
+	int rc = -ENOMEM;
+	if (objs) {
+		for (unsigned i = 0; i < n; i++)
+			if (objs[i]->r.gpa != gpa || objs[i]->r.size != size)
+				objs[kept++] = objs[i];
+		rc = kept == n ? -ENOENT : replace_locked(m, objs, kept);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(objs);
+	return rc;
+}
+
+unsigned vqs_mem_nregions(struct vqs_mem *m)
+{
+	vqs_mem_read_lock();
+	unsigned n = vqs_mem_current(m)->n;
+	vqs_mem_read_unlock();
+	return n;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the memory map: refcounted regions and the immutable tables that list them.
+ * lib/mem/mem.c builds, publishes and retires tables (writer side, lifetimes);
+ * lib/mem/lookup.c answers translations from one table (read side, no writes to shared state).
+ */
+#ifndef VQS_MEM_TABLE_H
+#define VQS_MEM_TABLE_H
+
+#include <stdatomic.h>
+#include <urcu-bp.h>
+#include <vqsched/mem.h>
+
+/* A region as the map owns it: shared by every table that lists it, released with the last. */
+struct mem_region_obj {
+	struct vqs_mem_region r;
+	atomic_uint refs; /* tables listing this region */
+};
+
+/* What a lookup needs of a region, copied into the table so a search touches one array. */
+struct mem_slot {
+	uint64_t gpa;
+	uint64_t size;
+	uint64_t uaddr;
+	uint8_t *host;
+	struct mem_region_obj *obj;
+};
+
+struct vqs_mem_table {
+	struct rcu_head rcu;
+	/* One reference for "readers may still reach it" (dropped after the grace period that
+	 * follows its replacement) plus one per pin. Freed, and its regions' references dropped,
+	 * at zero. */
+	atomic_ulong refs;
+	uint64_t gen;
+	unsigned n;
+	unsigned *by_uaddr;     /* slot indices in uaddr order (points past slots[n]) */
+	struct mem_slot slots[]; /* in gpa order, non-overlapping */
+};
+
+/* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */
+const struct mem_slot *vqs_mem_find_gpa(const struct vqs_mem_table *t, uint64_t gpa,
+					unsigned *hint);
+
+#endif
