@@ -8,10 +8,12 @@
  * on each of its regions, and a region whose last table went runs its release hook.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "mem/table.h"
+#include "util/log.h"
 #include "util/tsan.h"
 
 struct vqs_mem {
@@ -89,12 +91,20 @@ void vqs_mem_table_put(const struct vqs_mem_table *t) { table_put((struct vqs_me
 
 static bool wraps(uint64_t start, uint64_t size) { return size - 1 > UINT64_MAX - start; }
 
+/* Rejections are logged at INFO: the reason is worth having when debugging a frontend, but a
+ * peer must not be able to flood the default (WARN) log with them. */
 static int check_region(const struct vqs_mem_region *r)
 {
-	if (!r->size || !r->host || wraps(r->gpa, r->size) || wraps(r->uaddr, r->size) ||
-	    wraps((uintptr_t)r->host, r->size))
-		return -EINVAL;
-	return 0;
+	const char *why = !r->size ? "size 0"
+			  : !r->host ? "no host mapping"
+			  : wraps(r->gpa, r->size) ? "gpa + size wraps"
+			  : wraps(r->uaddr, r->size) ? "uaddr + size wraps"
+			  : wraps((uintptr_t)r->host, r->size) ? "host + size wraps"
+			  : NULL;
+	if (!why)
+		return 0;
+	vqs_info("memory region at gpa 0x%" PRIx64 " rejected: %s", r->gpa, why);
+	return -EINVAL;
 }
 
 static int cmp_gpa(const void *a, const void *b)
@@ -110,10 +120,14 @@ static int cmp_uaddr(const void *a, const void *b, void *slots)
 	return x < y ? -1 : x > y;
 }
 
-/* Sorted neighbours overlap when the later one starts inside the earlier one. */
-static bool overlaps(uint64_t prev_start, uint64_t prev_size, uint64_t start)
+/* Neighbours in sorted order overlap when the later one (at b) starts inside the earlier one. */
+static bool neighbours_overlap(const char *space, uint64_t a, uint64_t a_size, uint64_t b)
 {
-	return start - prev_start < prev_size;
+	if (b - a >= a_size)
+		return false;
+	vqs_info("memory regions overlap in %s: 0x%" PRIx64 " (0x%" PRIx64 " bytes) and 0x%" PRIx64,
+		 space, a, a_size, b);
+	return true;
 }
 
 /* A table of the n regions objs (checked one by one already), or -EINVAL when two overlap. The
@@ -139,9 +153,11 @@ static int table_build(struct mem_region_obj *const *objs, unsigned n,
 	qsort(t->slots, n, sizeof(t->slots[0]), cmp_gpa);
 	qsort_r(t->by_uaddr, n, sizeof(unsigned), cmp_uaddr, t->slots);
 	for (unsigned i = 1; i < n; i++) {
-		const struct mem_slot *p = &t->slots[i - 1], *pu = &t->slots[t->by_uaddr[i - 1]];
-		if (overlaps(p->gpa, p->size, t->slots[i].gpa) ||
-		    overlaps(pu->uaddr, pu->size, t->slots[t->by_uaddr[i]].uaddr)) {
+		const struct mem_slot *a = &t->slots[i - 1], *b = &t->slots[i];
+		const struct mem_slot *ua = &t->slots[t->by_uaddr[i - 1]];
+		const struct mem_slot *ub = &t->slots[t->by_uaddr[i]];
+		if (neighbours_overlap("gpa", a->gpa, a->size, b->gpa) ||
+		    neighbours_overlap("uaddr", ua->uaddr, ua->size, ub->uaddr)) {
 			free(t);
 			return -EINVAL;
 		}
