@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Public entry points of the driver-side queue: validate what the caller passes, then dispatch to
+ * the layout's ops table (driver_split.c, driver_packed.c). Rules shared by both layouts live here
+ * so each layout only deals with its wire format.
+ */
+#include "ring/driver_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+/* Most descriptors in one indirect table: tables are kept per slot for the queue's lifetime, so
+ * this bounds the arena a queue's indirect tables can use (num * 2 KiB). */
+#define VQS_DRV_INDIRECT_MAX 128u
+
+/* The packed layout's ops, once lib/ring/driver_packed.c provides them (else RING_PACKED is
+ * -ENOTSUP). */
+static const struct vqs_drv_ops *const packed_ops = NULL;
+
+int vqs_drv_base_init(struct vqs_drv_vq *dq, const struct vqs_drv_vq_config *cfg)
+{
+	dq->gmem = cfg->gmem;
+	dq->num = cfg->num;
+	dq->features = cfg->features;
+	dq->event_idx = cfg->features & VQS_BIT(VQS_F_EVENT_IDX);
+	dq->indirect = cfg->features & VQS_BIT(VQS_F_INDIRECT_DESC);
+	dq->indirect_max = dq->indirect ? (cfg->num < VQS_DRV_INDIRECT_MAX ? cfg->num
+									   : VQS_DRV_INDIRECT_MAX)
+					: 0;
+	dq->num_free = cfg->num;
+	dq->slots = calloc(cfg->num, sizeof(*dq->slots));
+	return dq->slots ? 0 : -ENOMEM;
+}
+
+void vqs_drv_base_fini(struct vqs_drv_vq *dq)
+{
+	free(dq->slots);
+	dq->slots = NULL;
+}
+
+void *vqs_drv_indirect_table(struct vqs_drv_vq *dq, unsigned slot, uint64_t *gpa)
+{
+	struct vqs_drv_slot *s = &dq->slots[slot];
+	if (!s->indirect_gpa) {
+		size_t len = 16u * (size_t)dq->indirect_max;
+		uint64_t g = vqs_gmem_alloc(dq->gmem, len, 16);
+		if (!g)
+			return NULL;
+		s->indirect_host = vqs_drv_area(dq, g, len);
+		s->indirect_gpa = g;
+	}
+	*gpa = s->indirect_gpa;
+	return s->indirect_host;
+}
+
+void *vqs_drv_area(const struct vqs_drv_vq *dq, uint64_t gpa, size_t len)
+{
+	return vqs_gmem_host(dq->gmem, gpa, len);
+}
+
+void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long value)
+{
+	if (dq->broken)
+		return;
+	dq->broken = true;
+	vqs_err("driver queue (num %u): device broke the ring: %s (%llu); queue stopped", dq->num,
+		why, value);
+}
+
+/*
+ * -EINVAL for a malformed config (NULL, size too small, no arena, num 0 or above 32768; split
+ * also needs a power of two), -ENOTSUP for a layout or feature not implemented, -ENOSPC when the
+ * arena cannot hold the ring areas, -ENOMEM.
+ */
+int vqs_drv_vq_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
+{
+	if (!out || !cfg || cfg->size < sizeof(*cfg) || !cfg->gmem || cfg->num == 0 ||
+	    cfg->num > VQS_VQ_MAX_SIZE)
+		return -EINVAL;
+	const struct vqs_drv_ops *ops = &vqs_drv_split_ops;
+	if (cfg->features & VQS_BIT(VQS_F_RING_PACKED)) {
+		if (!packed_ops)
+			return -ENOTSUP;
+		ops = packed_ops;
+	}
+	struct vqs_drv_vq *dq = NULL;
+	int rc = ops->create(&dq, cfg);
+	if (rc)
+		return rc;
+	dq->ops = ops;
+	*out = dq;
+	return 0;
+}
+
+void vqs_drv_vq_destroy(struct vqs_drv_vq *dq)
+{
+	if (dq)
+		dq->ops->destroy(dq);
+}
+
+void vqs_drv_vq_addrs(const struct vqs_drv_vq *dq, uint64_t *desc, uint64_t *driver,
+		      uint64_t *device)
+{
+	*desc = dq->desc_gpa;
+	*driver = dq->driver_gpa;
+	*device = dq->device_gpa;
+}
+
+/*
+ * Beyond the header's -ENOSPC/-EINVAL: -EINVAL also for a chain longer than the queue size or
+ * than 2^32-1 bytes, and for indirect without INDIRECT_DESC or longer than one indirect table (128 descriptors, or num
+ * if smaller); -ENOSPC also when the arena has no room for the slot's first indirect table; -EIO
+ * once the device broke the ring.
+ */
+int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		unsigned in_num, void *token, bool indirect)
+{
+	uint64_t total = (uint64_t)out_num + in_num;
+	if (dq->broken)
+		return -EIO;
+	if (!token || !bufs || total == 0 || total > dq->num)
+		return -EINVAL;
+	if (indirect && (!dq->indirect || total > dq->indirect_max))
+		return -EINVAL;
+	uint64_t bytes = 0;
+	for (unsigned k = 0; k < total; k++)
+		bytes += bufs[k].len;
+	if (bytes > UINT32_MAX) /* a device must refuse such a chain (2^32-1 byte limit) */
+		return -EINVAL;
+	return dq->ops->add(dq, bufs, out_num, in_num, token, indirect);
+}
+
+bool vqs_drv_kick_prepare(struct vqs_drv_vq *dq)
+{
+	return !dq->broken && dq->ops->kick_prepare(dq);
+}
+
+void *vqs_drv_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	uint32_t dummy;
+	if (dq->broken)
+		return NULL;
+	return dq->ops->get_used(dq, len ? len : &dummy);
+}
+
+unsigned vqs_drv_free_count(const struct vqs_drv_vq *dq)
+{
+	return dq->num_free;
+}
+
+void vqs_drv_disable_cb(struct vqs_drv_vq *dq)
+{
+	dq->ops->disable_cb(dq);
+}
+
+bool vqs_drv_enable_cb(struct vqs_drv_vq *dq)
+{
+	return !dq->broken && dq->ops->enable_cb(dq);
+}
+
+bool vqs_drv_enable_cb_delayed(struct vqs_drv_vq *dq)
+{
+	return !dq->broken && dq->ops->enable_cb_delayed(dq);
+}
+
+bool vqs_drv_has_used(const struct vqs_drv_vq *dq)
+{
+	return !dq->broken && dq->ops->has_used(dq);
+}

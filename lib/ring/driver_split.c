@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split virtqueue, driver side (virtio 1.x, 2.7): descriptor table, avail ring (+ used_event) and
+ * used ring (+ avail_event) in the guest-memory arena, a free list of descriptors, notification
+ * suppression both ways (flags, or EVENT_IDX).
+ *
+ * Fields the device writes while we may read them (used idx, used flags, avail_event) and fields
+ * we write while it may read them (avail idx, avail flags, used_event) are accessed as atomics;
+ * descriptors, avail entries and used entries are plain memory ordered by the index that
+ * publishes them. Used entries come from the device: each is read once, and its id is checked
+ * against the chains in flight before it is trusted.
+ */
+#include "ring/driver_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+struct vqs_drv_split {
+	struct vqs_drv_vq base; /* first: driver.c sees only this */
+	struct vqs_vring_desc *desc;
+	struct vqs_vring_avail *avail;
+	struct vqs_vring_used *used;
+	uint16_t *used_event;  /* avail->ring[num]: ours */
+	uint16_t *avail_event; /* after used->ring[num]: the device's */
+	uint16_t *next;        /* free list links, private so the device cannot corrupt them */
+	uint16_t free_head;
+	uint16_t avail_idx;     /* chains added: the avail idx the next kick_prepare publishes */
+	uint16_t kicked_idx;    /* avail idx published by the last kick_prepare */
+	uint16_t last_used_idx; /* next used entry to consume */
+	uint16_t used_idx_seen; /* used idx as last read (validated) */
+	uint16_t in_flight;     /* chains added and not yet consumed */
+	bool cb_disabled;
+	bool len_warned;
+};
+
+static struct vqs_drv_split *to_split(struct vqs_drv_vq *dq)
+{
+	return (struct vqs_drv_split *)dq;
+}
+
+static const struct vqs_drv_split *to_csplit(const struct vqs_drv_vq *dq)
+{
+	return (const struct vqs_drv_split *)dq;
+}
+
+/* The ring's shared 16-bit fields, as atomics (same size and alignment as uint16_t). */
+static _Atomic uint16_t *shared16(const uint16_t *p)
+{
+	return (_Atomic uint16_t *)(uintptr_t)p;
+}
+
+static uint16_t load_relaxed(const uint16_t *p)
+{
+	return le16toh(atomic_load_explicit(shared16(p), memory_order_relaxed));
+}
+
+static void store_relaxed(uint16_t *p, uint16_t v)
+{
+	atomic_store_explicit(shared16(p), htole16(v), memory_order_relaxed);
+}
+
+static uint16_t load_used_idx(const struct vqs_drv_split *s)
+{
+	/* Pairs with the device's release store of used idx in flush: the used entries below the
+	 * index, and what the device wrote into the buffers, are visible once we see it. */
+	return le16toh(atomic_load_explicit(shared16(&s->used->idx), memory_order_acquire));
+}
+
+static void split_destroy(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	free(s->next);
+	vqs_drv_base_fini(dq);
+	free(s);
+}
+
+static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
+{
+	unsigned num = cfg->num;
+	if (num & (num - 1))
+		return -EINVAL;
+	/* In-order descriptor allocation (2.7.9) is not implemented for split rings. */
+	if (cfg->features & VQS_BIT(VQS_F_IN_ORDER))
+		return -ENOTSUP;
+	struct vqs_drv_split *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	struct vqs_drv_vq *dq = &s->base;
+	dq->ops = &vqs_drv_split_ops; /* so split_destroy can run on failure */
+	int rc = vqs_drv_base_init(dq, cfg);
+	if (rc || !(s->next = calloc(num, sizeof(*s->next)))) {
+		split_destroy(dq);
+		return rc ? rc : -ENOMEM;
+	}
+	dq->desc_gpa = vqs_gmem_alloc(cfg->gmem, vqs_vring_desc_size(num), VQS_VRING_DESC_ALIGN);
+	dq->driver_gpa = vqs_gmem_alloc(cfg->gmem, vqs_vring_avail_size(num), VQS_VRING_AVAIL_ALIGN);
+	dq->device_gpa = vqs_gmem_alloc(cfg->gmem, vqs_vring_used_size(num), VQS_VRING_USED_ALIGN);
+	if (!dq->desc_gpa || !dq->driver_gpa || !dq->device_gpa) {
+		split_destroy(dq);
+		return -ENOSPC;
+	}
+	s->desc = vqs_drv_area(dq, dq->desc_gpa, vqs_vring_desc_size(num));
+	s->avail = vqs_drv_area(dq, dq->driver_gpa, vqs_vring_avail_size(num));
+	s->used = vqs_drv_area(dq, dq->device_gpa, vqs_vring_used_size(num));
+	s->used_event = &s->avail->ring[num];
+	s->avail_event = (uint16_t *)(void *)&s->used->ring[num];
+	for (unsigned i = 0; i < num; i++)
+		s->next[i] = (uint16_t)(i + 1);
+	*out = dq;
+	return 0;
+}
+
+static void write_desc(struct vqs_vring_desc *d, uint64_t addr, uint32_t len, uint16_t flags,
+		       uint16_t next)
+{
+	d->addr = htole64(addr);
+	d->len = htole32(len);
+	d->flags = htole16(flags);
+	d->next = htole16(next);
+}
+
+/* Flags of buffer k of a chain of `total`, the first out_num readable. */
+static uint16_t chain_flags(unsigned k, unsigned out_num, unsigned total)
+{
+	return (uint16_t)((k >= out_num ? VQS_VRING_DESC_F_WRITE : 0) |
+			  (k + 1 < total ? VQS_VRING_DESC_F_NEXT : 0));
+}
+
+static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		     unsigned in_num, void *token, bool indirect)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
+	if (dq->num_free < ndescs)
+		return -ENOSPC;
+	uint16_t head = s->free_head, last = head;
+	uint32_t in_len = 0;
+	for (unsigned k = out_num; k < total; k++)
+		in_len += bufs[k].len;
+	if (indirect) {
+		uint64_t table_gpa;
+		struct vqs_vring_desc *t = vqs_drv_indirect_table(dq, head, &table_gpa);
+		if (!t)
+			return -ENOSPC;
+		for (unsigned k = 0; k < total; k++) {
+			uint16_t f = chain_flags(k, out_num, total);
+			write_desc(&t[k], bufs[k].gpa, bufs[k].len, f,
+				   (f & VQS_VRING_DESC_F_NEXT) ? (uint16_t)(k + 1) : 0);
+		}
+		/* INDIRECT alone: never with NEXT (2.7.5.3.1), WRITE is ignored on it. */
+		write_desc(&s->desc[head], table_gpa, 16u * total, VQS_VRING_DESC_F_INDIRECT, 0);
+		s->free_head = s->next[head];
+	} else {
+		uint16_t i = head;
+		for (unsigned k = 0; k < total; k++) {
+			uint16_t f = chain_flags(k, out_num, total);
+			write_desc(&s->desc[i], bufs[k].gpa, bufs[k].len, f,
+				   (f & VQS_VRING_DESC_F_NEXT) ? s->next[i] : 0);
+			last = i;
+			i = s->next[i];
+		}
+		s->free_head = i;
+	}
+	struct vqs_drv_slot *slot = &dq->slots[head];
+	slot->token = token;
+	slot->in_len = in_len;
+	slot->ndescs = (uint16_t)ndescs;
+	slot->last = last;
+	dq->num_free -= ndescs;
+	s->avail->ring[s->avail_idx & (dq->num - 1)] = htole16(head);
+	s->avail_idx++;
+	s->in_flight++;
+	return 0;
+}
+
+static bool split_kick_prepare(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	uint16_t old = s->kicked_idx, new_idx = s->avail_idx;
+	/* Pairs with the device's acquire load of avail idx in pop: the descriptors and avail
+	 * entries written by add are visible before the index that exposes them. */
+	atomic_store_explicit(shared16(&s->avail->idx), htole16(new_idx), memory_order_release);
+	/* Pairs with the device's full barrier in enable_notify, between its write of avail_event
+	 * (or clearing NO_NOTIFY) and its re-read of avail idx: either it sees our new idx there,
+	 * or we see its request for a kick below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	s->kicked_idx = new_idx;
+	if (new_idx == old)
+		return false;
+	if (dq->event_idx)
+		return vqs_vring_need_event(load_relaxed(s->avail_event), new_idx, old);
+	return !(load_relaxed(&s->used->flags) & VQS_VRING_USED_F_NO_NOTIFY);
+}
+
+/* Ask for an interrupt once the device passes used entry `event` (EVENT_IDX). */
+static void request_used_event(struct vqs_drv_split *s, uint16_t event)
+{
+	store_relaxed(s->used_event, event);
+	/* Pairs with the device's full barrier in need_call, between its release store of used idx
+	 * and its read of used_event (or avail flags): either it sees our request, or the
+	 * caller's next look at used idx sees its entries. */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void *split_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	if (s->last_used_idx == s->used_idx_seen) {
+		uint16_t idx = load_used_idx(s);
+		if ((uint16_t)(idx - s->last_used_idx) > s->in_flight) {
+			vqs_drv_break(dq, "used idx ahead of the chains in flight", idx);
+			return NULL;
+		}
+		s->used_idx_seen = idx;
+		if (idx == s->last_used_idx)
+			return NULL;
+	}
+	const volatile struct vqs_vring_used_elem *ue =
+		&s->used->ring[s->last_used_idx & (dq->num - 1)];
+	uint32_t id = le32toh(ue->id), written = le32toh(ue->len);
+	if (id >= dq->num || !dq->slots[id].token) {
+		vqs_drv_break(dq, "used id not in flight", id);
+		return NULL;
+	}
+	s->last_used_idx++;
+	struct vqs_drv_slot *slot = &dq->slots[id];
+	if (written > slot->in_len) {
+		if (!s->len_warned)
+			vqs_warn("driver queue (num %u): device reported %u bytes written into a "
+				 "chain of %u writable bytes; clamped", dq->num, written,
+				 slot->in_len);
+		s->len_warned = true;
+		written = slot->in_len;
+	}
+	void *token = slot->token;
+	slot->token = NULL;
+	s->next[slot->last] = s->free_head;
+	s->free_head = (uint16_t)id;
+	dq->num_free += slot->ndescs;
+	s->in_flight--;
+	*len = written;
+	/* While interrupts are wanted, want the one for the next completion (as callbacks stay
+	 * enabled without another enable_cb). */
+	if (dq->event_idx && !s->cb_disabled)
+		request_used_event(s, s->last_used_idx);
+	return token;
+}
+
+static bool split_has_used(const struct vqs_drv_vq *dq)
+{
+	const struct vqs_drv_split *s = to_csplit(dq);
+	return s->used_idx_seen != s->last_used_idx || load_used_idx(s) != s->last_used_idx;
+}
+
+static void split_disable_cb(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	if (s->cb_disabled)
+		return;
+	s->cb_disabled = true;
+	/* With EVENT_IDX avail flags must stay 0 (2.7.7.1): point used_event at an entry the
+	 * device has already passed instead, so it crosses it again only 64K completions on. */
+	if (dq->event_idx)
+		store_relaxed(s->used_event, (uint16_t)(s->last_used_idx - 1));
+	else
+		store_relaxed(&s->avail->flags, VQS_VRING_AVAIL_F_NO_INTERRUPT);
+}
+
+static bool split_enable_cb(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	s->cb_disabled = false;
+	if (dq->event_idx) {
+		request_used_event(s, s->last_used_idx);
+	} else {
+		store_relaxed(&s->avail->flags, 0);
+		/* Pairs with the device's full barrier in need_call, as in request_used_event. */
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+	return split_has_used(dq);
+}
+
+/* true when more than `bufs` used entries are already pending: the device may have passed the
+ * event before it was written, so no interrupt is guaranteed; the caller must drain. */
+static bool split_enable_cb_delayed(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	if (!dq->event_idx)
+		return split_enable_cb(dq);
+	s->cb_disabled = false;
+	uint16_t bufs = (uint16_t)(s->in_flight * 3u / 4u);
+	request_used_event(s, (uint16_t)(s->last_used_idx + bufs));
+	return (uint16_t)(load_used_idx(s) - s->last_used_idx) > bufs;
+}
+
+const struct vqs_drv_ops vqs_drv_split_ops = {
+	.create = split_create,
+	.destroy = split_destroy,
+	.add = split_add,
+	.kick_prepare = split_kick_prepare,
+	.get_used = split_get_used,
+	.disable_cb = split_disable_cb,
+	.enable_cb = split_enable_cb,
+	.enable_cb_delayed = split_enable_cb_delayed,
+	.has_used = split_has_used,
+};
