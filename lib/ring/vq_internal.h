@@ -64,6 +64,13 @@ void vqs_chain_end(struct vqs_chain *c);
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */
 int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
 
+/*
+ * Host pointer for the ring area [addr, addr+len) of vq in table t, translated in the address
+ * space cfg.addr_space names; NULL unless the area lies wholly inside one region.
+ */
+void *vqs_vq_ring_area(const struct vqs_vq *vq, const struct vqs_mem_table *t, uint64_t addr,
+		       uint64_t len);
+
 /* Layout state lives in these; vq_internal.h is the only includer of both. */
 #include "ring/split.h"
 #include "ring/packed.h"
@@ -71,9 +78,13 @@ int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
 struct vqs_vq {
 	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
 	struct vqs_vq_config cfg;
-	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in; 0 = none */
+	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in */
+	bool resolved;         /* resolved_gen is meaningful */
 	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
 	unsigned hint;         /* vqs_mem_translate last-hit cache */
+	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
+	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
+	void *indirect_buf;
 	union {
 		struct vqs_split_ring split;
 		struct vqs_packed_ring packed;

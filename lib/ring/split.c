@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device side of the split virtqueue (virtio 1.x 2.7). The driver owns the descriptor table and
+ * the avail ring and may rewrite them at any moment: every index, ring entry and descriptor is
+ * loaded once into a local copy, validated, and only the copy is used.
+ */
+#include "ring/vq_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+/* Shared 16-bit ring fields, accessed as atomics because the driver writes them concurrently. */
+static inline _Atomic uint16_t *a16(uint16_t *p) { return (_Atomic uint16_t *)p; }
+
+static inline uint16_t load16(uint16_t *p)
+{
+	return le16toh(atomic_load_explicit(a16(p), memory_order_relaxed));
+}
+
+static inline void store16(uint16_t *p, uint16_t v)
+{
+	atomic_store_explicit(a16(p), htole16(v), memory_order_relaxed);
+}
+
+static inline bool busy_test(const struct vqs_split_ring *s, unsigned head)
+{
+	return s->busy[head / 64] >> (head % 64) & 1;
+}
+
+static inline void busy_flip(struct vqs_split_ring *s, unsigned head)
+{
+	s->busy[head / 64] ^= 1ULL << (head % 64);
+}
+
+/*
+ * One descriptor, copied once: two relaxed 8-byte loads (the table is 16-byte aligned), so no
+ * field can change between its check and its use.
+ */
+static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
+{
+	const _Atomic uint64_t *w = (const _Atomic uint64_t *)(const void *)src;
+	uint64_t lo = le64toh(atomic_load_explicit(&w[0], memory_order_relaxed));
+	uint64_t hi = le64toh(atomic_load_explicit(&w[1], memory_order_relaxed));
+	d->addr = lo;
+	d->len = (uint32_t)hi;
+	d->flags = (uint16_t)(hi >> 32);
+	d->next = (uint16_t)(hi >> 48);
+}
+
+static enum vqs_vq_err split_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	unsigned num = vq->cfg.num;
+	/* The EVENT_IDX trailers (used_event, avail_event) are part of the areas. */
+	size_t trailer = s->event_idx ? sizeof(uint16_t) : 0;
+	void *desc = vqs_vq_ring_area(vq, t, vq->cfg.desc_addr, vqs_vring_desc_size(num));
+	void *avail = vqs_vq_ring_area(vq, t, vq->cfg.driver_addr,
+				       vqs_vring_avail_size(num) - 2 + trailer);
+	void *used = vqs_vq_ring_area(vq, t, vq->cfg.device_addr,
+				      vqs_vring_used_size(num) - 2 + trailer);
+	if (!desc || !avail || !used)
+		return VQS_VQ_ERR_RING_UNMAPPED;
+	s->desc = desc;
+	s->avail = avail;
+	s->used = used;
+	return VQS_VQ_OK;
+}
+
+static void split_reset_state(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	memset(s, 0, sizeof(*s));
+	s->mask = (uint16_t)(vq->cfg.num - 1);
+	s->event_idx = vq->cfg.features & VQS_BIT(VQS_F_EVENT_IDX);
+	s->indirect = vq->cfg.features & VQS_BIT(VQS_F_INDIRECT_DESC);
+	s->notify_on_empty = vq->cfg.features & VQS_BIT(VQS_F_NOTIFY_ON_EMPTY);
+}
+
+/*
+ * Walk the chain at head into e (2.7.5). Descriptors are counted per table for loop detection
+ * (more steps than the table has entries means a revisit) and across tables for the queue-size
+ * limit on chain length (2.7.5.3.1).
+ */
+static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
+				  struct vqs_elem *e, bool *short_storage)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	unsigned num = vq->cfg.num;
+	const struct vqs_vring_desc *table = s->desc;
+	unsigned size = num, idx = head, steps = 0, total = 0;
+	struct vqs_chain c;
+	vqs_chain_begin(&c, e, vq->cfg.max_iov, &vq->hint);
+	for (;;) {
+		struct vqs_vring_desc d;
+		desc_snapshot(&table[idx], &d);
+		if (++steps > size)
+			return VQS_VQ_ERR_LOOP;
+		if (d.flags & VQS_VRING_DESC_F_INDIRECT) {
+			if (table != s->desc)
+				return VQS_VQ_ERR_NESTED_INDIRECT;
+			if (!s->indirect)
+				return VQS_VQ_ERR_INDIRECT_FEATURE;
+			if (d.flags & VQS_VRING_DESC_F_NEXT)
+				return VQS_VQ_ERR_INDIRECT_NEXT;
+			/* 2.7.5.3: whole descriptors; no more than a chain may hold (queue size). */
+			if (d.len == 0 || d.len % sizeof(d) || d.len / sizeof(d) > num)
+				return VQS_VQ_ERR_INDIRECT_LEN;
+			/* One copy of the whole table (it may span regions); the walk reads only it.
+			 * The WRITE flag of this descriptor is ignored (2.7.5.3.2). */
+			if (vqs_mem_copy_from(t, d.addr, vq->indirect_buf, d.len))
+				return VQS_VQ_ERR_ADDR;
+			table = vq->indirect_buf;
+			size = d.len / sizeof(d);
+			idx = 0;
+			steps = 0;
+			continue;
+		}
+		if (++total > num)
+			return VQS_VQ_ERR_CHAIN_LEN;
+		enum vqs_vq_err err =
+			vqs_chain_add(&c, t, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE);
+		if (err != VQS_VQ_OK)
+			return err;
+		if (c.short_storage) {
+			*short_storage = true;
+			return VQS_VQ_OK;
+		}
+		if (!(d.flags & VQS_VRING_DESC_F_NEXT))
+			break;
+		if (d.next >= size)
+			return VQS_VQ_ERR_NEXT_RANGE;
+		idx = d.next;
+	}
+	vqs_chain_end(&c);
+	e->ndescs = (uint16_t)total;
+	return VQS_VQ_OK;
+}
+
+/* Avail entries published and not yet popped; reads avail->idx only when the cached value is
+ * used up. -EIO when the driver moved it by more than the queue size. */
+static int avail_entries(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	if (s->avail_idx != s->last_avail_idx)
+		return (uint16_t)(s->avail_idx - s->last_avail_idx);
+	/* Acquire pairs with the driver's release store of avail->idx, made after it wrote the
+	 * ring entries and descriptors we are about to read. */
+	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
+	uint16_t n = (uint16_t)(idx - s->last_avail_idx);
+	if (n > vq->cfg.num)
+		return vqs_vq_break(vq, VQS_VQ_ERR_AVAIL_IDX);
+	s->avail_idx = idx;
+	return n;
+}
+
+static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	bool restored = s->resubmit_pos < s->nresubmit;
+	uint16_t head;
+	if (restored) {
+		head = s->resubmit[s->resubmit_pos].head;
+	} else {
+		int n = avail_entries(vq);
+		if (n <= 0)
+			return n ? n : -EAGAIN;
+		head = load16(&s->avail->ring[s->last_avail_idx & s->mask]);
+		if (head >= vq->cfg.num)
+			return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
+		/* The driver may not offer a chain again before the device used it (2.7.13):
+		 * its in-flight records would be overwritten. */
+		if (busy_test(s, head))
+			return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+	}
+	bool short_storage = false;
+	enum vqs_vq_err err = walk_chain(vq, t, head, e, &short_storage);
+	if (err != VQS_VQ_OK)
+		return vqs_vq_break(vq, err);
+	if (short_storage)
+		return -ENOBUFS;
+	e->id = head;
+	if (restored) {
+		s->resubmit_pos++;
+	} else {
+		s->last_avail_idx++;
+		busy_flip(s, head);
+		s->inuse++;
+		if (s->infl)
+			vqs_split_infl_popped(vq, head);
+	}
+	return 0;
+}
+
+static unsigned split_avail_count(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
+	unsigned n = (uint16_t)(idx - s->last_avail_idx);
+	if (n > vq->cfg.num)
+		n = vq->cfg.num;
+	return n + (unsigned)(s->nresubmit - s->resubmit_pos);
+}
+
+static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	if (n > s->inuse + (unsigned)s->resubmit_pos)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (elems[i].id >= vq->cfg.num || !busy_test(s, elems[i].id))
+			return -EINVAL;
+	/* Newest first. Restored chains were all popped before any avail entry, so they are the
+	 * ones given back once last_avail_idx is back where the restore left it. */
+	for (unsigned i = n; i-- > 0;) {
+		uint16_t id = elems[i].id;
+		if (s->last_avail_idx == s->resubmit_avail && s->resubmit_pos > 0 &&
+		    s->resubmit[s->resubmit_pos - 1].head == id) {
+			s->resubmit_pos--;
+			continue;
+		}
+		if (s->last_avail_idx == s->resubmit_avail && s->nresubmit)
+			return -EINVAL;
+		s->last_avail_idx--;
+		busy_flip(s, id);
+		s->inuse--;
+		if (s->infl)
+			vqs_split_infl_unpopped(vq, id);
+	}
+	return 0;
+}
+
+static int split_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	uint16_t id = e->id;
+	if (id >= vq->cfg.num || !busy_test(s, id) || written > e->in_len)
+		return -EINVAL;
+	struct vqs_vring_used_elem *u = &s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask];
+	/* Plain stores: the driver reads the entry only after the release store in flush. */
+	u->id = htole32(id);
+	u->len = htole32(written);
+	busy_flip(s, id);
+	s->inuse--;
+	s->pending++;
+	if (s->infl)
+		vqs_split_infl_filled(vq, id);
+	return 0;
+}
+
+static unsigned split_flush(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	unsigned n = s->pending;
+	if (!n)
+		return 0;
+	uint16_t idx = (uint16_t)(s->used_idx + n);
+	/* Release pairs with the driver's acquire load of used->idx: the entries (and the data
+	 * written into the buffers) are visible before the index that publishes them. */
+	atomic_store_explicit(a16(&s->used->idx), htole16(idx), memory_order_release);
+	s->used_idx = idx;
+	s->pending = 0;
+	if (s->infl)
+		vqs_split_infl_flushed(vq, n);
+	return n;
+}
+
+static bool split_need_call(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	uint16_t old = s->signalled_used, now = s->used_idx;
+	bool valid = s->signalled_valid;
+	if (valid && old == now)
+		return false;
+	s->signalled_used = now;
+	s->signalled_valid = true;
+	/* Pairs with the driver's full barrier between writing used_event / clearing
+	 * NO_INTERRUPT and re-reading used->idx (enable_cb): either it sees our new idx or we
+	 * see its new event. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* NOTIFY_ON_EMPTY: the driver asked to hear when the device ran out of buffers. */
+	if (s->notify_on_empty && s->inuse == 0 &&
+	    le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_relaxed)) ==
+		    s->last_avail_idx)
+		return true;
+	if (s->event_idx)
+		return !valid || vqs_vring_need_event(load16(&s->avail->ring[vq->cfg.num]), now, old);
+	return !(load16(&s->avail->flags) & VQS_VRING_AVAIL_F_NO_INTERRUPT);
+}
+
+static void split_disable_notify(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	/* With EVENT_IDX the flags stay 0 (2.7.10): leaving avail_event behind suppresses kicks. */
+	if (!s->event_idx)
+		store16(&s->used->flags, VQS_VRING_USED_F_NO_NOTIFY);
+}
+
+static bool split_enable_notify(struct vqs_vq *vq)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	if (s->event_idx)
+		store16((uint16_t *)(void *)&s->used->ring[vq->cfg.num], s->last_avail_idx);
+	else
+		store16(&s->used->flags, 0);
+	/* Pairs with the driver's full barrier between publishing avail->idx and reading
+	 * avail_event / NO_NOTIFY (kick_prepare): either it sees notifications enabled and kicks,
+	 * or we see its new entries here. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_relaxed));
+	return idx != s->last_avail_idx || s->resubmit_pos < s->nresubmit;
+}
+
+static void split_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)
+{
+	st->last_avail_idx = vq->u.split.last_avail_idx;
+	st->used_idx = vq->u.split.used_idx;
+}
+
+static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	s->last_avail_idx = st->last_avail_idx;
+	s->avail_idx = st->last_avail_idx;
+	s->used_idx = st->used_idx;
+	s->pending = 0;
+	s->inuse = 0;
+	s->signalled_valid = false;
+	memset(s->busy, 0, sizeof(s->busy));
+	return 0;
+}
+
+const struct vqs_ring_ops vqs_split_ops = {
+	.resolve = split_resolve,
+	.pop = split_pop,
+	.avail_count = split_avail_count,
+	.unpop = split_unpop,
+	.fill = split_fill,
+	.flush = split_flush,
+	.need_call = split_need_call,
+	.disable_notify = split_disable_notify,
+	.enable_notify = split_enable_notify,
+	.get_state = split_get_state,
+	.set_state = split_set_state,
+	.inflight_size = vqs_split_inflight_size,
+	.set_inflight = vqs_split_set_inflight,
+	.inflight_pending = vqs_split_inflight_pending,
+	.reset_state = split_reset_state,
+};

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public vqs_vq_* entry points: configuration, the memory-table generation check that keeps
+ * the cached ring pointers valid, the broken state, and dispatch to the layout's ops table.
+ */
+#include "ring/vq_internal.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VQS_VQ_DEFAULT_MAX_IOV 1024u
+
+static const char *const err_names[VQS_VQ_ERR__COUNT] = {
+	[VQS_VQ_OK] = "ok",
+	[VQS_VQ_ERR_RING_UNMAPPED] = "ring-unmapped",
+	[VQS_VQ_ERR_AVAIL_IDX] = "avail-idx",
+	[VQS_VQ_ERR_HEAD_RANGE] = "head-range",
+	[VQS_VQ_ERR_NEXT_RANGE] = "next-range",
+	[VQS_VQ_ERR_LOOP] = "loop",
+	[VQS_VQ_ERR_CHAIN_LEN] = "chain-len",
+	[VQS_VQ_ERR_NESTED_INDIRECT] = "nested-indirect",
+	[VQS_VQ_ERR_INDIRECT_NEXT] = "indirect-next",
+	[VQS_VQ_ERR_INDIRECT_LEN] = "indirect-len",
+	[VQS_VQ_ERR_WRITE_ORDER] = "write-order",
+	[VQS_VQ_ERR_ADDR] = "addr",
+	[VQS_VQ_ERR_CHAIN_BYTES] = "chain-bytes",
+	[VQS_VQ_ERR_BUFFER_ID] = "buffer-id",
+	[VQS_VQ_ERR_WRAP] = "wrap",
+	[VQS_VQ_ERR_INDIRECT_FLAGS] = "indirect-flags",
+	[VQS_VQ_ERR_INDIRECT_FEATURE] = "indirect-feature",
+	[VQS_VQ_ERR_IOV_LIMIT] = "iov-limit",
+};
+
+const char *vqs_vq_err_name(enum vqs_vq_err err)
+{
+	if ((unsigned)err >= VQS_VQ_ERR__COUNT)
+		return "unknown";
+	return err_names[err];
+}
+
+/* The layout's ops table for a feature set; NULL while that layout is not built in. */
+static const struct vqs_ring_ops *layout_ops(uint64_t features)
+{
+	if (features & VQS_BIT(VQS_F_RING_PACKED))
+		return NULL; /* packed: becomes &vqs_packed_ops when lib/ring/packed.c provides it */
+	return &vqs_split_ops;
+}
+
+int vqs_vq_create(struct vqs_vq **out)
+{
+	struct vqs_vq *vq = calloc(1, sizeof(*vq));
+	if (!vq)
+		return -ENOMEM;
+	*out = vq;
+	return 0;
+}
+
+static void unconfigure(struct vqs_vq *vq)
+{
+	if (vq->ops)
+		vq->ops->set_inflight(vq, NULL, 0, false);
+	vq->ops = NULL;
+	free(vq->indirect_buf);
+	vq->indirect_buf = NULL;
+	vq->resolved = false;
+	vq->hint = 0;
+	atomic_store_explicit(&vq->err, VQS_VQ_OK, memory_order_relaxed);
+}
+
+void vqs_vq_destroy(struct vqs_vq *vq)
+{
+	if (!vq)
+		return;
+	unconfigure(vq);
+	free(vq);
+}
+
+void vqs_vq_reset(struct vqs_vq *vq)
+{
+	unconfigure(vq);
+	memset(&vq->cfg, 0, sizeof(vq->cfg));
+}
+
+static bool aligned(uint64_t addr, uint64_t align) { return (addr & (align - 1)) == 0; }
+
+int vqs_vq_configure(struct vqs_vq *vq, const struct vqs_vq_config *cfg)
+{
+	/* Everything before max_iov is mandatory; later fields take their defaults. */
+	if (!vq || !cfg || cfg->size < offsetof(struct vqs_vq_config, max_iov) || !cfg->mem)
+		return -EINVAL;
+	struct vqs_vq_config c = {0};
+	memcpy(&c, cfg, cfg->size < sizeof(c) ? cfg->size : sizeof(c));
+	c.size = sizeof(c);
+	bool packed = c.features & VQS_BIT(VQS_F_RING_PACKED);
+	if (c.num < 1 || c.num > VQS_VQ_MAX_SIZE || (!packed && (c.num & (c.num - 1))))
+		return -EINVAL;
+	if (c.addr_space != VQS_ADDR_GPA && c.addr_space != VQS_ADDR_UADDR)
+		return -EINVAL;
+	/* 2.7 / 2.8 alignment of the three areas. */
+	if (!aligned(c.desc_addr, VQS_VRING_DESC_ALIGN) ||
+	    !aligned(c.driver_addr, packed ? VQS_VRING_PACKED_EVENT_ALIGN : VQS_VRING_AVAIL_ALIGN) ||
+	    !aligned(c.device_addr, packed ? VQS_VRING_PACKED_EVENT_ALIGN : VQS_VRING_USED_ALIGN))
+		return -EINVAL;
+	if (c.max_iov == 0 || c.max_iov > VQS_VQ_DEFAULT_MAX_IOV)
+		c.max_iov = VQS_VQ_DEFAULT_MAX_IOV;
+	const struct vqs_ring_ops *ops = layout_ops(c.features);
+	if (!ops)
+		return -ENOTSUP;
+
+	void *indirect = NULL;
+	if ((c.features & VQS_BIT(VQS_F_INDIRECT_DESC)) &&
+	    !(indirect = malloc(sizeof(struct vqs_vring_desc) * (size_t)c.num)))
+		return -ENOMEM;
+	unconfigure(vq);
+	vq->cfg = c;
+	vq->indirect_buf = indirect;
+	vq->ops = ops;
+	ops->reset_state(vq);
+	return 0;
+}
+
+bool vqs_vq_is_configured(const struct vqs_vq *vq) { return vq->ops != NULL; }
+
+bool vqs_vq_is_packed(const struct vqs_vq *vq)
+{
+	return vq->ops && (vq->cfg.features & VQS_BIT(VQS_F_RING_PACKED));
+}
+
+unsigned vqs_vq_num(const struct vqs_vq *vq) { return vq->ops ? vq->cfg.num : 0; }
+
+enum vqs_vq_err vqs_vq_error(const struct vqs_vq *vq)
+{
+	return (enum vqs_vq_err)atomic_load_explicit(&vq->err, memory_order_relaxed);
+}
+
+bool vqs_vq_is_broken(const struct vqs_vq *vq) { return vqs_vq_error(vq) != VQS_VQ_OK; }
+
+int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err)
+{
+	int none = VQS_VQ_OK;
+	/* Relaxed: the reason is informational for other threads; the owner reads its own write. */
+	if (atomic_compare_exchange_strong_explicit(&vq->err, &none, (int)err, memory_order_relaxed,
+						    memory_order_relaxed))
+		vqs_warn("virtqueue (num %u, desc 0x%llx) broken: %s", vq->cfg.num,
+			 (unsigned long long)vq->cfg.desc_addr, vqs_vq_err_name(err));
+	return -EIO;
+}
+
+void *vqs_vq_ring_area(const struct vqs_vq *vq, const struct vqs_mem_table *t, uint64_t addr,
+		       uint64_t len)
+{
+	return vq->cfg.addr_space == VQS_ADDR_UADDR ? vqs_mem_uaddr_to_host(t, addr, len)
+						    : vqs_mem_gpa_to_host(t, addr, len);
+}
+
+/*
+ * The ring pointers cached in the layout state are valid for one table generation: re-resolve
+ * them whenever the table was replaced (the old mappings may go away after the grace period).
+ */
+static enum vqs_vq_err ensure_resolved(struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	uint64_t gen = vqs_mem_table_gen(t);
+	if (vq->resolved && vq->resolved_gen == gen)
+		return VQS_VQ_OK;
+	vq->resolved = false;
+	enum vqs_vq_err err = vq->ops->resolve(vq, t);
+	if (err != VQS_VQ_OK)
+		return err;
+	vq->resolved_gen = gen;
+	vq->resolved = true;
+	return VQS_VQ_OK;
+}
+
+/* Configured, not broken, ring areas resolved in the current table: ready for ring access.
+ * Caller is inside vqs_mem_read_lock(). */
+static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	if (vqs_vq_is_broken(vq))
+		return -EIO;
+	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
+	enum vqs_vq_err err = ensure_resolved(vq, t);
+	if (err != VQS_VQ_OK)
+		return vqs_vq_break(vq, err);
+	if (tp)
+		*tp = t;
+	return 0;
+}
+
+int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
+{
+	const struct vqs_mem_table *t;
+	int rc = ring_ready(vq, &t);
+	return rc ? rc : vq->ops->pop(vq, t, e);
+}
+
+int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max)
+{
+	const struct vqs_mem_table *t;
+	int rc = ring_ready(vq, &t);
+	if (rc)
+		return rc;
+	unsigned n = 0;
+	while (n < max && (rc = vq->ops->pop(vq, t, &elems[n])) == 0)
+		n++;
+	if (n > 0 || rc == -EAGAIN)
+		return (int)n;
+	return rc;
+}
+
+unsigned vqs_vq_avail_count(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	unsigned n = ring_ready(vq, NULL) ? 0 : vq->ops->avail_count(vq);
+	vqs_mem_read_unlock();
+	return n;
+}
+
+int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	return vq->ops->unpop(vq, elems, n);
+}
+
+/*
+ * fill/flush/notify touch the ring too; callers need not hold the read lock for them, so take it
+ * here (it nests) and check the generation as pop does.
+ */
+int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+{
+	vqs_mem_read_lock();
+	int rc = ring_ready(vq, NULL);
+	if (!rc)
+		rc = vq->ops->fill(vq, e, written);
+	vqs_mem_read_unlock();
+	return rc;
+}
+
+unsigned vqs_vq_flush(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	unsigned n = ring_ready(vq, NULL) ? 0 : vq->ops->flush(vq);
+	vqs_mem_read_unlock();
+	return n;
+}
+
+bool vqs_vq_need_call(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	bool call = !ring_ready(vq, NULL) && vq->ops->need_call(vq);
+	vqs_mem_read_unlock();
+	return call;
+}
+
+void vqs_vq_disable_notify(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	if (!ring_ready(vq, NULL))
+		vq->ops->disable_notify(vq);
+	vqs_mem_read_unlock();
+}
+
+bool vqs_vq_enable_notify(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	bool more = !ring_ready(vq, NULL) && vq->ops->enable_notify(vq);
+	vqs_mem_read_unlock();
+	return more;
+}
+
+void vqs_vq_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (vq->ops)
+		vq->ops->get_state(vq, st);
+}
+
+int vqs_vq_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	return vq->ops->set_state(vq, st);
+}
+
+size_t vqs_vq_inflight_size(unsigned num, bool packed)
+{
+	const struct vqs_ring_ops *ops = layout_ops(packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
+	if (!ops || num < 1 || num > VQS_VQ_MAX_SIZE)
+		return 0;
+	return ops->inflight_size(num);
+}
+
+int vqs_vq_set_inflight(struct vqs_vq *vq, void *region, size_t len, bool restore)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	if (!region || !restore)
+		return vq->ops->set_inflight(vq, region, len, restore);
+	/* Restoring repairs a torn completion from the used ring: it needs the ring resolved. */
+	vqs_mem_read_lock();
+	int rc = ring_ready(vq, NULL);
+	if (!rc)
+		rc = vq->ops->set_inflight(vq, region, len, restore);
+	vqs_mem_read_unlock();
+	return rc;
+}
+
+unsigned vqs_vq_inflight_pending(const struct vqs_vq *vq)
+{
+	return vq->ops ? vq->ops->inflight_pending(vq) : 0;
+}
