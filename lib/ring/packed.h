@@ -1,7 +1,104 @@
 /* SPDX-License-Identifier: MIT */
-/* Packed ring state (owned by the packed ring work). */
+/*
+ * Packed ring state of a device-side vqs_vq (virtio 1.x 2.8), and the inflight region hooks
+ * packed.c calls (lib/ring/inflight_packed.c). Owned by the vq's owner thread, like the vq.
+ */
 #ifndef VQS_RING_PACKED_H
 #define VQS_RING_PACKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-struct vqs_packed_ring { int placeholder_until_packed_lands; };
+#include <vqsched/vring.h>
+
+/* A buffer id's state in vqs_packed_ring.ids[]: not popped, or popped and not yet used. With an
+ * inflight region attached, an in-flight id stores VQS_PACKED_ID_INFLIGHT + its region entry. */
+#define VQS_PACKED_ID_FREE 0u
+#define VQS_PACKED_ID_INFLIGHT 1u
+
+struct vqs_packed_inflight; /* QEMU's QueueRegionPacked, laid out in inflight_packed.c */
+
+struct vqs_packed_ring {
+	/* Ring areas in host memory (resolved from cfg.desc/driver/device_addr). */
+	struct vqs_vring_packed_desc *desc;
+	struct vqs_vring_packed_event *driver_event; /* written by the driver, read here */
+	struct vqs_vring_packed_event *device_event; /* written here, read by the driver */
+
+	uint16_t last_avail_idx; /* next slot to pop */
+	bool avail_wrap;         /* the wrap counter that slot is expected available with */
+	uint16_t used_idx;       /* next slot to publish a used entry in (after the staged ones) */
+	bool used_wrap;
+	uint32_t unfilled_descs; /* slots of popped chains not filled yet: the most unpop rewinds */
+
+	/* Staged used entries (fill): id and len are written to the ring at once, the flags of all
+	 * but the first too; the first one's flags are written by flush, last. */
+	uint16_t stage_idx;     /* slot of the next staged entry */
+	bool stage_wrap;
+	uint16_t staged;        /* entries staged since the last flush */
+	uint16_t stage_first_flags;
+
+	/* need_call: used position when the driver was last considered for a call. */
+	uint16_t signalled_idx;
+	bool signalled_wrap;
+
+	/* Inflight region (NULL when detached); see inflight_packed.c. */
+	struct vqs_packed_inflight *inflight;
+	uint64_t inflight_counter;     /* counter the next recorded chain gets */
+	uint64_t restored_counter;     /* chains up to this counter are the previous backend's */
+	uint64_t resubmit_after;       /* ... and those up to this one were resubmitted already */
+	unsigned resubmit_pending;     /* chains still to resubmit */
+	uint16_t rec_last;             /* entry the last descriptor of the popped chain went to */
+	bool rec_bad;                  /* the region's free list was found corrupt while recording */
+	uint16_t staged_first;         /* head entry of the first chain staged since the flush */
+	uint16_t staged_last;          /* last entry of the most recently staged chain */
+
+	uint16_t ids[VQS_VQ_MAX_SIZE]; /* per buffer id: VQS_PACKED_ID_* */
+};
+
+struct vqs_vq;
+
+/* Ring-position helpers shared by packed.c and inflight_packed.c. */
+static inline bool vqs_packed_desc_is_avail(uint16_t flags, bool wrap)
+{
+	bool avail = flags & (1u << VQS_VRING_PACKED_DESC_F_AVAIL);
+	bool used = flags & (1u << VQS_VRING_PACKED_DESC_F_USED);
+	return avail == wrap && used != wrap;
+}
+static inline void vqs_packed_advance(uint16_t *idx, bool *wrap, unsigned n, unsigned num)
+{
+	unsigned i = *idx + n;
+	if (i >= num) {
+		i -= num;
+		*wrap = !*wrap;
+	}
+	*idx = (uint16_t)i;
+}
+
+/* ---- inflight region (inflight_packed.c) ---- */
+size_t vqs_packed_inflight_size(unsigned num);
+/* Attach (restore: take over a previous backend's records and repair a torn completion). */
+int vqs_packed_set_inflight(struct vqs_vq *vq, void *region, size_t len, bool restore);
+unsigned vqs_packed_inflight_pending(const struct vqs_vq *vq);
+/* Record a popped chain: its descriptor snapshots one by one, starting at entry
+ * vqs_packed_inflight_first (record returns the entry for the next one), then commit it. */
+uint16_t vqs_packed_inflight_first(struct vqs_vq *vq);
+uint16_t vqs_packed_inflight_record(struct vqs_vq *vq, uint16_t entry,
+				    const struct vqs_vring_packed_desc *d);
+uint16_t vqs_packed_inflight_commit(struct vqs_vq *vq, unsigned ndescs);
+/* Unpop of the chain recorded at head `entry`: true when it was a resubmitted chain (back to
+ * the pending ones; the ring position is not involved), else its entries are freed. */
+bool vqs_packed_inflight_unpop(struct vqs_vq *vq, uint16_t entry);
+/* A filled chain's head entry; flush brackets publishing the staged used descriptors. */
+void vqs_packed_inflight_stage(struct vqs_vq *vq, uint16_t entry);
+void vqs_packed_inflight_flush_begin(struct vqs_vq *vq);
+void vqs_packed_inflight_flush_end(struct vqs_vq *vq, unsigned count);
+/*
+ * Resubmission: the pending chain with the lowest counter (its head entry, its descriptor count
+ * in *ndescs), or -1 when none is left. vqs_packed_inflight_desc snapshots one entry and returns
+ * the next one of the chain (-1 when entry is out of range).
+ */
+int vqs_packed_inflight_next(struct vqs_vq *vq, unsigned *ndescs);
+int vqs_packed_inflight_desc(struct vqs_vq *vq, uint16_t entry, struct vqs_vring_packed_desc *d);
+void vqs_packed_inflight_resubmitted(struct vqs_vq *vq, uint16_t head);
+
 #endif

@@ -45,7 +45,7 @@ const char *vqs_vq_err_name(enum vqs_vq_err err)
 static const struct vqs_ring_ops *layout_ops(uint64_t features)
 {
 	if (features & VQS_BIT(VQS_F_RING_PACKED))
-		return NULL; /* packed: becomes &vqs_packed_ops when lib/ring/packed.c provides it */
+		return &vqs_packed_ops;
 	return &vqs_split_ops;
 }
 

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed virtqueue, device side (virtio 1.x 2.8): pop chains from the descriptor ring, stage and
+ * publish used descriptors, event suppression in both directions, ring state. Buffer validation
+ * is the shared chain builder's (chain.c); this file only knows the packed wire format.
+ *
+ * Every descriptor is read once: its flags with an acquire load (pairs with the driver's release
+ * store of the flags that made it available), then the other fields, into a local snapshot that
+ * is all the rest of the code looks at.
+ */
+#include "ring/vq_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#define F_AVAIL (1u << VQS_VRING_PACKED_DESC_F_AVAIL)
+#define F_USED (1u << VQS_VRING_PACKED_DESC_F_USED)
+#define WRAP_BIT (1u << VQS_VRING_PACKED_EVENT_F_WRAP_CTR)
+
+static struct vqs_packed_ring *ring(struct vqs_vq *vq) { return &vq->u.packed; }
+
+static bool has(const struct vqs_vq *vq, unsigned feature)
+{
+	return vq->cfg.features & VQS_BIT(feature);
+}
+
+static uint16_t load_flags(struct vqs_vring_packed_desc *d)
+{
+	/* Pairs with the driver's release store of these flags (vqs_drv_kick_prepare / add). */
+	return le16toh(atomic_load_explicit((_Atomic uint16_t *)&d->flags, memory_order_acquire));
+}
+
+static void snapshot(struct vqs_vring_packed_desc *d, uint16_t flags,
+		     struct vqs_vring_packed_desc *out)
+{
+	out->addr = le64toh(atomic_load_explicit((_Atomic uint64_t *)&d->addr, memory_order_relaxed));
+	out->len = le32toh(atomic_load_explicit((_Atomic uint32_t *)&d->len, memory_order_relaxed));
+	out->id = le16toh(atomic_load_explicit((_Atomic uint16_t *)&d->id, memory_order_relaxed));
+	out->flags = flags;
+}
+
+/* Event suppression structures are read and written as one 32-bit word (off_wrap, flags). */
+static uint32_t event_load(struct vqs_vring_packed_event *ev)
+{
+	return le32toh(atomic_load_explicit((_Atomic uint32_t *)ev, memory_order_relaxed));
+}
+static void event_store(struct vqs_vring_packed_event *ev, uint16_t off_wrap, uint16_t flags)
+{
+	uint32_t w = (uint32_t)off_wrap | (uint32_t)flags << 16;
+	atomic_store_explicit((_Atomic uint32_t *)ev, htole32(w), memory_order_relaxed);
+}
+
+/* Ring position (idx, wrap) as a number mod 2*num, so that "passed" is a plain distance. */
+static unsigned linear(uint16_t idx, bool wrap, unsigned num)
+{
+	return idx + (wrap ? 0u : num);
+}
+static bool passed_event(uint16_t off_wrap, unsigned new_pos, unsigned old_pos, unsigned num)
+{
+	unsigned span = 2u * num;
+	unsigned off = off_wrap & ~WRAP_BIT;
+	if (off >= num)
+		return true; /* nonsense event position: notifying is the safe answer */
+	unsigned ev = linear((uint16_t)off, off_wrap & WRAP_BIT, num);
+	return (new_pos + span - ev - 1) % span < (new_pos + span - old_pos) % span;
+}
+
+static enum vqs_vq_err packed_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	const struct vqs_vq_config *c = &vq->cfg;
+	void *desc = vqs_vq_ring_area(vq, t, c->desc_addr, vqs_vring_packed_desc_size(c->num));
+	void *drv = vqs_vq_ring_area(vq, t, c->driver_addr, sizeof(struct vqs_vring_packed_event));
+	void *dev = vqs_vq_ring_area(vq, t, c->device_addr, sizeof(struct vqs_vring_packed_event));
+	if (!desc || !drv || !dev)
+		return VQS_VQ_ERR_RING_UNMAPPED;
+	p->desc = desc;
+	p->driver_event = drv;
+	p->device_event = dev;
+	return VQS_VQ_OK;
+}
+
+/* Where the descriptors of the chain being popped come from: the ring, or (resubmission after
+ * a restart) the inflight region's copy of a chain popped by the previous backend. */
+struct desc_cursor {
+	bool from_region;
+	uint16_t slot; /* ring: next slot and the wrap counter it must be available with */
+	bool wrap;
+	uint16_t entry; /* region: next entry */
+	unsigned left;  /* region: descriptors the record says the chain has */
+};
+
+/* Snapshot of the cursor's next descriptor after the chain's first. VQS_VQ_OK or a reason. */
+static enum vqs_vq_err cursor_next(struct vqs_vq *vq, struct desc_cursor *c,
+				   struct vqs_vring_packed_desc *d)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	if (c->from_region) {
+		if (c->left == 0)
+			return VQS_VQ_ERR_CHAIN_LEN; /* record says shorter than its NEXT flags */
+		c->left--;
+		int next = vqs_packed_inflight_desc(vq, c->entry, d);
+		if (next < 0)
+			return VQS_VQ_ERR_NEXT_RANGE;
+		c->entry = (uint16_t)next;
+		return VQS_VQ_OK;
+	}
+	struct vqs_vring_packed_desc *slot = &p->desc[c->slot];
+	uint16_t flags = load_flags(slot);
+	/* 2.8.6: the driver makes a whole chain available before its head, so a descriptor in
+	 * the middle that is not available with the head's wrap counter is a corrupt ring. */
+	if (!vqs_packed_desc_is_avail(flags, c->wrap))
+		return VQS_VQ_ERR_WRAP;
+	snapshot(slot, flags, d);
+	vqs_packed_advance(&c->slot, &c->wrap, 1, vq->cfg.num);
+	return VQS_VQ_OK;
+}
+
+/* Add the buffers of an indirect table (2.8.19), copied out of guest memory once. */
+static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				    struct vqs_chain *ch, const struct vqs_vring_packed_desc *d)
+{
+	if (!has(vq, VQS_F_INDIRECT_DESC))
+		return VQS_VQ_ERR_INDIRECT_FEATURE;
+	if (d->len == 0 || d->len % 16 || d->len / 16 > vq->cfg.num)
+		return VQS_VQ_ERR_INDIRECT_LEN;
+	struct vqs_vring_packed_desc *tab = vq->indirect_buf;
+	unsigned n = d->len / 16;
+	if (vqs_mem_copy_from(t, d->addr, tab, d->len))
+		return VQS_VQ_ERR_ADDR;
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t flags = le16toh(tab[i].flags);
+		if (flags & VQS_VRING_DESC_F_INDIRECT)
+			return VQS_VQ_ERR_NESTED_INDIRECT;
+		/* Only WRITE is meaningful inside a table: its entries are used in order, so NEXT
+		 * (or any other flag) means the driver wrote something else than a table. */
+		if (flags & ~VQS_VRING_DESC_F_WRITE)
+			return VQS_VQ_ERR_INDIRECT_FLAGS;
+		enum vqs_vq_err err = vqs_chain_add(ch, t, le64toh(tab[i].addr), le32toh(tab[i].len),
+						    flags & VQS_VRING_DESC_F_WRITE);
+		if (err || ch->short_storage)
+			return err;
+	}
+	return VQS_VQ_OK;
+}
+
+/*
+ * Walk one chain whose first descriptor is *d (already snapshotted), building e. Returns
+ * VQS_VQ_OK with *ndescs and *id set, or a reason; ch->short_storage when e->iov_cap is short.
+ */
+static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				  struct desc_cursor *cur, struct vqs_vring_packed_desc *d,
+				  struct vqs_chain *ch, unsigned *ndescs)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	unsigned num = vq->cfg.num;
+	uint16_t entry = 0;
+	if (p->inflight && !cur->from_region)
+		entry = vqs_packed_inflight_first(vq);
+	for (unsigned n = 1;; n++) {
+		if (p->inflight && !cur->from_region)
+			entry = vqs_packed_inflight_record(vq, entry, d);
+		enum vqs_vq_err err;
+		if (d->flags & VQS_VRING_DESC_F_INDIRECT) {
+			/* 2.8.19: an indirect descriptor stands alone, never in a NEXT list. */
+			if (n > 1 || (d->flags & VQS_VRING_DESC_F_NEXT))
+				return VQS_VQ_ERR_INDIRECT_NEXT;
+			err = add_indirect(vq, t, ch, d);
+		} else {
+			err = vqs_chain_add(ch, t, d->addr, d->len, d->flags & VQS_VRING_DESC_F_WRITE);
+		}
+		if (err || ch->short_storage)
+			return err;
+		if (!(d->flags & VQS_VRING_DESC_F_NEXT)) {
+			*ndescs = n;
+			return VQS_VQ_OK;
+		}
+		if (n >= num)
+			return VQS_VQ_ERR_CHAIN_LEN;
+		if ((err = cursor_next(vq, cur, d)))
+			return err;
+	}
+}
+
+static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
+	struct vqs_vring_packed_desc d;
+	int head = -1;
+	unsigned left = 0;
+	if (p->resubmit_pending && (head = vqs_packed_inflight_next(vq, &left)) >= 0) {
+		cur.from_region = true;
+		cur.entry = (uint16_t)head;
+		cur.left = left;
+		enum vqs_vq_err err = cursor_next(vq, &cur, &d);
+		if (err)
+			return vqs_vq_break(vq, err);
+	} else {
+		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
+		uint16_t flags = load_flags(slot);
+		if (!vqs_packed_desc_is_avail(flags, cur.wrap))
+			return -EAGAIN;
+		snapshot(slot, flags, &d);
+		vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
+	}
+
+	struct vqs_chain ch;
+	unsigned ndescs = 0;
+	vqs_chain_begin(&ch, e, vq->cfg.max_iov, &vq->hint);
+	enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
+	if (err)
+		return vqs_vq_break(vq, err);
+	if (ch.short_storage)
+		return -ENOBUFS;
+	if (cur.from_region && cur.left != 0)
+		return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
+	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
+	if (d.id >= vq->cfg.num || p->ids[d.id] != VQS_PACKED_ID_FREE)
+		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+	vqs_chain_end(&ch);
+
+	uint16_t entry = 0;
+	if (head >= 0) {
+		vqs_packed_inflight_resubmitted(vq, (uint16_t)head);
+		entry = (uint16_t)head;
+	} else {
+		if (p->inflight)
+			entry = vqs_packed_inflight_commit(vq, ndescs);
+		p->last_avail_idx = cur.slot;
+		p->avail_wrap = cur.wrap;
+	}
+	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
+	p->unfilled_descs += ndescs;
+	e->id = d.id;
+	e->ndescs = (uint16_t)ndescs;
+	return 0;
+}
+
+static unsigned packed_avail_count(struct vqs_vq *vq)
+{
+	/* An estimate from the flags alone: available descriptors that end a chain, looking at
+	 * most one ring ahead. */
+	struct vqs_packed_ring *p = ring(vq);
+	if (!p->desc)
+		return p->resubmit_pending;
+	unsigned count = p->resubmit_pending;
+	uint16_t idx = p->last_avail_idx;
+	bool wrap = p->avail_wrap;
+	for (unsigned i = 0; i < vq->cfg.num; i++) {
+		uint16_t flags = load_flags(&p->desc[idx]);
+		if (!vqs_packed_desc_is_avail(flags, wrap))
+			break;
+		if (!(flags & VQS_VRING_DESC_F_NEXT))
+			count++;
+		vqs_packed_advance(&idx, &wrap, 1, vq->cfg.num);
+	}
+	return count;
+}
+
+static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
+{
+	const struct vqs_packed_ring *p = &vq->u.packed;
+	return e->id < vq->cfg.num && p->ids[e->id] != VQS_PACKED_ID_FREE && e->ndescs >= 1 &&
+	       e->ndescs <= vq->cfg.num;
+}
+
+static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	uint64_t total = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (!in_flight(vq, &elems[i]))
+			return -EINVAL;
+		total += elems[i].ndescs;
+	}
+	if (total > p->unfilled_descs)
+		return -EINVAL;
+	for (unsigned i = n; i-- > 0;) {
+		const struct vqs_elem *e = &elems[i];
+		uint16_t state = p->ids[e->id];
+		p->ids[e->id] = VQS_PACKED_ID_FREE;
+		p->unfilled_descs -= e->ndescs;
+		/* Resubmitted chains go back to the region's pending list; ring chains give their
+		 * slots back, stepping the wrap counter back when the rewind crosses slot 0. */
+		if (p->inflight && vqs_packed_inflight_unpop(vq, state - VQS_PACKED_ID_INFLIGHT))
+			continue;
+		unsigned back = e->ndescs;
+		if (p->last_avail_idx >= back) {
+			p->last_avail_idx = (uint16_t)(p->last_avail_idx - back);
+		} else {
+			p->last_avail_idx = (uint16_t)(p->last_avail_idx + vq->cfg.num - back);
+			p->avail_wrap = !p->avail_wrap;
+		}
+	}
+	return 0;
+}
+
+static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
+		return -EINVAL;
+	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_idx];
+	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
+	uint16_t flags = p->stage_wrap ? (uint16_t)(F_AVAIL | F_USED) : 0;
+	if (written)
+		flags |= VQS_VRING_DESC_F_WRITE;
+	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(written),
+			      memory_order_relaxed);
+	if (p->staged == 0)
+		p->stage_first_flags = flags;
+	else
+		/* Pairs with the driver's acquire load of these flags; the driver looks at this
+		 * slot only after the first staged one, published last by flush. */
+		atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
+				      memory_order_release);
+	if (p->inflight)
+		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
+	p->ids[e->id] = VQS_PACKED_ID_FREE;
+	p->unfilled_descs -= e->ndescs;
+	p->staged++;
+	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
+	return 0;
+}
+
+static unsigned packed_flush(struct vqs_vq *vq)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	unsigned n = p->staged;
+	if (n == 0)
+		return 0;
+	if (p->inflight)
+		vqs_packed_inflight_flush_begin(vq);
+	/* 2.8.7: the first used descriptor's flags go last, with a release store: pairs with the
+	 * driver's acquire load of the flags, so it sees every id/len (and later flags) above. */
+	atomic_store_explicit((_Atomic uint16_t *)&p->desc[p->used_idx].flags,
+			      htole16(p->stage_first_flags), memory_order_release);
+	p->used_idx = p->stage_idx;
+	p->used_wrap = p->stage_wrap;
+	p->staged = 0;
+	if (p->inflight)
+		vqs_packed_inflight_flush_end(vq, n);
+	return n;
+}
+
+static bool packed_need_call(struct vqs_vq *vq)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	unsigned num = vq->cfg.num;
+	unsigned old_pos = linear(p->signalled_idx, p->signalled_wrap, num);
+	unsigned new_pos = linear(p->used_idx, p->used_wrap, num);
+	p->signalled_idx = p->used_idx;
+	p->signalled_wrap = p->used_wrap;
+	if (old_pos == new_pos || !p->driver_event)
+		return false;
+	/* Orders the used flags stored by flush before the read of the driver's event
+	 * suppression: pairs with the fence in the driver's enable_cb between writing that
+	 * structure and re-checking for used descriptors. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = event_load(p->driver_event);
+	uint16_t flags = (uint16_t)(ev >> 16), off_wrap = (uint16_t)ev;
+	if (flags == VQS_RING_EVENT_FLAGS_DISABLE)
+		return false;
+	if (flags == VQS_RING_EVENT_FLAGS_DESC && has(vq, VQS_F_EVENT_IDX))
+		return passed_event(off_wrap, new_pos, old_pos, num);
+	return true; /* ENABLE, or a value we do not know: a spurious call is harmless */
+}
+
+static void packed_disable_notify(struct vqs_vq *vq)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	if (p->device_event)
+		event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_DISABLE);
+}
+
+static bool packed_enable_notify(struct vqs_vq *vq)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	if (p->resubmit_pending)
+		return true;
+	if (!p->device_event)
+		return false;
+	uint16_t off_wrap = (uint16_t)(p->last_avail_idx | (p->avail_wrap ? WRAP_BIT : 0));
+	if (has(vq, VQS_F_EVENT_IDX))
+		event_store(p->device_event, off_wrap, VQS_RING_EVENT_FLAGS_DESC);
+	else
+		event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_ENABLE);
+	/* Orders the store above before the re-check below: pairs with the fence in the
+	 * driver's kick_prepare between publishing descriptors and reading this structure, so
+	 * either the driver sees notifications enabled or we see its descriptors. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return vqs_packed_desc_is_avail(load_flags(&p->desc[p->last_avail_idx]), p->avail_wrap);
+}
+
+static void packed_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)
+{
+	const struct vqs_packed_ring *p = &vq->u.packed;
+	st->last_avail_idx = p->last_avail_idx;
+	st->avail_wrap = p->avail_wrap;
+	st->used_idx = p->used_idx;
+	st->used_wrap = p->used_wrap;
+}
+
+static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	if (st->last_avail_idx >= vq->cfg.num || st->used_idx >= vq->cfg.num)
+		return -EINVAL;
+	p->last_avail_idx = st->last_avail_idx;
+	p->avail_wrap = st->avail_wrap;
+	p->used_idx = p->stage_idx = p->signalled_idx = st->used_idx;
+	p->used_wrap = p->stage_wrap = p->signalled_wrap = st->used_wrap;
+	p->staged = 0;
+	p->unfilled_descs = 0;
+	memset(p->ids, 0, sizeof(p->ids));
+	return 0;
+}
+
+static void packed_reset_state(struct vqs_vq *vq)
+{
+	/* 2.8.1: both wrap counters start at 1. Ring pointers are re-resolved on the next pop. */
+	struct vqs_packed_ring *p = ring(vq);
+	memset(p, 0, sizeof(*p));
+	p->avail_wrap = p->used_wrap = p->stage_wrap = p->signalled_wrap = true;
+}
+
+const struct vqs_ring_ops vqs_packed_ops = {
+	.resolve = packed_resolve,
+	.pop = packed_pop,
+	.avail_count = packed_avail_count,
+	.unpop = packed_unpop,
+	.fill = packed_fill,
+	.flush = packed_flush,
+	.need_call = packed_need_call,
+	.disable_notify = packed_disable_notify,
+	.enable_notify = packed_enable_notify,
+	.get_state = packed_get_state,
+	.set_state = packed_set_state,
+	.inflight_size = vqs_packed_inflight_size,
+	.set_inflight = vqs_packed_set_inflight,
+	.inflight_pending = vqs_packed_inflight_pending,
+	.reset_state = packed_reset_state,
+};
