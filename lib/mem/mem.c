@@ -17,15 +17,19 @@
 #include "util/tsan.h"
 
 struct vqs_mem {
-	pthread_mutex_t lock; /* serialises writers; readers never take it */
+	pthread_mutex_t lock; /* serialises writers, guards `retiring`; readers never take it */
+	pthread_cond_t retired; /* signalled when `retiring` drops to 0 */
+	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
+	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
+	unsigned retiring;
 	/* The published table; release store in publish() pairs with the acquire load in
 	 * vqs_mem_current(), so a reader sees the table fully built. */
 	_Atomic(struct vqs_mem_table *) cur;
 	uint64_t gen; /* generation of the newest table; under lock */
 };
 
-/* TSan stand-in for the grace period: readers release it when they leave a read-side section,
- * deferred frees acquire it (see util/tsan.h). */
+/* TSan stand-in for the grace period: readers and retiring writers release it, deferred frees
+ * acquire it (see util/tsan.h). */
 static char tsan_grace;
 
 void vqs_mem_read_lock(void) { urcu_bp_read_lock(); }
@@ -66,13 +70,20 @@ static void table_put(struct vqs_mem_table *t)
 static void table_retired(struct rcu_head *head)
 {
 	vqs_tsan_acquire(&tsan_grace);
-	table_put(caa_container_of(head, struct vqs_mem_table, rcu));
-	vqs_tsan_release(&tsan_grace); /* seen by whoever waits in urcu_bp_barrier() */
+	struct vqs_mem_table *t = caa_container_of(head, struct vqs_mem_table, rcu);
+	struct vqs_mem *m = t->owner; /* alive: destroy waits for `retiring` to reach 0 */
+	table_put(t);
+	pthread_mutex_lock(&m->lock);
+	if (--m->retiring == 0)
+		pthread_cond_broadcast(&m->retired);
+	pthread_mutex_unlock(&m->lock);
 }
 
-/* After the next grace period no reader can reach t; drop the reference that stood for them. */
-static void table_retire(struct vqs_mem_table *t)
+/* After the next grace period no reader can reach t; drop the reference that stood for them.
+ * Caller holds m->lock. */
+static void table_retire(struct vqs_mem *m, struct vqs_mem_table *t)
 {
+	m->retiring++;
 	vqs_tsan_release(&tsan_grace);
 	urcu_bp_call_rcu(&t->rcu, table_retired);
 }
@@ -177,10 +188,11 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 	for (unsigned i = 0; i < n; i++)
 		atomic_fetch_add_explicit(&objs[i]->refs, 1, memory_order_relaxed);
 	t->gen = ++m->gen;
+	t->owner = m;
 	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
 	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
 	if (old)
-		table_retire(old);
+		table_retire(m, old);
 	return 0;
 }
 
@@ -215,8 +227,10 @@ int vqs_mem_create(struct vqs_mem **out)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->retired, NULL);
 	int rc = replace_locked(m, NULL, 0); /* m is not shared yet */
 	if (rc) {
+		pthread_cond_destroy(&m->retired);
 		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return rc;
@@ -229,16 +243,21 @@ void vqs_mem_destroy(struct vqs_mem *m)
 {
 	if (!m)
 		return;
-	table_retire(atomic_load_explicit(&m->cur, memory_order_relaxed));
+	pthread_mutex_lock(&m->lock);
+	table_retire(m, atomic_load_explicit(&m->cur, memory_order_relaxed));
+	pthread_mutex_unlock(&m->lock);
 	vqs_mem_synchronize(m);
+	pthread_cond_destroy(&m->retired);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
 void vqs_mem_synchronize(struct vqs_mem *m)
 {
-	urcu_bp_barrier(); /* every call_rcu queued so far has run */
-	vqs_tsan_acquire(&tsan_grace);
+	pthread_mutex_lock(&m->lock);
+	while (m->retiring)
+		pthread_cond_wait(&m->retired, &m->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 int vqs_mem_set(struct vqs_mem *m, const struct vqs_mem_region *regions, unsigned n)

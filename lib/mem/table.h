@@ -32,6 +32,7 @@ struct vqs_mem_table {
 	 * follows its replacement) plus one per pin. Freed, and its regions' references dropped,
 	 * at zero. */
 	atomic_ulong refs;
+	struct vqs_mem *owner; /* told when the grace period after this table's replacement ends */
 	uint64_t gen;
 	unsigned n;
 	unsigned *by_uaddr;     /* slot indices in uaddr order (points past slots[n]) */
