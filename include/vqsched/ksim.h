@@ -1,5 +1,262 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * ksim: a user-space model of Linux drivers/vhost (vhost.c, net.c, vhost_task), built from real
+ * threads and eventfds, to reproduce kernel vhost behaviour and try vqsched policies against it.
+ *
+ * Three levels, each usable alone:
+ *  1. the modelled vhost device: workers (kthread or task mode, as VHOST_SET_FORK_FROM_OWNER),
+ *     work items with vhost_work_queue semantics, polls that turn a kick eventfd into work, and
+ *     the VHOST_NEW_WORKER / FREE_WORKER / ATTACH_VRING_WORKER / GET_VRING_WORKER operations;
+ *  2. the network model behind the reproductions (vhost-net TX/RX handlers, tun-like rings,
+ *     guests with vCPU threads on driver-side rings, a TCP-like sender) - internal, driven by 3;
+ *  3. the two reproductions (seed-2017, seed-2023): option struct in, structured result out, and a
+ *     printer for the side-by-side table and the verdict lines. vqs-bench and examples/ksim-repro
+ *     call these.
+ *
+ * Every figure in a result is measured by the run; verdicts are computed from those figures.
+ */
 #ifndef VQSCHED_KSIM_H
 #define VQSCHED_KSIM_H
+
+#define _GNU_SOURCE 1
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <vqsched/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================= 1. the modelled vhost device ======================= */
+
+/*
+ * How workers are created (Linux 6.17 VHOST_SET_FORK_FROM_OWNER):
+ *  KTHREAD: forked by a helper thread that has the process-wide CPU mask and SCHED_OTHER, nice 0
+ *           (the old kthreadd path): the owner's CPU mask, scheduling attributes and
+ *           RLIMIT_NPROC do not apply.
+ *  TASK:    forked by the calling thread itself (vhost_task): inherits its CPU mask and
+ *           scheduling attributes, and is refused with -EAGAIN when the real user already runs
+ *           RLIMIT_NPROC tasks. Unlike the kernel, the model applies the limit to privileged users
+ *           too, so that a test running as root can observe it.
+ */
+enum vqs_ksim_fork { VQS_KSIM_FORK_KTHREAD = 0, VQS_KSIM_FORK_TASK = 1 };
+VQS_API const char *vqs_ksim_fork_name(enum vqs_ksim_fork f);
+
+/*
+ * How modelled threads (vhost workers, vCPUs, host peers) wait for an event:
+ *  BLOCK: sleep on the eventfd for real: the wake-up costs what this machine charges (on this VM
+ *         about 50 us cross-CPU round trip, 3.6 us same CPU), plus wake_ns.
+ *  SPIN:  poll the eventfd, yielding the CPU between polls, then burn wake_ns: a wake-up costs
+ *         about wake_ns, as on a bare-metal host with cheap wake-ups.
+ */
+enum vqs_ksim_wait { VQS_KSIM_WAIT_BLOCK = 0, VQS_KSIM_WAIT_SPIN = 1 };
+
+#define VQS_KSIM_MAX_VQS 8
+#define VQS_KSIM_MAX_WORKERS 8
+
+struct vqs_ksim_work;
+typedef void (*vqs_ksim_work_fn)(struct vqs_ksim_work *w);
+
+/*
+ * A work item (struct vhost_work): caller storage, set up once with vqs_ksim_work_init. Queueing
+ * an item that is already queued does nothing (the QUEUED bit): it runs once. The bit is cleared
+ * just before fn runs, so a queue during fn runs it again. Fields are private to the model.
+ */
+struct vqs_ksim_work {
+	struct vqs_ksim_work *_Atomic next;
+	atomic_uint flags;
+	vqs_ksim_work_fn fn;
+	void *opaque;
+};
+/* Threads: any, before the item is first queued. */
+VQS_API void vqs_ksim_work_init(struct vqs_ksim_work *w, vqs_ksim_work_fn fn, void *opaque);
+
+struct vqs_ksim_dev_opts {
+	uint32_t size;           /* sizeof(struct vqs_ksim_dev_opts) */
+	enum vqs_ksim_fork fork; /* default KTHREAD */
+	unsigned nvqs;           /* 1..VQS_KSIM_MAX_VQS (default 2: RX and TX) */
+	enum vqs_ksim_wait wait; /* how idle workers wait (default BLOCK) */
+	uint32_t wake_ns;        /* modelled cost of each worker wake-up (default 0) */
+};
+VQS_API void vqs_ksim_dev_opts_init(struct vqs_ksim_dev_opts *o);
+
+struct vqs_ksim_dev;
+/*
+ * Create a device and its default worker 0, attached to every vq (VHOST_SET_OWNER): the calling
+ * thread becomes the owner. -EAGAIN when a task-mode worker is over RLIMIT_NPROC.
+ * Threads: any (the owner-to-be).
+ */
+VQS_API int vqs_ksim_dev_create(struct vqs_ksim_dev **out, const struct vqs_ksim_dev_opts *o);
+/* Stop every poll, drain and join every worker, free the device. Threads: control, not a worker. */
+VQS_API void vqs_ksim_dev_destroy(struct vqs_ksim_dev *d);
+
+/* VHOST_NEW_WORKER: a new idle worker, forked per the device's mode; its id in *id.
+ * -EAGAIN (task mode, over RLIMIT_NPROC), -ENOSPC (VQS_KSIM_MAX_WORKERS). Threads: control. */
+VQS_API int vqs_ksim_worker_new(struct vqs_ksim_dev *d, unsigned *id);
+/* VHOST_FREE_WORKER: -EBUSY while a vq is attached to it, -ENOENT for an unknown id. */
+VQS_API int vqs_ksim_worker_free(struct vqs_ksim_dev *d, unsigned id);
+/* VHOST_ATTACH_VRING_WORKER: later work of vq runs on worker id (its poll moves with it); work
+ * already queued on the old worker is flushed first. Threads: control. */
+VQS_API int vqs_ksim_vring_attach_worker(struct vqs_ksim_dev *d, unsigned vq, unsigned id);
+/* VHOST_GET_VRING_WORKER. Threads: control. */
+VQS_API int vqs_ksim_vring_get_worker(struct vqs_ksim_dev *d, unsigned vq, unsigned *id);
+/* Linux tid and CPU mask of a worker, read back from the thread. Threads: control. */
+VQS_API int vqs_ksim_worker_tid(struct vqs_ksim_dev *d, unsigned id);
+VQS_API int vqs_ksim_worker_cpus(struct vqs_ksim_dev *d, unsigned id, cpu_set_t *cpus);
+
+/*
+ * vhost_vq_work_queue: queue w on the worker vq is attached to and wake it. Returns true when w
+ * was newly queued, false when it was already queued (it will run once). Threads: any, including
+ * work functions (a handler requeueing itself on budget).
+ */
+VQS_API bool vqs_ksim_vq_work_queue(struct vqs_ksim_dev *d, unsigned vq, struct vqs_ksim_work *w);
+/* vhost_dev_flush: return once every work queued on any worker before the call has run.
+ * Threads: control, not a worker. */
+VQS_API int vqs_ksim_dev_flush(struct vqs_ksim_dev *d);
+
+/*
+ * vhost_poll_start/stop: while started, each time `fd` (an eventfd, e.g. the guest's kick)
+ * becomes readable it is read and w is queued on the vq's worker. One poll per vq.
+ * Threads: control.
+ */
+VQS_API int vqs_ksim_poll_start(struct vqs_ksim_dev *d, unsigned vq, int fd,
+				struct vqs_ksim_work *w);
+VQS_API void vqs_ksim_poll_stop(struct vqs_ksim_dev *d, unsigned vq);
+
+/* ======================= 2. model costs ======================= */
+
+/*
+ * The costs the model charges explicitly (busy CPU time, so they compete for CPUs like real work).
+ * Everything else (eventfd writes, wake-ups in BLOCK mode, copies, ring operations) costs what it
+ * really costs on the machine running the model.
+ */
+struct vqs_ksim_costs {
+	uint32_t size;           /* sizeof(struct vqs_ksim_costs) */
+	uint32_t send_pkt_ns;    /* sending guest's (or host peer's) work per packet */
+	uint32_t recv_pkt_ns;    /* receiving guest's work per packet: set above send_pkt_ns for a
+				  * receiver that falls behind */
+	uint32_t exit_ns;        /* vCPU cost of one kick (the VM exit), before the eventfd write */
+	uint32_t wake_ns;        /* modelled cost of each wake-up of a waiting thread */
+	uint32_t ring_lock_ns;   /* one consumer-lock round of the tun ring (cache-line transfer);
+				  * batching pays it once per batch */
+	uint32_t host_pkt_ns;    /* vhost's per-packet work besides the copy */
+	uint32_t pkt_bytes;      /* payload bytes per packet (default 1500) */
+	enum vqs_ksim_wait wait; /* how every modelled thread waits */
+	uint32_t busyloop_us;    /* vhost-net busyloop timeout (module parameter; default 0) */
+	uint32_t loss_recovery_us; /* TCP-like sender: time from a drop to its retransmit */
+};
+/* Costs for this VM (BLOCK waits, real wake-ups) or a bare-metal-like host (SPIN waits, wake-ups
+ * of wake_ns = 3 us). Threads: any. */
+enum vqs_ksim_host { VQS_KSIM_HOST_THIS_VM = 0, VQS_KSIM_HOST_BARE_METAL = 1 };
+VQS_API void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host);
+
+/* vhost-net budgets (drivers/vhost/net.c). */
+#define VQS_KSIM_NET_WEIGHT 0x80000u
+#define VQS_KSIM_NET_PKT_WEIGHT 256u
+#define VQS_KSIM_NET_BATCH 64u
+
+/* ======================= 3. reproductions ======================= */
+
+/* One measured cell of a reproduction table. */
+struct vqs_ksim_cell {
+	int err;                 /* 0, or -errno when the cell could not run (other fields 0) */
+	double rate;             /* seed-2017 and STREAM: goodput Mbit/s; RR: transactions/s */
+	uint64_t delivered;      /* packets (or transactions) that reached the application */
+	uint64_t drops_batch;    /* taken from the tun ring, then dropped for lack of RX buffers */
+	uint64_t drops_ring;     /* tun ring full at produce (tun_net_xmit drop) */
+	uint64_t retransmits;    /* TCP-like resends after drops */
+	uint64_t kicks;          /* guest kicks (VM exits) */
+	uint64_t elapsed_ns;     /* measured interval */
+	unsigned repeats;        /* runs behind this cell (rate is their median) */
+};
+
+/* ---- seed-2017: vhost_net batch dequeue (c67df11f), guest to guest over a bridge ---- */
+
+enum vqs_ksim_rx_variant {
+	VQS_KSIM_RX_413 = 0,   /* take the batch out of the tun ring first; drop what finds no
+				* RX buffer */
+	VQS_KSIM_RX_FIXED = 1, /* take only as many packets as there are RX buffers */
+};
+
+#define VQS_KSIM_SEED2017_ROWS 3 /* 1, 10, 50 streams */
+#define VQS_KSIM_SEED2017_COLS 5
+/* Columns: kernel model 4.13 variant with batch 1 and 64, fixed variant with batch 1 and 64,
+ * vqsched adaptive policy. Name: "4.13 b1", ... Threads: any. */
+VQS_API const char *vqs_ksim_seed2017_col_name(unsigned col);
+
+struct vqs_ksim_seed2017_opts {
+	uint32_t size;              /* sizeof(struct vqs_ksim_seed2017_opts) */
+	struct vqs_ksim_costs costs;
+	uint32_t cell_ms;           /* measured time per cell (default 1000; quick 150) */
+	unsigned repeats;           /* runs per cell, median reported (default 1) */
+	unsigned streams[VQS_KSIM_SEED2017_ROWS]; /* default 1, 10, 50 */
+	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
+				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
+};
+/* Defaults; quick = a run of a few seconds in all. Threads: any. */
+VQS_API void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick);
+
+struct vqs_ksim_seed2017_result {
+	uint32_t size;              /* sizeof(struct vqs_ksim_seed2017_result), set by the caller */
+	unsigned streams[VQS_KSIM_SEED2017_ROWS];
+	struct vqs_ksim_cell cell[VQS_KSIM_SEED2017_ROWS][VQS_KSIM_SEED2017_COLS];
+	/* Verdicts, computed from the cells: */
+	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path) with drops */
+	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1 */
+	bool adaptive_no_loss;  /* vqsched adaptive: no drops, and not below the best kernel column
+				 * by more than the margin at 1 and at the most streams */
+};
+/*
+ * Run the whole table (each cell builds its own guests, devices and threads, and tears them down).
+ * Returns 0 (cells that failed carry err), or -EINVAL for bad options. Threads: any; spawns
+ * threads and pins none.
+ */
+VQS_API int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
+				  struct vqs_ksim_seed2017_result *r);
+/* Print the table side by side and one verdict line per effect. Threads: any. */
+VQS_API void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
+				     const struct vqs_ksim_seed2017_result *r);
+
+/* ---- seed-2023: vhost_task workers (6e890c5d) inherit the pinned owner's CPU ---- */
+
+#define VQS_KSIM_SEED2023_ROWS 2 /* TCP_STREAM-like, TCP_RR-like */
+#define VQS_KSIM_SEED2023_COLS 3 /* task mode, kthread mode, vqsched auto placement */
+VQS_API const char *vqs_ksim_seed2023_row_name(unsigned row);
+VQS_API const char *vqs_ksim_seed2023_col_name(unsigned col);
+
+struct vqs_ksim_seed2023_opts {
+	uint32_t size;              /* sizeof(struct vqs_ksim_seed2023_opts) */
+	struct vqs_ksim_costs costs;
+	uint32_t cell_ms;           /* default 1000; quick 250 */
+	unsigned repeats;           /* default 1 */
+	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
+	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
+	uint32_t stream_window;     /* TCP_STREAM window, packets (default 128) */
+};
+VQS_API void vqs_ksim_seed2023_opts_init(struct vqs_ksim_seed2023_opts *o, bool quick);
+
+struct vqs_ksim_seed2023_result {
+	uint32_t size;              /* sizeof(struct vqs_ksim_seed2023_result), set by the caller */
+	struct vqs_ksim_cell cell[VQS_KSIM_SEED2023_ROWS][VQS_KSIM_SEED2023_COLS];
+	int worker_cpu_pinned[VQS_KSIM_SEED2023_COLS]; /* 1 when the worker's mask was exactly the
+							* vCPU's CPU, 0 otherwise, -1 unknown */
+	/* Verdicts, per row: task mode below kthread mode by more than the margin; vqsched auto
+	 * within the margin of kthread mode or above. */
+	bool task_drop[VQS_KSIM_SEED2023_ROWS];
+	bool auto_ok[VQS_KSIM_SEED2023_ROWS];
+};
+/* -EINVAL for bad options or CPUs this process may not use. Threads: any; pins only the threads
+ * it creates. */
+VQS_API int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
+				  struct vqs_ksim_seed2023_result *r);
+VQS_API void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
+				     const struct vqs_ksim_seed2023_result *r);
+
+/* Margin the verdicts use: an effect counts when the ratio is beyond 1 +- this (0.10). */
+#define VQS_KSIM_VERDICT_MARGIN 0.10
+
+#ifdef __cplusplus
+}
+#endif
 #endif
