@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+#include "ring_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <cmocka.h>
+
+void fx_mem_init(struct fx_mem *m)
+{
+	assert_int_equal(vqs_gmem_create(&m->gmem, FX_GPA_BASE, FX_ARENA), 0);
+	struct vqs_mem_region reg;
+	vqs_gmem_region(m->gmem, &reg);
+	assert_int_equal(vqs_mem_create(&m->mem), 0);
+	assert_int_equal(vqs_mem_set(m->mem, &reg, 1), 0);
+}
+
+void fx_mem_fini(struct fx_mem *m)
+{
+	vqs_mem_destroy(m->mem);
+	vqs_gmem_destroy(m->gmem);
+}
+
+uint64_t fx_alloc(struct fx_mem *m, size_t len, size_t align)
+{
+	uint64_t gpa = vqs_gmem_alloc(m->gmem, len, align);
+	assert_true(gpa != 0);
+	return gpa;
+}
+
+void *fx_host(struct fx_mem *m, uint64_t gpa, size_t len)
+{
+	void *p = vqs_gmem_host(m->gmem, gpa, len);
+	assert_non_null(p);
+	return p;
+}
+
+void fx_ring_config(const struct fx_ring *r, struct vqs_vq_config *c)
+{
+	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = r->num, .features = r->features,
+				    .addr_space = VQS_ADDR_GPA, .desc_addr = r->desc_gpa,
+				    .driver_addr = r->avail_gpa, .device_addr = r->used_gpa,
+				    .mem = r->m->mem};
+}
+
+void fx_ring_init(struct fx_ring *r, struct fx_mem *m, unsigned num, uint64_t features)
+{
+	memset(r, 0, sizeof(*r));
+	r->m = m;
+	r->num = num;
+	r->features = features;
+	r->desc_gpa = fx_alloc(m, vqs_vring_desc_size(num), VQS_VRING_DESC_ALIGN);
+	r->avail_gpa = fx_alloc(m, vqs_vring_avail_size(num), VQS_VRING_AVAIL_ALIGN);
+	r->used_gpa = fx_alloc(m, vqs_vring_used_size(num), VQS_VRING_USED_ALIGN);
+	r->desc = fx_host(m, r->desc_gpa, vqs_vring_desc_size(num));
+	r->avail = fx_host(m, r->avail_gpa, vqs_vring_avail_size(num));
+	r->used = fx_host(m, r->used_gpa, vqs_vring_used_size(num));
+	struct vqs_vq_config c;
+	fx_ring_config(r, &c);
+	assert_int_equal(vqs_vq_create(&r->vq), 0);
+	assert_int_equal(vqs_vq_configure(r->vq, &c), 0);
+}
+
+void fx_ring_fini(struct fx_ring *r)
+{
+	vqs_vq_destroy(r->vq);
+	r->vq = NULL;
+}
+
+void fx_desc(struct fx_ring *r, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
+	     uint16_t next)
+{
+	r->desc[i] = (struct vqs_vring_desc){.addr = addr, .len = len, .flags = flags, .next = next};
+}
+
+void fx_set_avail_idx(struct fx_ring *r, uint16_t idx)
+{
+	r->avail_idx = idx;
+	/* Release: the device's acquire load of avail idx pairs with it. */
+	atomic_store_explicit((_Atomic uint16_t *)&r->avail->idx, idx, memory_order_release);
+}
+
+void fx_publish(struct fx_ring *r, uint16_t head)
+{
+	r->avail->ring[r->avail_idx & (r->num - 1)] = head;
+	fx_set_avail_idx(r, (uint16_t)(r->avail_idx + 1));
+}
+
+uint16_t fx_used_idx(const struct fx_ring *r)
+{
+	/* Acquire pairs with the device's release store in flush. */
+	return atomic_load_explicit((_Atomic uint16_t *)&r->used->idx, memory_order_acquire);
+}
+
+void fx_set_used_event(struct fx_ring *r, uint16_t v)
+{
+	atomic_store_explicit((_Atomic uint16_t *)&r->avail->ring[r->num], v, memory_order_relaxed);
+}
+
+uint16_t fx_avail_event(const struct fx_ring *r)
+{
+	return atomic_load_explicit((_Atomic uint16_t *)(void *)&r->used->ring[r->num],
+				    memory_order_relaxed);
+}
+
+uint64_t fx_buf(struct fx_mem *m, uint32_t len, uint8_t fill)
+{
+	uint64_t gpa = fx_alloc(m, len ? len : 1, 8);
+	memset(fx_host(m, gpa, len ? len : 1), fill, len);
+	return gpa;
+}
+
+void fx_simple_chain(struct fx_ring *r, unsigned i, uint32_t len, bool write)
+{
+	fx_desc(r, i, fx_buf(r->m, len, (uint8_t)i), len, write ? VQS_VRING_DESC_F_WRITE : 0, 0);
+	fx_publish(r, (uint16_t)i);
+}
+
+int fx_pop(struct vqs_vq *vq, struct vqs_elem *e, struct iovec *iov, unsigned cap)
+{
+	memset(e, 0, sizeof(*e));
+	e->iov = iov;
+	e->iov_cap = (uint16_t)cap;
+	vqs_mem_read_lock();
+	int rc = vqs_vq_pop(vq, e);
+	vqs_mem_read_unlock();
+	return rc;
+}
