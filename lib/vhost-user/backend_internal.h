@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside struct vqs_vu_backend: the connection state the control thread keeps. Everything here
+ * is touched only by the control thread, except the atomics (stats, negotiated features).
+ *
+ * Files: backend.c (thread, sockets, connection lifecycle), proto.c (one handler per request),
+ * vring.c (queue start/stop on the scheduler), memtab.c (regions in and out of the memory map),
+ * inflight.c (the INFLIGHT_SHMFD region).
+ */
+#ifndef VQS_VU_BACKEND_INTERNAL_H
+#define VQS_VU_BACKEND_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+#include <vqsched/vhost_user.h>
+
+#include "vhost-user/msg.h"
+
+struct vu_vring {
+	struct vqs_vq *vq;
+	struct vqs_queue *sq;          /* attached to the scheduler; NULL while stopped */
+	uint32_t num;                  /* 0 until SET_VRING_NUM */
+	bool addr_set;
+	struct vqs_vu_vring_addr addr; /* validated copy */
+	struct vqs_vq_state base;      /* where the ring resumes */
+	bool enabled;                  /* SET_VRING_ENABLE */
+	bool kicked;                   /* SET_VRING_KICK seen since the last stop: may start */
+	int kick_fd, call_fd, err_fd;  /* -1 when none */
+};
+
+struct vu_inflight {
+	void *base;       /* shared mapping, NULL when none */
+	size_t map_len;
+	size_t queue_len; /* bytes per queue */
+	uint16_t num_queues, queue_size;
+	bool restore;     /* holds a previous backend's records (not the region we created) */
+	dev_t own_dev;    /* identity of the region GET_INFLIGHT_FD created here */
+	ino_t own_ino;
+};
+
+struct vqs_vu_backend {
+	struct vqs_vu_backend_opts opts;
+	const struct vqs_vu_device_ops *ops;
+	void *opaque;
+	char path[108];
+
+	pthread_t thread;
+	int epfd, stop_fd, listen_fd, timer_fd, conn_fd;
+	uint32_t backoff_ms;
+
+	struct vqs_mem *mem;
+	struct vu_vring *rings; /* ops->num_queues */
+	struct vu_inflight inflight;
+	uint64_t features, protocol_features;
+	bool features_set;
+	uint8_t status;
+
+	_Atomic uint64_t neg_features;
+	_Atomic uint64_t st_connections, st_disconnects, st_messages, st_bad, st_starts, st_stops;
+};
+
+/* Handle one validated-shape message. Returns the reply payload size (>= 0) written into
+ * *reply (and *reply_fd, or -1), or -errno when the message is refused. proto.c. */
+int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, int *reply_fd);
+
+/* vring.c: make ring i run if everything it needs arrived, 0 or -errno (ring areas unmapped,
+ * bad base, scheduler refusal); stop it (saving its position). */
+int vu_vring_update(struct vqs_vu_backend *b, unsigned i);
+void vu_vring_stop(struct vqs_vu_backend *b, unsigned i);
+/* Stop ring i and forget everything about it (fds closed). */
+void vu_vring_reset(struct vqs_vu_backend *b, unsigned i);
+bool vu_any_running(const struct vqs_vu_backend *b);
+
+/* memtab.c: map a wire region backed by fd (not consumed) into *out, with a release hook that
+ * unmaps it. 0, -EINVAL (size 0, overflow, beyond the fd's size), -errno. */
+int vu_region_map(const struct vqs_vu_mem_region *wr, int fd, struct vqs_mem_region *out);
+void vu_region_unmap(const struct vqs_mem_region *r);
+
+/* inflight.c */
+int vu_inflight_get(struct vqs_vu_backend *b, struct vqs_vu_inflight *io, int *fd_out);
+int vu_inflight_set(struct vqs_vu_backend *b, const struct vqs_vu_inflight *in, int fd);
+/* The region of queue i for a ring of `num` entries, or NULL when none covers it. -EINVAL in
+ * *err when a region exists but does not fit the ring. */
+void *vu_inflight_queue(struct vqs_vu_backend *b, unsigned i, unsigned num, int *err);
+void vu_inflight_drop(struct vqs_vu_backend *b);
+
+static inline bool vu_has_proto(const struct vqs_vu_backend *b, unsigned bit)
+{
+	return (b->protocol_features & VQS_BIT(bit)) != 0;
+}
+
+#endif
