@@ -17,7 +17,7 @@
 
 /* The packed layout's ops, once lib/ring/driver_packed.c provides them (else RING_PACKED is
  * -ENOTSUP). */
-static const struct vqs_drv_ops *const packed_ops = NULL;
+static const struct vqs_drv_ops *const packed_ops = &vqs_drv_packed_ops;
 
 int vqs_drv_base_init(struct vqs_drv_vq *dq, const struct vqs_drv_vq_config *cfg)
 {

@@ -17,7 +17,6 @@
  */
 #include "ring/vq_internal.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -100,10 +99,9 @@ static void init_fresh(struct vqs_vq *vq, struct vqs_packed_inflight *r)
  * Then its flags no longer show the buffer available. */
 static bool published(struct vqs_vq *vq, uint16_t idx, bool wrap)
 {
-	struct vqs_vring_packed_desc *d = &ring(vq)->desc[idx];
 	/* Acquire pairs with the driver's release store of the flags when it reused the slot. */
-	uint16_t flags = atomic_load_explicit((_Atomic uint16_t *)&d->flags, memory_order_acquire);
-	return !vqs_packed_desc_is_avail(le16toh(flags), wrap);
+	uint16_t flags = vqs_packed_flags_acquire(&ring(vq)->desc[idx]);
+	return !vqs_packed_desc_is_avail(flags, wrap);
 }
 
 /*

@@ -14,21 +14,11 @@
 #include <errno.h>
 #include <string.h>
 
-#define F_AVAIL (1u << VQS_VRING_PACKED_DESC_F_AVAIL)
-#define F_USED (1u << VQS_VRING_PACKED_DESC_F_USED)
-#define WRAP_BIT (1u << VQS_VRING_PACKED_EVENT_F_WRAP_CTR)
-
 static struct vqs_packed_ring *ring(struct vqs_vq *vq) { return &vq->u.packed; }
 
 static bool has(const struct vqs_vq *vq, unsigned feature)
 {
 	return vq->cfg.features & VQS_BIT(feature);
-}
-
-static uint16_t load_flags(struct vqs_vring_packed_desc *d)
-{
-	/* Pairs with the driver's release store of these flags (vqs_drv_kick_prepare / add). */
-	return le16toh(atomic_load_explicit((_Atomic uint16_t *)&d->flags, memory_order_acquire));
 }
 
 static void snapshot(struct vqs_vring_packed_desc *d, uint16_t flags,
@@ -38,32 +28,6 @@ static void snapshot(struct vqs_vring_packed_desc *d, uint16_t flags,
 	out->len = le32toh(atomic_load_explicit((_Atomic uint32_t *)&d->len, memory_order_relaxed));
 	out->id = le16toh(atomic_load_explicit((_Atomic uint16_t *)&d->id, memory_order_relaxed));
 	out->flags = flags;
-}
-
-/* Event suppression structures are read and written as one 32-bit word (off_wrap, flags). */
-static uint32_t event_load(struct vqs_vring_packed_event *ev)
-{
-	return le32toh(atomic_load_explicit((_Atomic uint32_t *)ev, memory_order_relaxed));
-}
-static void event_store(struct vqs_vring_packed_event *ev, uint16_t off_wrap, uint16_t flags)
-{
-	uint32_t w = (uint32_t)off_wrap | (uint32_t)flags << 16;
-	atomic_store_explicit((_Atomic uint32_t *)ev, htole32(w), memory_order_relaxed);
-}
-
-/* Ring position (idx, wrap) as a number mod 2*num, so that "passed" is a plain distance. */
-static unsigned linear(uint16_t idx, bool wrap, unsigned num)
-{
-	return idx + (wrap ? 0u : num);
-}
-static bool passed_event(uint16_t off_wrap, unsigned new_pos, unsigned old_pos, unsigned num)
-{
-	unsigned span = 2u * num;
-	unsigned off = off_wrap & ~WRAP_BIT;
-	if (off >= num)
-		return true; /* nonsense event position: notifying is the safe answer */
-	unsigned ev = linear((uint16_t)off, off_wrap & WRAP_BIT, num);
-	return (new_pos + span - ev - 1) % span < (new_pos + span - old_pos) % span;
 }
 
 static enum vqs_vq_err packed_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
@@ -107,7 +71,7 @@ static enum vqs_vq_err cursor_next(struct vqs_vq *vq, struct desc_cursor *c,
 		return VQS_VQ_OK;
 	}
 	struct vqs_vring_packed_desc *slot = &p->desc[c->slot];
-	uint16_t flags = load_flags(slot);
+	uint16_t flags = vqs_packed_flags_acquire(slot);
 	/* 2.8.6: the driver makes a whole chain available before its head, so a descriptor in
 	 * the middle that is not available with the head's wrap counter is a corrupt ring. */
 	if (!vqs_packed_desc_is_avail(flags, c->wrap))
@@ -199,7 +163,7 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 			return vqs_vq_break(vq, err);
 	} else {
 		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
-		uint16_t flags = load_flags(slot);
+		uint16_t flags = vqs_packed_flags_acquire(slot);
 		if (!vqs_packed_desc_is_avail(flags, cur.wrap))
 			return -EAGAIN;
 		snapshot(slot, flags, &d);
@@ -249,7 +213,7 @@ static unsigned packed_avail_count(struct vqs_vq *vq)
 	uint16_t idx = p->last_avail_idx;
 	bool wrap = p->avail_wrap;
 	for (unsigned i = 0; i < vq->cfg.num; i++) {
-		uint16_t flags = load_flags(&p->desc[idx]);
+		uint16_t flags = vqs_packed_flags_acquire(&p->desc[idx]);
 		if (!vqs_packed_desc_is_avail(flags, wrap))
 			break;
 		if (!(flags & VQS_VRING_DESC_F_NEXT))
@@ -304,7 +268,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wri
 		return -EINVAL;
 	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_idx];
 	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
-	uint16_t flags = p->stage_wrap ? (uint16_t)(F_AVAIL | F_USED) : 0;
+	uint16_t flags = p->stage_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
 	if (written)
 		flags |= VQS_VRING_DESC_F_WRITE;
 	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
@@ -315,8 +279,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wri
 	else
 		/* Pairs with the driver's acquire load of these flags; the driver looks at this
 		 * slot only after the first staged one, published last by flush. */
-		atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
-				      memory_order_release);
+		vqs_packed_flags_release(slot, flags);
 	if (p->inflight)
 		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
 	p->ids[e->id] = VQS_PACKED_ID_FREE;
@@ -336,8 +299,7 @@ static unsigned packed_flush(struct vqs_vq *vq)
 		vqs_packed_inflight_flush_begin(vq);
 	/* 2.8.7: the first used descriptor's flags go last, with a release store: pairs with the
 	 * driver's acquire load of the flags, so it sees every id/len (and later flags) above. */
-	atomic_store_explicit((_Atomic uint16_t *)&p->desc[p->used_idx].flags,
-			      htole16(p->stage_first_flags), memory_order_release);
+	vqs_packed_flags_release(&p->desc[p->used_idx], p->stage_first_flags);
 	p->used_idx = p->stage_idx;
 	p->used_wrap = p->stage_wrap;
 	p->staged = 0;
@@ -350,8 +312,8 @@ static bool packed_need_call(struct vqs_vq *vq)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	unsigned num = vq->cfg.num;
-	unsigned old_pos = linear(p->signalled_idx, p->signalled_wrap, num);
-	unsigned new_pos = linear(p->used_idx, p->used_wrap, num);
+	unsigned old_pos = vqs_packed_linear(p->signalled_idx, p->signalled_wrap, num);
+	unsigned new_pos = vqs_packed_linear(p->used_idx, p->used_wrap, num);
 	p->signalled_idx = p->used_idx;
 	p->signalled_wrap = p->used_wrap;
 	if (old_pos == new_pos || !p->driver_event)
@@ -360,12 +322,12 @@ static bool packed_need_call(struct vqs_vq *vq)
 	 * suppression: pairs with the fence in the driver's enable_cb between writing that
 	 * structure and re-checking for used descriptors. */
 	atomic_thread_fence(memory_order_seq_cst);
-	uint32_t ev = event_load(p->driver_event);
+	uint32_t ev = vqs_packed_event_load(p->driver_event);
 	uint16_t flags = (uint16_t)(ev >> 16), off_wrap = (uint16_t)ev;
 	if (flags == VQS_RING_EVENT_FLAGS_DISABLE)
 		return false;
 	if (flags == VQS_RING_EVENT_FLAGS_DESC && has(vq, VQS_F_EVENT_IDX))
-		return passed_event(off_wrap, new_pos, old_pos, num);
+		return vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
 	return true; /* ENABLE, or a value we do not know: a spurious call is harmless */
 }
 
@@ -373,7 +335,7 @@ static void packed_disable_notify(struct vqs_vq *vq)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	if (p->device_event)
-		event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_DISABLE);
+		vqs_packed_event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_DISABLE);
 }
 
 static bool packed_enable_notify(struct vqs_vq *vq)
@@ -383,16 +345,16 @@ static bool packed_enable_notify(struct vqs_vq *vq)
 		return true;
 	if (!p->device_event)
 		return false;
-	uint16_t off_wrap = (uint16_t)(p->last_avail_idx | (p->avail_wrap ? WRAP_BIT : 0));
+	uint16_t off_wrap = (uint16_t)(p->last_avail_idx | (p->avail_wrap ? VQS_PACKED_WRAP_BIT : 0));
 	if (has(vq, VQS_F_EVENT_IDX))
-		event_store(p->device_event, off_wrap, VQS_RING_EVENT_FLAGS_DESC);
+		vqs_packed_event_store(p->device_event, off_wrap, VQS_RING_EVENT_FLAGS_DESC);
 	else
-		event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_ENABLE);
+		vqs_packed_event_store(p->device_event, 0, VQS_RING_EVENT_FLAGS_ENABLE);
 	/* Orders the store above before the re-check below: pairs with the fence in the
 	 * driver's kick_prepare between publishing descriptors and reading this structure, so
 	 * either the driver sees notifications enabled or we see its descriptors. */
 	atomic_thread_fence(memory_order_seq_cst);
-	return vqs_packed_desc_is_avail(load_flags(&p->desc[p->last_avail_idx]), p->avail_wrap);
+	return vqs_packed_desc_is_avail(vqs_packed_flags_acquire(&p->desc[p->last_avail_idx]), p->avail_wrap);
 }
 
 static void packed_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)

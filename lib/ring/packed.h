@@ -6,6 +6,8 @@
 #ifndef VQS_RING_PACKED_H
 #define VQS_RING_PACKED_H
 
+#include <endian.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,13 +59,24 @@ struct vqs_packed_ring {
 
 struct vqs_vq;
 
-/* Ring-position helpers shared by packed.c and inflight_packed.c. */
+/* ---- wire-format helpers both sides use (packed.c, driver_packed.c, inflight_packed.c) ---- */
+#define VQS_PACKED_F_AVAIL (1u << VQS_VRING_PACKED_DESC_F_AVAIL)
+#define VQS_PACKED_F_USED (1u << VQS_VRING_PACKED_DESC_F_USED)
+#define VQS_PACKED_WRAP_BIT (1u << VQS_VRING_PACKED_EVENT_F_WRAP_CTR)
+
+/* Available to the device: AVAIL equal to the wrap counter, USED not (2.8.1). */
 static inline bool vqs_packed_desc_is_avail(uint16_t flags, bool wrap)
 {
-	bool avail = flags & (1u << VQS_VRING_PACKED_DESC_F_AVAIL);
-	bool used = flags & (1u << VQS_VRING_PACKED_DESC_F_USED);
+	bool avail = flags & VQS_PACKED_F_AVAIL, used = flags & VQS_PACKED_F_USED;
 	return avail == wrap && used != wrap;
 }
+/* Used, as the driver sees it: AVAIL and USED both equal to its used wrap counter. */
+static inline bool vqs_packed_desc_is_used(uint16_t flags, bool wrap)
+{
+	bool avail = flags & VQS_PACKED_F_AVAIL, used = flags & VQS_PACKED_F_USED;
+	return avail == wrap && used == wrap;
+}
+/* Step a ring position n slots on, flipping the wrap counter when it passes the end. */
 static inline void vqs_packed_advance(uint16_t *idx, bool *wrap, unsigned n, unsigned num)
 {
 	unsigned i = *idx + n;
@@ -72,6 +85,49 @@ static inline void vqs_packed_advance(uint16_t *idx, bool *wrap, unsigned n, uns
 		*wrap = !*wrap;
 	}
 	*idx = (uint16_t)i;
+}
+/* A ring position (idx, wrap) as a number mod 2*num, so that "passed" is a plain distance. */
+static inline unsigned vqs_packed_linear(uint16_t idx, bool wrap, unsigned num)
+{
+	return idx + (wrap ? 0u : num);
+}
+/*
+ * Event suppression with EVENT_IDX (2.8.10): did the other side's position move from old_pos to
+ * new_pos (vqs_packed_linear) across the event position off_wrap? A nonsense offset answers yes:
+ * one spurious notification is harmless, a lost one hangs the queue.
+ */
+static inline bool vqs_packed_need_event(uint16_t off_wrap, unsigned new_pos, unsigned old_pos,
+					 unsigned num)
+{
+	unsigned span = 2u * num, off = off_wrap & ~VQS_PACKED_WRAP_BIT;
+	if (off >= num)
+		return true;
+	unsigned ev = vqs_packed_linear((uint16_t)off, off_wrap & VQS_PACKED_WRAP_BIT, num);
+	return (new_pos + span - ev - 1) % span < (new_pos + span - old_pos) % span;
+}
+/* Event suppression structures are read and written as one 32-bit word: off_wrap in the low
+ * half, flags in the high half (little-endian), so a reader never sees half an update. */
+static inline uint32_t vqs_packed_event_load(struct vqs_vring_packed_event *ev)
+{
+	return le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)ev, memory_order_relaxed));
+}
+static inline void vqs_packed_event_store(struct vqs_vring_packed_event *ev, uint16_t off_wrap,
+					  uint16_t flags)
+{
+	uint32_t w = (uint32_t)off_wrap | (uint32_t)flags << 16;
+	atomic_store_explicit((_Atomic uint32_t *)(void *)ev, htole32(w), memory_order_relaxed);
+}
+/* Descriptor flags, read with acquire (pairs with the other side's release store of them). */
+static inline uint16_t vqs_packed_flags_acquire(struct vqs_vring_packed_desc *d)
+{
+	return le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->flags,
+					    memory_order_acquire));
+}
+/* Descriptor flags, stored with release (pairs with the other side's acquire load of them). */
+static inline void vqs_packed_flags_release(struct vqs_vring_packed_desc *d, uint16_t flags)
+{
+	atomic_store_explicit((_Atomic uint16_t *)(void *)&d->flags, htole16(flags),
+			      memory_order_release);
 }
 
 /* ---- inflight region (inflight_packed.c) ---- */

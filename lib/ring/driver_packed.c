@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed virtqueue, driver side (virtio 1.x 2.8): one descriptor ring, buffer ids from a private
+ * free list, the avail and used wrap counters, event suppression both ways (flags, or EVENT_IDX
+ * descriptor positions).
+ *
+ * Descriptor flags are the only field either side polls: they are stored with release and loaded
+ * with acquire, everything else in a descriptor is ordered by them. Chains added since the last
+ * kick_prepare stay invisible because the first one's head flags are held back until then; the
+ * later heads may be written at once, as the device never reads past an unavailable slot. Used
+ * descriptors come from the device: each is read once and its id checked against the ids in
+ * flight before it is trusted.
+ */
+#include "ring/driver_internal.h"
+#include "ring/packed.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+struct vqs_drv_packed {
+	struct vqs_drv_vq base; /* first: driver.c sees only this */
+	struct vqs_vring_packed_desc *desc;
+	struct vqs_vring_packed_event *driver_event; /* ours */
+	struct vqs_vring_packed_event *device_event; /* the device's */
+	uint16_t *next_id;  /* free buffer-id list, private so the device cannot corrupt it */
+	uint16_t free_id;
+	uint16_t avail_idx; /* next slot to write, and the wrap counter it gets */
+	bool avail_wrap;
+	uint16_t kicked_idx; /* position published by the last kick_prepare */
+	bool kicked_wrap;
+	bool held;           /* a head's flags are held back until kick_prepare */
+	uint16_t held_idx;
+	uint16_t held_flags;
+	uint16_t last_used;  /* next slot to look for a used descriptor in */
+	bool used_wrap;
+	uint16_t in_flight;  /* chains added and not yet consumed */
+	bool cb_disabled;
+	bool len_warned;
+};
+
+static struct vqs_drv_packed *to_packed(struct vqs_drv_vq *dq)
+{
+	return (struct vqs_drv_packed *)dq;
+}
+
+static const struct vqs_drv_packed *to_cpacked(const struct vqs_drv_vq *dq)
+{
+	return (const struct vqs_drv_packed *)dq;
+}
+
+static void packed_destroy(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	free(p->next_id);
+	vqs_drv_base_fini(dq);
+	free(p);
+}
+
+static int packed_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
+{
+	unsigned num = cfg->num;
+	struct vqs_drv_packed *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	struct vqs_drv_vq *dq = &p->base;
+	dq->ops = &vqs_drv_packed_ops; /* so packed_destroy can run on failure */
+	int rc = vqs_drv_base_init(dq, cfg);
+	if (rc || !(p->next_id = calloc(num, sizeof(*p->next_id)))) {
+		packed_destroy(dq);
+		return rc ? rc : -ENOMEM;
+	}
+	size_t ev = sizeof(struct vqs_vring_packed_event);
+	dq->desc_gpa = vqs_gmem_alloc(cfg->gmem, vqs_vring_packed_desc_size(num),
+				      VQS_VRING_PACKED_DESC_ALIGN);
+	dq->driver_gpa = vqs_gmem_alloc(cfg->gmem, ev, VQS_VRING_PACKED_EVENT_ALIGN);
+	dq->device_gpa = vqs_gmem_alloc(cfg->gmem, ev, VQS_VRING_PACKED_EVENT_ALIGN);
+	if (!dq->desc_gpa || !dq->driver_gpa || !dq->device_gpa) {
+		packed_destroy(dq);
+		return -ENOSPC;
+	}
+	/* The arena is zeroed: flags 0 read as neither available nor used for wrap counter 1,
+	 * and both event structures start as ENABLE. */
+	p->desc = vqs_drv_area(dq, dq->desc_gpa, vqs_vring_packed_desc_size(num));
+	p->driver_event = vqs_drv_area(dq, dq->driver_gpa, ev);
+	p->device_event = vqs_drv_area(dq, dq->device_gpa, ev);
+	for (unsigned i = 0; i < num; i++)
+		p->next_id[i] = (uint16_t)(i + 1);
+	p->avail_wrap = p->kicked_wrap = p->used_wrap = true;
+	*out = dq;
+	return 0;
+}
+
+/* Flags that make a descriptor available for wrap counter `wrap` (2.8.1). */
+static uint16_t avail_bits(bool wrap)
+{
+	return wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
+}
+
+static void write_desc(struct vqs_vring_packed_desc *d, uint64_t addr, uint32_t len, uint16_t id)
+{
+	d->addr = htole64(addr);
+	d->len = htole32(len);
+	d->id = htole16(id);
+}
+
+static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		      unsigned in_num, void *token, bool indirect)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
+	if (dq->num_free < ndescs)
+		return -ENOSPC;
+	/* Ids in flight <= descriptors in flight, so a free descriptor means a free id. */
+	uint16_t id = p->free_id;
+	uint32_t in_len = 0;
+	for (unsigned k = out_num; k < total; k++)
+		in_len += bufs[k].len;
+
+	uint16_t head_idx = p->avail_idx, head_flags;
+	if (indirect) {
+		uint64_t table_gpa;
+		struct vqs_vring_packed_desc *t = vqs_drv_indirect_table(dq, id, &table_gpa);
+		if (!t)
+			return -ENOSPC;
+		/* Inside a table only WRITE may be set (2.8.19); entries are used in order. */
+		for (unsigned k = 0; k < total; k++) {
+			write_desc(&t[k], bufs[k].gpa, bufs[k].len, 0);
+			t[k].flags = htole16(k >= out_num ? VQS_VRING_DESC_F_WRITE : 0);
+		}
+		write_desc(&p->desc[head_idx], table_gpa, 16u * total, id);
+		head_flags = (uint16_t)(VQS_VRING_DESC_F_INDIRECT | avail_bits(p->avail_wrap));
+		vqs_packed_advance(&p->avail_idx, &p->avail_wrap, 1, dq->num);
+	} else {
+		head_flags = 0;
+		for (unsigned k = 0; k < total; k++) {
+			uint16_t f = (uint16_t)((k >= out_num ? VQS_VRING_DESC_F_WRITE : 0) |
+						(k + 1 < total ? VQS_VRING_DESC_F_NEXT : 0) |
+						avail_bits(p->avail_wrap));
+			struct vqs_vring_packed_desc *d = &p->desc[p->avail_idx];
+			/* 2.8.6: the buffer id goes in the last descriptor; the others carry it too,
+			 * which costs nothing and reads better in a dump. */
+			write_desc(d, bufs[k].gpa, bufs[k].len, id);
+			if (k == 0)
+				head_flags = f;
+			else
+				/* Before the head's flags (which publish the chain): pairs with the
+				 * device's acquire load of these flags, as all flags do. */
+				vqs_packed_flags_release(d, f);
+			vqs_packed_advance(&p->avail_idx, &p->avail_wrap, 1, dq->num);
+		}
+	}
+	/* 2.8.21.1: the driver MUST NOT make the first descriptor available before the rest of
+	 * the chain: its flags go last. The batch's first head waits for kick_prepare. */
+	if (!p->held) {
+		p->held = true;
+		p->held_idx = head_idx;
+		p->held_flags = head_flags;
+	} else {
+		vqs_packed_flags_release(&p->desc[head_idx], head_flags);
+	}
+	struct vqs_drv_slot *slot = &dq->slots[id];
+	slot->token = token;
+	slot->in_len = in_len;
+	slot->ndescs = (uint16_t)ndescs;
+	p->free_id = p->next_id[id];
+	dq->num_free -= ndescs;
+	p->in_flight++;
+	return 0;
+}
+
+static bool packed_kick_prepare(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	unsigned num = dq->num;
+	unsigned old_pos = vqs_packed_linear(p->kicked_idx, p->kicked_wrap, num);
+	unsigned new_pos = vqs_packed_linear(p->avail_idx, p->avail_wrap, num);
+	if (p->held) {
+		/* Pairs with the device's acquire load of the flags in pop: the whole batch (and
+		 * the later heads, stored before) is visible once this head is. */
+		vqs_packed_flags_release(&p->desc[p->held_idx], p->held_flags);
+		p->held = false;
+	}
+	/* Pairs with the device's full barrier in enable_notify, between its write of the device
+	 * event suppression and its re-check of the next slot: either it sees our descriptors
+	 * there, or we see its request for a kick below. */
+	atomic_thread_fence(memory_order_seq_cst);
+	p->kicked_idx = p->avail_idx;
+	p->kicked_wrap = p->avail_wrap;
+	if (new_pos == old_pos)
+		return false;
+	uint32_t ev = vqs_packed_event_load(p->device_event);
+	uint16_t flags = (uint16_t)(ev >> 16), off_wrap = (uint16_t)ev;
+	if (flags == VQS_RING_EVENT_FLAGS_DISABLE)
+		return false;
+	if (flags == VQS_RING_EVENT_FLAGS_DESC && dq->event_idx)
+		return vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
+	return true;
+}
+
+/* Ask for an interrupt when the device writes the used descriptor at (idx, wrap), or passes
+ * it (EVENT_IDX), or for every used descriptor. */
+static void request_event(struct vqs_drv_packed *p, uint16_t idx, bool wrap)
+{
+	if (p->base.event_idx)
+		vqs_packed_event_store(p->driver_event,
+				       (uint16_t)(idx | (wrap ? VQS_PACKED_WRAP_BIT : 0)),
+				       VQS_RING_EVENT_FLAGS_DESC);
+	else
+		vqs_packed_event_store(p->driver_event, 0, VQS_RING_EVENT_FLAGS_ENABLE);
+	/* Pairs with the device's full barrier in need_call, between its release store of used
+	 * flags and its read of this structure: either it sees our request, or the caller's next
+	 * look at the ring sees its used descriptors. */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static bool packed_has_used(const struct vqs_drv_vq *dq)
+{
+	const struct vqs_drv_packed *p = to_cpacked(dq);
+	return vqs_packed_desc_is_used(vqs_packed_flags_acquire(&p->desc[p->last_used]),
+				       p->used_wrap);
+}
+
+static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	struct vqs_vring_packed_desc *d = &p->desc[p->last_used];
+	/* Pairs with the device's release store of these flags in flush (2.8.21.2: it writes
+	 * them after id and len). */
+	if (!vqs_packed_desc_is_used(vqs_packed_flags_acquire(d), p->used_wrap))
+		return NULL;
+	uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
+						   memory_order_relaxed));
+	uint32_t written = le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)&d->len,
+							memory_order_relaxed));
+	if (id >= dq->num || !dq->slots[id].token) {
+		vqs_drv_break(dq, "used buffer id not in flight", id);
+		return NULL;
+	}
+	struct vqs_drv_slot *slot = &dq->slots[id];
+	if (written > slot->in_len) {
+		if (!p->len_warned)
+			vqs_warn("driver queue (num %u): device reported %u bytes written into a "
+				 "chain of %u writable bytes; clamped", dq->num, written,
+				 slot->in_len);
+		p->len_warned = true;
+		written = slot->in_len;
+	}
+	/* The device skips the rest of the chain's slots (2.8.7). */
+	vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);
+	void *token = slot->token;
+	slot->token = NULL;
+	p->next_id[id] = p->free_id;
+	p->free_id = id;
+	dq->num_free += slot->ndescs;
+	p->in_flight--;
+	*len = written;
+	/* While interrupts are wanted, want the one for the next used descriptor. */
+	if (dq->event_idx && !p->cb_disabled)
+		request_event(p, p->last_used, p->used_wrap);
+	return token;
+}
+
+static void packed_disable_cb(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	if (p->cb_disabled)
+		return;
+	p->cb_disabled = true;
+	vqs_packed_event_store(p->driver_event, 0, VQS_RING_EVENT_FLAGS_DISABLE);
+}
+
+static bool packed_enable_cb(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	p->cb_disabled = false;
+	request_event(p, p->last_used, p->used_wrap);
+	return packed_has_used(dq);
+}
+
+/* Ask for the interrupt only after about 3/4 of the descriptors in flight are used. Returns
+ * whether used descriptors are already pending: the device may have passed the event before
+ * it was written, so the caller drains instead of waiting. */
+static bool packed_enable_cb_delayed(struct vqs_drv_vq *dq)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	if (!dq->event_idx)
+		return packed_enable_cb(dq);
+	p->cb_disabled = false;
+	uint16_t idx = p->last_used;
+	bool wrap = p->used_wrap;
+	vqs_packed_advance(&idx, &wrap, (dq->num - dq->num_free) * 3u / 4u, dq->num);
+	request_event(p, idx, wrap);
+	return packed_has_used(dq);
+}
+
+const struct vqs_drv_ops vqs_drv_packed_ops = {
+	.create = packed_create,
+	.destroy = packed_destroy,
+	.add = packed_add,
+	.kick_prepare = packed_kick_prepare,
+	.get_used = packed_get_used,
+	.disable_cb = packed_disable_cb,
+	.enable_cb = packed_enable_cb,
+	.enable_cb_delayed = packed_enable_cb_delayed,
+	.has_used = packed_has_used,
+};
