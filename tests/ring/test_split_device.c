@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device's MUST clauses of the split virtqueue (virtio 1.x 2.7), one named case each, checked
+ * on ring memory written by hand, plus a round trip with the library's driver ring.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pair.h"
+#include "ring_fixture.h"
+
+#define NUM 8
+#define F_EVT VQS_BIT(VQS_F_EVENT_IDX)
+#define F_IND VQS_BIT(VQS_F_INDIRECT_DESC)
+
+struct ctx {
+	struct fx_mem m;
+	struct fx_ring r;
+};
+
+static struct ctx *ctx_new(void **state, uint64_t features)
+{
+	static struct ctx c;
+	memset(&c, 0, sizeof(c));
+	fx_mem_init(&c.m);
+	fx_ring_init(&c.r, &c.m, NUM, features);
+	*state = &c;
+	return &c;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+	if (c) {
+		fx_ring_fini(&c->r);
+		fx_mem_fini(&c->m);
+	}
+	return 0;
+}
+
+static void pop_ok(struct fx_ring *r, struct vqs_elem *e, struct iovec *iov, unsigned cap)
+{
+	assert_int_equal(fx_pop(r->vq, e, iov, cap), 0);
+}
+
+static void complete(struct fx_ring *r, const struct vqs_elem *e, uint32_t written)
+{
+	assert_int_equal(vqs_vq_fill(r->vq, e, written), 0);
+	assert_int_equal(vqs_vq_flush(r->vq), 1);
+}
+
+/* 2.7.5: "A device MUST NOT write to a device-readable buffer": the element tells readable from
+ * writable buffers exactly as the descriptors flag them, readable ones first. */
+static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	uint64_t out = fx_buf(&c->m, 12, 0x11), in = fx_buf(&c->m, 34, 0x22);
+	fx_desc(&c->r, 0, out, 12, VQS_VRING_DESC_F_NEXT, 5);
+	fx_desc(&c->r, 5, in, 34, VQS_VRING_DESC_F_WRITE, 0);
+	fx_publish(&c->r, 0);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	pop_ok(&c->r, &e, iov, 4);
+	assert_int_equal(e.out_num, 1);
+	assert_int_equal(e.in_num, 1);
+	assert_int_equal(e.out_len, 12);
+	assert_int_equal(e.in_len, 34);
+	assert_ptr_equal(iov[0].iov_base, fx_host(&c->m, out, 12));
+	assert_ptr_equal(iov[1].iov_base, fx_host(&c->m, in, 34));
+}
+
+/* 2.7.8: len counts bytes written into device-writable buffers: it cannot exceed them. */
+static void test_device_used_len_cannot_exceed_writable_bytes(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	fx_simple_chain(&c->r, 0, 16, false);
+	struct iovec iov[2];
+	struct vqs_elem e;
+	pop_ok(&c->r, &e, iov, 2);
+	assert_int_equal(vqs_vq_fill(c->r.vq, &e, 1), -EINVAL);
+	assert_int_equal(vqs_vq_flush(c->r.vq), 0);
+	complete(&c->r, &e, 0);
+	assert_int_equal(c->r.used->ring[0].len, 0);
+}
+
+/* 2.7.8: "The device MUST set len prior to updating the used idx": a filled entry is in the ring
+ * before flush, and the index moves only at flush. */
+static void test_device_sets_used_len_before_used_idx(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	fx_simple_chain(&c->r, 3, 64, true);
+	struct iovec iov[2];
+	struct vqs_elem e;
+	pop_ok(&c->r, &e, iov, 2);
+	assert_int_equal(vqs_vq_fill(c->r.vq, &e, 40), 0);
+	assert_int_equal(c->r.used->ring[0].id, 3);
+	assert_int_equal(c->r.used->ring[0].len, 40);
+	assert_int_equal(fx_used_idx(&c->r), 0);
+	assert_int_equal(vqs_vq_flush(c->r.vq), 1);
+	assert_int_equal(fx_used_idx(&c->r), 1);
+}
+
+/* 2.7.8: used entries go at used idx modulo the queue size, and the index wraps at 2^16. */
+static void test_device_used_ring_wraps_modulo_queue_size_and_2_16(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	struct vqs_vq_state st = {.last_avail_idx = 65534, .used_idx = 65534};
+	assert_int_equal(vqs_vq_set_state(c->r.vq, &st), 0);
+	fx_set_avail_idx(&c->r, 65534);
+	for (unsigned i = 0; i < 3; i++) {
+		fx_simple_chain(&c->r, i, 8, true);
+		struct iovec iov[1];
+		struct vqs_elem e;
+		pop_ok(&c->r, &e, iov, 1);
+		complete(&c->r, &e, 8);
+		uint16_t slot = (uint16_t)(65534 + i) % NUM;
+		assert_int_equal(c->r.used->ring[slot].id, i);
+	}
+	assert_int_equal(fx_used_idx(&c->r), 1);
+}
+
+/* Completions may be out of order (without IN_ORDER): ids are the heads, in completion order. */
+static void test_device_completes_out_of_order(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	fx_simple_chain(&c->r, 1, 8, true);
+	fx_simple_chain(&c->r, 2, 8, true);
+	struct iovec iov[2];
+	struct vqs_elem a, b;
+	pop_ok(&c->r, &a, iov, 1);
+	pop_ok(&c->r, &b, iov + 1, 1);
+	assert_int_equal(vqs_vq_fill(c->r.vq, &b, 8), 0);
+	assert_int_equal(vqs_vq_fill(c->r.vq, &a, 4), 0);
+	assert_int_equal(vqs_vq_flush(c->r.vq), 2);
+	assert_int_equal(c->r.used->ring[0].id, 2);
+	assert_int_equal(c->r.used->ring[1].id, 1);
+	assert_int_equal(c->r.used->ring[1].len, 4);
+	/* An id that is not in flight any more is refused. */
+	assert_int_equal(vqs_vq_fill(c->r.vq, &a, 4), -EINVAL);
+}
+
+/* 2.7.7.2 without EVENT_IDX: flags 0 -> MUST notify; flags 1 -> SHOULD NOT; used_event ignored. */
+static void test_device_no_event_idx_notifies_unless_no_interrupt(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	struct iovec iov[1];
+	struct vqs_elem e;
+	fx_set_used_event(&c->r, 100); /* would suppress if it were not ignored */
+	fx_simple_chain(&c->r, 0, 8, true);
+	pop_ok(&c->r, &e, iov, 1);
+	complete(&c->r, &e, 8);
+	assert_true(vqs_vq_need_call(c->r.vq));
+	c->r.avail->flags = VQS_VRING_AVAIL_F_NO_INTERRUPT;
+	fx_simple_chain(&c->r, 1, 8, true);
+	pop_ok(&c->r, &e, iov, 1);
+	complete(&c->r, &e, 8);
+	assert_false(vqs_vq_need_call(c->r.vq));
+}
+
+/* 2.7.7.2 with EVENT_IDX: ignore the flags bit; notify exactly when the used idx passes
+ * used_event. */
+static void test_device_event_idx_notifies_when_passing_used_event(void **state)
+{
+	struct ctx *c = ctx_new(state, F_EVT);
+	c->r.avail->flags = VQS_VRING_AVAIL_F_NO_INTERRUPT; /* MUST be ignored */
+	struct iovec iov[1];
+	struct vqs_elem e;
+	bool calls[4];
+	fx_set_used_event(&c->r, 2); /* "interrupt when entry 2 is written" */
+	for (unsigned i = 0; i < 4; i++) {
+		fx_simple_chain(&c->r, i, 8, true);
+		pop_ok(&c->r, &e, iov, 1);
+		complete(&c->r, &e, 8);
+		calls[i] = vqs_vq_need_call(c->r.vq);
+	}
+	/* The first call after configure may not be suppressed (nothing known yet). */
+	assert_true(calls[0]);
+	assert_false(calls[1]);
+	assert_true(calls[2]);
+	assert_false(calls[3]);
+}
+
+/* 2.7.10 device side: with EVENT_IDX the device MUST keep used flags 0, and suppresses kicks
+ * through avail_event instead. */
+static void test_device_event_idx_keeps_used_flags_zero(void **state)
+{
+	struct ctx *c = ctx_new(state, F_EVT);
+	vqs_vq_disable_notify(c->r.vq);
+	assert_int_equal(c->r.used->flags, 0);
+	assert_false(vqs_vq_enable_notify(c->r.vq));
+	assert_int_equal(c->r.used->flags, 0);
+	assert_int_equal(fx_avail_event(&c->r), 0);
+}
+
+/* 2.7.10 without EVENT_IDX: the device MUST set used flags to 0 or 1. */
+static void test_device_no_event_idx_sets_used_flags_0_or_1(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	vqs_vq_disable_notify(c->r.vq);
+	assert_int_equal(c->r.used->flags, VQS_VRING_USED_F_NO_NOTIFY);
+	assert_false(vqs_vq_enable_notify(c->r.vq));
+	assert_int_equal(c->r.used->flags, 0);
+}
+
+/* 2.7.10: "The device MUST handle spurious notifications": nothing available is not an error. */
+static void test_device_handles_spurious_notification(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	struct iovec iov[1];
+	struct vqs_elem e;
+	assert_int_equal(fx_pop(c->r.vq, &e, iov, 1), -EAGAIN);
+	assert_int_equal(fx_pop(c->r.vq, &e, iov, 1), -EAGAIN);
+	assert_false(vqs_vq_is_broken(c->r.vq));
+	assert_int_equal(vqs_vq_avail_count(c->r.vq), 0);
+}
+
+/* 2.7.5.3.2: the device MUST ignore the WRITE flag of a descriptor that refers to an indirect
+ * table, and MUST handle direct descriptors followed by one indirect one. */
+static void test_device_ignores_write_flag_on_indirect_descriptor(void **state)
+{
+	struct ctx *c = ctx_new(state, F_IND);
+	uint64_t t = fx_alloc(&c->m, 16, 16);
+	struct vqs_vring_desc *d = fx_host(&c->m, t, 16);
+	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 7, 1), 7, 0, 0};
+	fx_desc(&c->r, 2, fx_buf(&c->m, 3, 1), 3, VQS_VRING_DESC_F_NEXT, 6);
+	fx_desc(&c->r, 6, t, 16, VQS_VRING_DESC_F_INDIRECT | VQS_VRING_DESC_F_WRITE, 0);
+	fx_publish(&c->r, 2);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	pop_ok(&c->r, &e, iov, 4);
+	assert_int_equal(e.out_num, 2);
+	assert_int_equal(e.in_num, 0);
+	assert_int_equal(e.out_len, 10);
+}
+
+/* Each descriptor is read once: a driver rewriting the table after publishing cannot change a
+ * popped element, and the indirect table is copied before use. */
+static void test_device_snapshot_is_not_affected_by_later_rewrites(void **state)
+{
+	struct ctx *c = ctx_new(state, F_IND);
+	uint64_t t = fx_alloc(&c->m, 32, 16);
+	struct vqs_vring_desc *d = fx_host(&c->m, t, 32);
+	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, VQS_VRING_DESC_F_NEXT, 1};
+	d[1] = (struct vqs_vring_desc){fx_buf(&c->m, 9, 1), 9, VQS_VRING_DESC_F_WRITE, 0};
+	fx_desc(&c->r, 0, t, 32, VQS_VRING_DESC_F_INDIRECT, 0);
+	fx_publish(&c->r, 0);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	pop_ok(&c->r, &e, iov, 4);
+	d[1].len = 0x7fffffff;
+	c->r.desc[0].len = 0;
+	assert_int_equal(e.in_len, 9);
+	assert_int_equal(vqs_vq_fill(c->r.vq, &e, 10), -EINVAL);
+	complete(&c->r, &e, 9);
+}
+
+/* pop_batch takes what is there and stops; nothing available is 0, not an error. */
+static void test_device_pop_batch_returns_available_count(void **state)
+{
+	struct ctx *c = ctx_new(state, 0);
+	for (unsigned i = 0; i < 3; i++)
+		fx_simple_chain(&c->r, i, 8, false);
+	assert_int_equal(vqs_vq_avail_count(c->r.vq), 3);
+	struct iovec iov[4];
+	struct vqs_elem e[4];
+	for (unsigned i = 0; i < 4; i++)
+		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
+	vqs_mem_read_lock();
+	assert_int_equal(vqs_vq_pop_batch(c->r.vq, e, 4), 3);
+	assert_int_equal(vqs_vq_pop_batch(c->r.vq, e, 4), 0);
+	vqs_mem_read_unlock();
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(e[i].id, i);
+		assert_int_equal(vqs_vq_fill(c->r.vq, &e[i], 0), 0);
+	}
+	assert_int_equal(vqs_vq_flush(c->r.vq), 3);
+}
+
+/* Round trip with the library's driver ring: data flows, lengths and tokens come back. */
+static void test_device_round_trip_with_driver_ring(void **state)
+{
+	*state = NULL;
+	struct vqs_pair p;
+	assert_int_equal(vqs_pair_init(&p, 16, F_EVT | F_IND, 0x200000, 1 << 20), 0);
+	uint64_t out = vqs_gmem_alloc(p.gmem, 32, 8), in = vqs_gmem_alloc(p.gmem, 64, 8);
+	memcpy(vqs_gmem_host(p.gmem, out, 5), "hello", 5);
+	struct vqs_drv_buf bufs[2] = {{out, 5}, {in, 64}};
+	int tokens[2];
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(vqs_drv_add(p.drv, bufs, 1, 1, &tokens[i], i == 1), 0);
+	vqs_drv_kick_prepare(p.drv);
+	for (unsigned i = 0; i < 2; i++) {
+		struct iovec iov[4];
+		struct vqs_elem e;
+		assert_int_equal(fx_pop(p.dev, &e, iov, 4), 0);
+		assert_int_equal(e.out_len, 5);
+		assert_int_equal(e.in_len, 64);
+		assert_memory_equal(iov[0].iov_base, "hello", 5);
+		memcpy(iov[1].iov_base, "world", 5);
+		assert_int_equal(vqs_vq_fill(p.dev, &e, 5), 0);
+	}
+	assert_int_equal(vqs_vq_flush(p.dev), 2);
+	assert_true(vqs_vq_need_call(p.dev));
+	for (unsigned i = 0; i < 2; i++) {
+		uint32_t len = 0;
+		assert_ptr_equal(vqs_drv_get_used(p.drv, &len), &tokens[i]);
+		assert_int_equal(len, 5);
+	}
+	assert_memory_equal(vqs_gmem_host(p.gmem, in, 5), "world", 5);
+	vqs_pair_fini(&p);
+}
+
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_device_readable_and_writable_iovecs_follow_descriptor_flags),
+		T(test_device_used_len_cannot_exceed_writable_bytes),
+		T(test_device_sets_used_len_before_used_idx),
+		T(test_device_used_ring_wraps_modulo_queue_size_and_2_16),
+		T(test_device_completes_out_of_order),
+		T(test_device_no_event_idx_notifies_unless_no_interrupt),
+		T(test_device_event_idx_notifies_when_passing_used_event),
+		T(test_device_event_idx_keeps_used_flags_zero),
+		T(test_device_no_event_idx_sets_used_flags_0_or_1),
+		T(test_device_handles_spurious_notification),
+		T(test_device_ignores_write_flag_on_indirect_descriptor),
+		T(test_device_snapshot_is_not_affected_by_later_rewrites),
+		T(test_device_pop_batch_returns_available_count),
+		T(test_device_round_trip_with_driver_ring),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
