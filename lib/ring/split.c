@@ -260,6 +260,7 @@ static unsigned split_flush(struct vqs_vq *vq)
 	atomic_store_explicit(a16(&s->used->idx), htole16(idx), memory_order_release);
 	s->used_idx = idx;
 	s->pending = 0;
+	s->published = true;
 	if (s->infl)
 		vqs_split_infl_flushed(vq, n);
 	return n;
@@ -270,8 +271,9 @@ static bool split_need_call(struct vqs_vq *vq)
 	struct vqs_split_ring *s = &vq->u.split;
 	uint16_t old = s->signalled_used, now = s->used_idx;
 	bool valid = s->signalled_valid;
-	if (valid && old == now)
+	if (!s->published)
 		return false;
+	s->published = false;
 	s->signalled_used = now;
 	s->signalled_valid = true;
 	/* Pairs with the driver's full barrier between writing used_event / clearing

@@ -49,6 +49,7 @@ struct vqs_split_ring {
 	uint16_t inuse;           /* chains popped and not yet filled */
 	uint16_t signalled_used;  /* used idx at the previous need_call */
 	bool signalled_valid;     /* false: the next need_call must not suppress */
+	bool published;           /* flushed something since the previous need_call */
 
 	/* Inflight tracking (NULL when detached). */
 	struct vqs_split_inflight *infl;
