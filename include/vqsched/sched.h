@@ -46,7 +46,8 @@ struct vqs_sched_opts {
 	uint32_t size;             /* sizeof(struct vqs_sched_opts) */
 	enum vqs_policy policy;
 	unsigned nworkers;         /* pool/poll/adaptive workers (default 1); dedicated: unused */
-	uint32_t poll_timeout_us;  /* poll: spin this long idle, then sleep; 0 = spin forever */
+	uint32_t poll_timeout_us;  /* poll: spin this long idle, then sleep; 0 = spin forever
+				    * (default 50) */
 	uint32_t batch_max;        /* most chains per handler call (default 64, at most 256) */
 	uint32_t budget_pkts;      /* per queue turn (default 256, as VHOST_NET_PKT_WEIGHT) */
 	uint64_t budget_bytes;     /* per queue turn (default 0x80000, as VHOST_NET_WEIGHT) */
@@ -84,7 +85,9 @@ typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *r
 struct vqs_queue_opts {
 	uint32_t size;          /* sizeof(struct vqs_queue_opts) */
 	struct vqs_vq *vq;      /* configured queue; the scheduler uses it until detach */
-	int kick_fd;            /* eventfd the driver kicks; -1 = none (polling only) */
+	/* eventfd the driver kicks; -1 = none (polling only). Watched edge-triggered: every write
+	 * is a kick; the scheduler never reads (resets) its counter. */
+	int kick_fd;
 	int call_fd;            /* eventfd to interrupt the driver; -1 = none */
 	vqs_handler_fn handler;
 	void *opaque;           /* passed to the handler */
@@ -118,11 +121,19 @@ VQS_API int vqs_queue_pause(struct vqs_queue *q);
 VQS_API int vqs_queue_resume(struct vqs_queue *q);
 /* Replace the kick and/or call eventfd (-1 = none); the old fds are not closed. Threads: control. */
 VQS_API int vqs_queue_set_fds(struct vqs_queue *q, int kick_fd, int call_fd);
-/* Move q to worker `worker` (pool/poll/adaptive). No request lost or run twice. Threads: control. */
+/*
+ * Move q to worker `worker` (dedicated/poll/adaptive; under pool every worker already serves
+ * every queue, so this only checks `worker`). No request lost or run twice. -EINVAL for a worker
+ * that does not exist. Threads: control.
+ */
 VQS_API int vqs_queue_move(struct vqs_queue *q, unsigned worker);
 /* Serve q again after a handler gave requests back. Threads: any, including handlers. */
 VQS_API void vqs_queue_wake(struct vqs_queue *q);
-/* Change the policy of a running scheduler; traffic keeps flowing. Threads: control. */
+/*
+ * Change the policy of a running scheduler; traffic keeps flowing. The queues pause while the
+ * old workers stop and the new ones start (completions meanwhile are kept and published after);
+ * queues keep their counters. Threads: control.
+ */
 VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
 
 /*

@@ -1,5 +1,79 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Scheduler counters, per queue and per worker, as structs and as JSON.
+ *
+ * Counters only grow (per queue: for the queue's whole attachment, across moves and policy
+ * changes; per worker: for the life of that worker thread, which a policy change replaces).
+ * Each counter is written by one thread at a time and read with relaxed loads, so a snapshot is
+ * consistent per counter, not across counters.
+ */
 #ifndef VQSCHED_STATS_H
 #define VQSCHED_STATS_H
+
+#include <stddef.h>
 #include <vqsched/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Batch-size histogram: bucket i counts handler calls with n chains, 2^i <= n < 2^(i+1). */
+#define VQS_STATS_BATCH_BUCKETS 9
+/* Latency histogram: bucket i counts requests that took t ns, 2^i <= t < 2^(i+1) (bucket 0 also
+ * holds t == 0; the last bucket holds everything longer). */
+#define VQS_STATS_LAT_BUCKETS 40
+
+struct vqs_queue_stats {
+	uint32_t size;             /* caller: sizeof(struct vqs_queue_stats) */
+	uint64_t kicks;            /* kick eventfd edges seen */
+	uint64_t calls;            /* call eventfd writes */
+	uint64_t calls_suppressed; /* flushes after which the driver did not want a call (EVENT_IDX) */
+	uint64_t polls;            /* pop attempts (one per handler batch, plus empty ones) */
+	uint64_t empty_polls;      /* pop attempts that found nothing */
+	uint64_t turns;            /* times a worker served the queue */
+	uint64_t budget_exhausted; /* turns ended by the packet or byte budget (then requeued) */
+	uint64_t reqs;             /* requests completed */
+	uint64_t bytes;            /* readable + writable bytes of the chains popped */
+	uint64_t given_back;       /* requests a handler gave back (unpopped, served again later) */
+	uint64_t async_completions; /* completions handed over from other threads */
+	uint64_t busy_ns;          /* wall time workers spent in this queue's turns */
+	uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
+	/* From the moment the worker noticed the request (kick wakeup, or the poll that found it)
+	 * to its completion. */
+	uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
+};
+
+struct vqs_worker_stats {
+	uint32_t size;        /* caller: sizeof(struct vqs_worker_stats) */
+	int tid;              /* Linux thread id */
+	uint64_t wakeups;     /* returns from the blocking wait */
+	uint64_t turns;       /* queue turns run */
+	uint64_t polls;       /* pop attempts */
+	uint64_t empty_polls; /* pop attempts that found nothing */
+	uint64_t cpu_ns;      /* thread CPU time (busy: user + system) */
+	uint64_t idle_ns;     /* wall time blocked waiting for work */
+};
+
+struct vqs_sched;
+struct vqs_queue;
+
+/* Snapshot of q's counters (fields up to st->size). Threads: any, while q is attached. */
+VQS_API int vqs_queue_stats_get(struct vqs_queue *q, struct vqs_queue_stats *st);
+/* Snapshot of worker i's counters. -ENOENT when there is no worker i. Threads: control. */
+VQS_API int vqs_worker_stats_get(struct vqs_sched *s, unsigned i, struct vqs_worker_stats *st);
+/*
+ * Upper bound of the bucket holding the p-th fraction (0 < p <= 1) of a log2 histogram's
+ * samples (2^(i+1) - 1 for bucket i), 0 when it is empty. Threads: any.
+ */
+VQS_API uint64_t vqs_stats_hist_quantile(const uint64_t *hist, unsigned nbuckets, double p);
+/*
+ * The scheduler's policy, every worker's and every attached queue's counters as one JSON object,
+ * written like snprintf: returns the length the whole text needs (excluding the NUL) and writes
+ * at most len bytes including the NUL. Threads: control.
+ */
+VQS_API int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

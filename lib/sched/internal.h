@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the scheduler: queues and their state machine, groups (ready lists with their epoll
+ * set), workers, the policy decision modules, placement.
+ *
+ * A group is one scheduling domain: an epoll set holding the kick eventfds of its queues and a
+ * doorbell eventfd, a ready list, and the workers that serve it. dedicated, poll and adaptive
+ * give each worker its own group; pool gives all workers one group, so any idle worker takes any
+ * kicked queue. Kick eventfds are registered edge-triggered: every kick write is one event
+ * delivered to one waiting worker (epoll wakes waiters exclusively), and the counter is never read,
+ * so a worker never blocks on someone else's eventfd and pays no read() per kick.
+ *
+ * Queue state word (q->state): a state in the low bits plus two flags.
+ *   IDLE    not on a list, not running; notifications armed, waiting for a kick/completion/wake.
+ *   READY   on exactly one group's ready list.
+ *   RUNNING exactly one worker is serving it (owns the vq).
+ *   PAUSED  the control thread holds it (owns the vq); nothing serves it.
+ *   PENDING flag: work arrived while RUNNING or PAUSED; the next transition serves it again.
+ *   PAUSE_REQ flag: a control thread waits for the queue to stop; the worker that would serve it
+ *   next parks it in PAUSED instead.
+ * Only the IDLE->READY transition pushes the queue on a list, so it is never queued twice and
+ * never runs on two workers at once. Every transition is a CAS with acq_rel ordering: the worker
+ * (or control thread) that gets the queue next sees everything the previous owner wrote.
+ * "Broken" (the ring broke a rule) and "parked" (the handler gave requests back) are owner-side
+ * flags: a broken or parked queue still runs turns to publish completions but pops nothing.
+ */
+#ifndef VQS_SCHED_INTERNAL_H
+#define VQS_SCHED_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <vqsched/sched.h>
+#include <vqsched/stats.h>
+
+#include "sched/lflist.h"
+
+#define Q_IDLE 0u
+#define Q_READY 1u
+#define Q_RUNNING 2u
+#define Q_PAUSED 3u
+#define Q_STATE_MASK 3u
+#define Q_PENDING 4u
+#define Q_PAUSE_REQ 8u
+
+/* Queues one scheduler can hold at once (size of the epoll key table). */
+#define SCHED_MAX_QUEUES 4096u
+#define SCHED_BELL_KEY UINT64_MAX
+
+/* Request slot states, as the queue's owner sees them. */
+enum slot_state {
+	SLOT_FREE,
+	SLOT_HANDED,    /* given to the handler in the current call */
+	SLOT_DONE_HERE, /* completed on the worker during the handler call */
+	SLOT_OUT,       /* with the handler beyond its call; pins the memory table */
+};
+
+struct req_slot {
+	struct vqs_req req; /* first: vqs_req pointers convert back */
+	struct lf_node done; /* link in q->done once completed from another thread */
+	struct req_slot *free_next;
+	struct vqs_queue *q;
+	enum slot_state st;
+	uint32_t written;                 /* set by a remote completer before the push */
+	const struct vqs_mem_table *pin;  /* SLOT_OUT: keeps the iovecs mapped */
+	uint64_t t0_ns;                   /* when the worker noticed the request */
+	struct iovec iov[];
+};
+
+/* Counters written by one thread at a time (see stat_add), read relaxed by anyone. */
+struct q_counters {
+	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
+		reqs, bytes, given_back, async_completions, busy_ns;
+	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
+	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
+};
+
+struct w_counters {
+	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns;
+};
+
+/* Per-queue state of the adaptive controller (owner only); see policy.c. */
+struct adapt_state {
+	uint32_t batch;
+	uint64_t gap_ewma_ns;     /* smoothed time between arrivals, per request */
+	uint64_t last_arrival_ns; /* last pop that found work; 0 = none yet */
+};
+
+struct sched_group;
+struct sched_worker;
+
+struct vqs_queue {
+	struct lf_node ready;          /* link in a group's ready list */
+	struct vqs_sched *s;
+	_Atomic uint32_t state;
+	uint64_t key;                  /* epoll key: table index | generation << 32 */
+	/* Where wakes push the queue; changed only while PAUSED (so stable while READY). */
+	_Atomic(struct sched_group *) group;
+	struct sched_worker *home;     /* control: the worker it is assigned to (NULL in pool) */
+	int group_id, pref_worker;     /* from the attach options */
+	bool user_paused;              /* control: paused by vqs_queue_pause */
+	struct vqs_vq *vq;
+	vqs_handler_fn handler;
+	void *opaque;
+	_Atomic int kick_fd, call_fd;
+	uint16_t iov_per_req;
+
+	/* Owner side (the worker running it, or the control thread while PAUSED). */
+	struct req_slot **slot_mem;    /* every slot, for freeing */
+	struct req_slot *free_slots;
+	unsigned nslots, nfree;
+	bool notify_on, parked, broken;
+	uint64_t last_work_ns;         /* poll policy: last pop that found work */
+	struct adapt_state ad;
+
+	_Atomic bool wake_req;         /* vqs_queue_wake since the last turn */
+	_Atomic uint64_t noticed_ns;   /* when a wake made the queue READY */
+	struct lf_list done;           /* completions from other threads */
+	struct q_counters c;
+	struct vqs_queue *next_attached; /* control: the scheduler's list */
+};
+
+struct sched_group {
+	int epfd, bell_fd;
+	pthread_mutex_t take_lock;     /* consumers of the ready list (a group's workers) */
+	struct lf_node *fifo, *fifo_tail; /* taken from `incoming`, in order; under take_lock */
+	struct lf_list incoming;
+	_Atomic int nready;            /* queues on the list; seq_cst, see group_push/worker_wait */
+	_Atomic int sleepers;
+	_Atomic bool stop;
+};
+
+struct sched_worker {
+	struct vqs_sched *s;
+	struct sched_group *g;
+	bool own_group;        /* g belongs to this worker (not the pool's shared group) */
+	unsigned index;
+	int group_id;          /* dedicated: the queue group it serves, -1 = one queue */
+	unsigned nqueues;      /* control */
+	pthread_t th;
+	_Atomic int tid;
+	cpu_set_t mask;        /* the mask it was created with */
+	int numa_node;         /* AUTO: node its memory should come from; -1 = any */
+	struct w_counters c;
+	struct vqs_elem giveback[256]; /* scratch for vqs_vq_unpop */
+	struct req_slot *batch[256];
+};
+
+/* A policy's decisions, plugged into the one worker loop (worker.c). */
+struct sched_policy {
+	enum vqs_policy id;
+	/* Chains to pop for the next handler call. */
+	unsigned (*batch)(const struct vqs_sched *s, struct vqs_queue *q);
+	/* Feedback after a pop found n chains and `backlog` were still available. */
+	void (*observe)(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
+			unsigned backlog, uint64_t now);
+	/* The ring was found empty: keep polling it (true) or re-arm notifications and sleep. */
+	bool (*keep_polling)(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now);
+};
+const struct sched_policy *sched_policy_get(enum vqs_policy p);
+
+struct vqs_sched {
+	struct vqs_sched_opts o;
+	const struct sched_policy *pol; /* changed only while every queue is PAUSED */
+	pthread_mutex_t ctl;            /* serialises control operations */
+	pthread_mutex_t sig_mu;         /* with sig_cv: "a queue reached PAUSED / got a completion" */
+	pthread_cond_t sig_cv;
+	struct sched_worker **w;
+	unsigned nw, capw;
+	struct sched_group *pool_group; /* pool only */
+	struct vqs_queue *queues;       /* attached, under ctl */
+	_Atomic(struct vqs_queue *) table[SCHED_MAX_QUEUES];
+	uint32_t table_gen[SCHED_MAX_QUEUES];
+	cpu_set_t inherit_mask;         /* the creating thread's mask */
+	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
+};
+
+/* ---- worker.c ---- */
+void *sched_worker_main(void *arg);
+/* Make q schedulable (kick, completion, wake, resume). Threads: any, inside an RCU read-side
+ * section or while q cannot be freed. */
+void sched_queue_wake(struct vqs_queue *q, uint64_t now);
+void group_push(struct sched_group *g, struct vqs_queue *q);
+void group_ring(struct sched_group *g);
+/* Publish completions handed over from other threads; owner of q, inside vqs_mem_read_lock. */
+void sched_reap(struct vqs_queue *q);
+/* Signal control threads waiting in sched_wait_cond. */
+void sched_signal(struct vqs_sched *s);
+
+/* ---- placement.c ---- */
+/* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory
+ * it will serve, -1 unknown. Fills *node with the NUMA node chosen (-1 = any). */
+int sched_place(struct vqs_sched *s, unsigned index, int node_hint, cpu_set_t *mask, int *node);
+int sched_place_init(struct vqs_sched *s);
+void sched_place_fini(struct vqs_sched *s);
+/* NUMA node of the memory at p, -1 when unknown. */
+int sched_mem_node(const void *p);
+
+/* A counter with one writer at a time: a plain add, published relaxed (no locked instruction). */
+static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+/* log2 bucket of v, capped at n-1. */
+static inline unsigned stat_bucket(uint64_t v, unsigned n)
+{
+	unsigned b = v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+	return b < n ? b : n - 1;
+}
+
+#endif

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The four policies as decision modules for the one worker loop: how many chains per handler
+ * call, and whether to keep polling a ring found empty. (Which worker serves a queue is decided at
+ * attach, in control.c; when to sleep follows: a worker sleeps when its ready list is empty.)
+ *
+ * dedicated, pool: batch_max per call, never poll: drain, re-arm notifications, sleep.
+ * poll: batch_max per call, keep polling an empty ring until it has been empty for
+ *   poll_timeout_us (0: forever), then re-arm and sleep (Linux's busyloop_timeout).
+ *
+ * adaptive: a per-queue controller fed by every pop (chains found, backlog left, time).
+ *   Batch: starts at 1, so a lightly loaded queue hands each request over the moment it is seen.
+ *   When a pop fills the batch and chains are still waiting (backlog), the batch doubles, up to
+ *   batch_max; when a pop finds less than half a batch and no backlog, it halves (down to 1).
+ *   Multiplicative steps reach batch_max from 1 in log2(batch_max) turns under a burst and
+ *   return as fast when it ends.
+ *   Polling: the controller keeps the smoothed time between arrivals per request, gap
+ *   (EWMA, weight 1/8 per sample). After an empty pop it keeps polling only
+ *   while (a) gap < ADAPT_WAKE_COST_NS: the next request is expected sooner than a sleep and a
+ *   kick wakeup would cost, so polling is cheaper than notifying; and (b) the ring has been empty
+ *   for less than min(ADAPT_POLL_GAPS * gap, ADAPT_POLL_MAX_NS): when the expected arrival does not
+ *   come, polling stops paying and stops. A queue with no traffic therefore leaves polling within
+ *   ADAPT_POLL_MAX_NS and then costs no CPU until its next kick; the gap estimate survives
+ *   the sleep, so a queue that goes quiet briefly and resumes at the same rate polls again.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sched/internal.h"
+
+/* Cost of the notify path the controller weighs polling against: eventfd write by the driver,
+ * epoll wakeup and a context switch on each side. The order of magnitude commonly measured on
+ * x86 servers; polling cheaper than this pays. */
+#define ADAPT_WAKE_COST_NS 20000u
+/* Longest stretch of empty polls the controller accepts, however promising the rate. */
+#define ADAPT_POLL_MAX_NS 50000u
+/* Give up polling after this many expected gaps without an arrival. */
+#define ADAPT_POLL_GAPS 4u
+/* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
+#define ADAPT_EWMA_SHIFT 3
+
+static const char *const policy_names[] = {"dedicated", "pool", "poll", "adaptive"};
+static const char *const placement_names[] = {"float", "inherit", "pin", "auto"};
+
+static int parse_name(const char *const *names, unsigned n, const char *s)
+{
+	for (unsigned i = 0; s && i < n; i++)
+		if (!strcmp(names[i], s))
+			return (int)i;
+	return -EINVAL;
+}
+
+const char *vqs_policy_name(enum vqs_policy p)
+{
+	return (unsigned)p < 4 ? policy_names[p] : "unknown";
+}
+
+int vqs_policy_parse(const char *s, enum vqs_policy *out)
+{
+	int i = parse_name(policy_names, 4, s);
+	if (i < 0)
+		return i;
+	*out = (enum vqs_policy)i;
+	return 0;
+}
+
+const char *vqs_placement_name(enum vqs_placement p)
+{
+	return (unsigned)p < 4 ? placement_names[p] : "unknown";
+}
+
+int vqs_placement_parse(const char *s, enum vqs_placement *out)
+{
+	int i = parse_name(placement_names, 4, s);
+	if (i < 0)
+		return i;
+	*out = (enum vqs_placement)i;
+	return 0;
+}
+
+static unsigned batch_max(const struct vqs_sched *s, struct vqs_queue *q) { return s->o.batch_max; }
+
+static void observe_none(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
+			 unsigned backlog, uint64_t now)
+{
+}
+
+static bool never_poll(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now) { return false; }
+
+static bool poll_until_timeout(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
+{
+	uint64_t timeout = (uint64_t)s->o.poll_timeout_us * 1000u;
+	return !timeout || now - q->last_work_ns < timeout;
+}
+
+static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
+{
+	if (!q->ad.batch)
+		q->ad.batch = 1;
+	return q->ad.batch;
+}
+
+static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
+			  unsigned backlog, uint64_t now)
+{
+	struct adapt_state *a = &q->ad;
+	if (a->last_arrival_ns) {
+		uint64_t sample = (now - a->last_arrival_ns) / n;
+		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
+		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
+	} else {
+		a->gap_ewma_ns = ADAPT_WAKE_COST_NS; /* unknown rate: not worth polling yet */
+	}
+	a->last_arrival_ns = now;
+	if (backlog && n >= a->batch)
+		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
+	else if (!backlog && n < a->batch / 2)
+		a->batch = a->batch / 2 ? a->batch / 2 : 1;
+}
+
+static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
+{
+	const struct adapt_state *a = &q->ad;
+	if (!a->last_arrival_ns || a->gap_ewma_ns >= ADAPT_WAKE_COST_NS)
+		return false;
+	uint64_t limit = ADAPT_POLL_GAPS * a->gap_ewma_ns;
+	if (limit > ADAPT_POLL_MAX_NS)
+		limit = ADAPT_POLL_MAX_NS;
+	return now - a->last_arrival_ns < limit;
+}
+
+static const struct sched_policy policies[] = {
+	{VQS_POLICY_DEDICATED, batch_max, observe_none, never_poll},
+	{VQS_POLICY_POOL, batch_max, observe_none, never_poll},
+	{VQS_POLICY_POLL, batch_max, observe_none, poll_until_timeout},
+	{VQS_POLICY_ADAPTIVE, adapt_batch, adapt_observe, adapt_keep_polling},
+};
+
+const struct sched_policy *sched_policy_get(enum vqs_policy p)
+{
+	return (unsigned)p < 4 ? &policies[p] : NULL;
+}

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one worker loop every policy runs: take a ready queue and serve one turn of it (publish
+ * handed-over completions, pop, run the handler, fill/flush, call), let the policy decide whether
+ * it stays polled, then sleep on the group's epoll set when nothing is ready.
+ */
+#include <errno.h>
+#include <numa.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+#include "ring/vq_internal.h"
+#include "sched/internal.h"
+#include "util/log.h"
+#include "util/tsan.h"
+
+/* TSan stand-in for the RCU grace period that keeps queues alive for wakers (see control.c). */
+char sched_tsan_grace;
+
+/* The queue whose handler runs on this thread right now: completions for it fill directly. */
+static _Thread_local struct vqs_queue *tls_running;
+
+/* ---- ready lists ---- */
+
+void group_ring(struct sched_group *g)
+{
+	uint64_t one = 1;
+	/* The doorbell is EFD_NONBLOCK: a full counter (never reached) would only mean a wake is
+	 * already pending. */
+	if (write(g->bell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		vqs_warn("sched: doorbell write failed: %d", errno);
+}
+
+void group_push(struct sched_group *g, struct vqs_queue *q)
+{
+	lf_push(&g->incoming, &q->ready);
+	/* seq_cst: either this load sees a worker announced in worker_wait, or that worker's
+	 * re-check of nready sees this increment (pairs with worker_wait). */
+	atomic_fetch_add(&g->nready, 1);
+	if (atomic_load(&g->sleepers) > 0)
+		group_ring(g);
+}
+
+static struct vqs_queue *group_take(struct sched_group *g)
+{
+	if (atomic_load_explicit(&g->nready, memory_order_relaxed) <= 0)
+		return NULL;
+	pthread_mutex_lock(&g->take_lock);
+	if (!g->fifo) {
+		g->fifo = lf_take_all(&g->incoming);
+		for (g->fifo_tail = g->fifo; g->fifo_tail && g->fifo_tail->next;)
+			g->fifo_tail = g->fifo_tail->next;
+	} else if (!lf_empty(&g->incoming)) {
+		/* Append newcomers behind the ones already taken, so the list stays FIFO. */
+		struct lf_node *more = lf_take_all(&g->incoming);
+		g->fifo_tail->next = more;
+		while (g->fifo_tail->next)
+			g->fifo_tail = g->fifo_tail->next;
+	}
+	struct lf_node *n = g->fifo;
+	if (n)
+		g->fifo = n->next;
+	pthread_mutex_unlock(&g->take_lock);
+	if (!n)
+		return NULL;
+	/* A pusher increments after pushing, so nready can lag a visible node: never below 0 for
+	 * long, and a worker that saw nready <= 0 re-checks before sleeping. */
+	atomic_fetch_sub(&g->nready, 1);
+	/* Chain wakeups: one doorbell edge may stand for several pushes. */
+	if (atomic_load(&g->nready) > 0 && atomic_load(&g->sleepers) > 0)
+		group_ring(g);
+	return (struct vqs_queue *)((char *)n - offsetof(struct vqs_queue, ready));
+}
+
+void sched_signal(struct vqs_sched *s)
+{
+	pthread_mutex_lock(&s->sig_mu);
+	pthread_cond_broadcast(&s->sig_cv);
+	pthread_mutex_unlock(&s->sig_mu);
+}
+
+void sched_queue_wake(struct vqs_queue *q, uint64_t now)
+{
+	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+	for (;;) {
+		uint32_t next;
+		switch (st & Q_STATE_MASK) {
+		case Q_IDLE:
+			next = (st & ~Q_STATE_MASK) | Q_READY;
+			break;
+		case Q_READY:
+			return; /* already queued: the coming turn sees this work */
+		default:        /* RUNNING or PAUSED: the owner looks again before letting go */
+			if (st & Q_PENDING) {
+				if ((st & Q_STATE_MASK) == Q_PAUSED)
+					sched_signal(q->s); /* detach may wait for this completion */
+				return;
+			}
+			next = st | Q_PENDING;
+			break;
+		}
+		/* acq_rel: pairs with the owner's transitions (finish_turn, control.c). */
+		if (atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
+							  memory_order_relaxed)) {
+			if ((next & Q_STATE_MASK) == Q_READY) {
+				atomic_store_explicit(&q->noticed_ns, now, memory_order_relaxed);
+				group_push(atomic_load_explicit(&q->group, memory_order_acquire), q);
+			} else if ((next & Q_STATE_MASK) == Q_PAUSED) {
+				sched_signal(q->s); /* detach may be waiting for completions */
+			}
+			return;
+		}
+	}
+}
+
+/* ---- request slots ---- */
+
+static struct req_slot *slot_get(struct vqs_queue *q)
+{
+	struct req_slot *r = q->free_slots;
+	q->free_slots = r->free_next;
+	q->nfree--;
+	return r;
+}
+
+static void slot_put(struct vqs_queue *q, struct req_slot *r)
+{
+	if (r->pin) {
+		vqs_mem_table_put(r->pin);
+		r->pin = NULL;
+	}
+	r->st = SLOT_FREE;
+	r->free_next = q->free_slots;
+	q->free_slots = r;
+	q->nfree++;
+}
+
+/* Stage r's used entry. Owner of q. */
+static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written, uint64_t now)
+{
+	if (written > r->req.elem.in_len) {
+		vqs_warn("sched: handler reported %u bytes written into a %u-byte buffer", written,
+			 r->req.elem.in_len);
+		written = r->req.elem.in_len;
+	}
+	if (vqs_vq_fill(q->vq, &r->req.elem, written) < 0)
+		vqs_warn("sched: used entry for chain %u rejected (queue reset?)", r->req.elem.id);
+	stat_add(&q->c.reqs, 1);
+	stat_add(&q->c.latency_hist[stat_bucket(now - r->t0_ns, VQS_STATS_LAT_BUCKETS)], 1);
+}
+
+/* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
+static void flush_call(struct vqs_queue *q)
+{
+	if (!vqs_vq_flush(q->vq))
+		return;
+	if (!vqs_vq_need_call(q->vq)) {
+		stat_add(&q->c.calls_suppressed, 1);
+		return;
+	}
+	int fd = atomic_load_explicit(&q->call_fd, memory_order_relaxed);
+	uint64_t one = 1;
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		vqs_warn("sched: call eventfd write failed: %d", errno);
+	stat_add(&q->c.calls, 1);
+}
+
+void sched_reap(struct vqs_queue *q)
+{
+	struct lf_node *n = lf_take_all(&q->done);
+	if (!n)
+		return;
+	uint64_t now = vqs_now_ns();
+	while (n) {
+		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
+		n = n->next;
+		fill(q, r, r->written, now);
+		stat_add(&q->c.async_completions, 1);
+		slot_put(q, r);
+	}
+	flush_call(q);
+}
+
+void vqs_req_complete(struct vqs_req *req, uint32_t written)
+{
+	struct req_slot *r = (struct req_slot *)req;
+	struct vqs_queue *q = r->q;
+	if (tls_running == q) {
+		/* On q's worker inside its handler: q is ours, fill directly. */
+		fill(q, r, written, vqs_now_ns());
+		if (r->st == SLOT_OUT)
+			slot_put(q, r);
+		else
+			r->st = SLOT_DONE_HERE;
+		return;
+	}
+	r->written = written;
+	/* The read-side section keeps q alive until the wake is done: detach frees q only after a
+	 * grace period (control.c), and may otherwise see the completion and free q first. */
+	urcu_bp_read_lock();
+	lf_push(&q->done, &r->done);
+	sched_queue_wake(q, vqs_now_ns());
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+struct vqs_queue *vqs_req_queue(const struct vqs_req *req)
+{
+	return ((const struct req_slot *)req)->q;
+}
+
+void vqs_queue_wake(struct vqs_queue *q)
+{
+	atomic_store_explicit(&q->wake_req, true, memory_order_relaxed);
+	/* The flag is published by the acq_rel CAS in sched_queue_wake, or seen by the running
+	 * owner's exchange at its next turn (which PENDING guarantees). */
+	urcu_bp_read_lock();
+	sched_queue_wake(q, vqs_now_ns());
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+/* ---- one turn ---- */
+
+enum turn_end { TURN_DRAINED, TURN_BUDGET, TURN_STALLED };
+
+/* Pop up to want chains into free slots of the worker's batch. Returns how many; *empty when the
+ * ring had nothing more. */
+static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			  uint64_t t0, bool *empty)
+{
+	unsigned n = 0;
+	*empty = false;
+	while (n < want) {
+		struct req_slot *r = slot_get(q);
+		r->req.elem.iov = r->iov;
+		r->req.elem.iov_cap = q->iov_per_req;
+		int rc = vqs_vq_pop(q->vq, &r->req.elem);
+		if (rc) {
+			slot_put(q, r);
+			if (rc == -EAGAIN) {
+				*empty = true;
+			} else if (!q->broken) {
+				q->broken = true;
+				if (rc == -ENOBUFS)
+					vqs_warn("sched: a chain needs more than %u iovecs; queue stopped",
+						 q->iov_per_req);
+			}
+			break;
+		}
+		r->st = SLOT_HANDED;
+		r->t0_ns = t0;
+		r->req.user = NULL;
+		w->batch[n++] = r;
+	}
+	return n;
+}
+
+/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
+ * Inside vqs_mem_read_lock. */
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
+{
+	tls_running = q;
+	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
+	tls_running = NULL;
+	if (taken > n) {
+		vqs_warn("sched: handler took %u of %u requests", taken, n);
+		taken = n;
+	}
+	if (taken < n) {
+		for (unsigned i = taken; i < n; i++)
+			w->giveback[i - taken] = w->batch[i]->req.elem;
+		if (vqs_vq_unpop(q->vq, w->giveback, n - taken) < 0)
+			vqs_err("sched: could not give back %u requests", n - taken);
+		for (unsigned i = taken; i < n; i++)
+			slot_put(q, w->batch[i]);
+		stat_add(&q->c.given_back, n - taken);
+		q->parked = true;
+	}
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st == SLOT_DONE_HERE) {
+			slot_put(q, r);
+			continue;
+		}
+		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
+		 * which only q's owner reaps, later): keep its buffers mapped until then. */
+		r->pin = vqs_mem_table_get(q->vq->cfg.mem);
+		r->st = SLOT_OUT;
+	}
+	return taken;
+}
+
+/* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
+ * take more (no free slot, handler gave back, ring broken). */
+static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t now)
+{
+	struct vqs_sched *s = q->s;
+	const struct sched_policy *pol = s->pol;
+	uint64_t noticed = atomic_exchange_explicit(&q->noticed_ns, 0, memory_order_relaxed);
+	uint64_t t0 = noticed && noticed < now ? noticed : now;
+	uint64_t pkts = 0, bytes = 0;
+	enum turn_end end = TURN_STALLED;
+
+	vqs_mem_read_lock();
+	sched_reap(q);
+	if (q->notify_on && !q->parked && !q->broken) {
+		vqs_vq_disable_notify(q->vq);
+		q->notify_on = false;
+	}
+	while (!q->parked && !q->broken) {
+		if (pkts >= s->o.budget_pkts || bytes >= s->o.budget_bytes) {
+			stat_add(&q->c.budget_exhausted, 1);
+			end = TURN_BUDGET;
+			break;
+		}
+		unsigned want = pol->batch(s, q);
+		if (want > s->o.budget_pkts - pkts)
+			want = (unsigned)(s->o.budget_pkts - pkts);
+		if (want > q->nfree)
+			want = q->nfree;
+		if (!want)
+			break; /* every slot is out: completions will wake the queue */
+		bool empty;
+		unsigned n = pop_batch(w, q, want, t0, &empty);
+		stat_add(&q->c.polls, 1);
+		stat_add(&w->c.polls, 1);
+		if (!n) {
+			stat_add(&q->c.empty_polls, 1);
+			stat_add(&w->c.empty_polls, 1);
+			if (empty)
+				end = TURN_DRAINED;
+			break;
+		}
+		now = vqs_now_ns();
+		q->last_work_ns = now;
+		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), now);
+		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
+		uint64_t b = 0;
+		for (unsigned i = 0; i < n; i++)
+			b += (uint64_t)w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+		unsigned taken = hand_over(w, q, n);
+		flush_call(q);
+		pkts += taken;
+		bytes += b;
+		stat_add(&q->c.bytes, b);
+		t0 = vqs_now_ns();
+		if (empty && taken == n) {
+			end = TURN_DRAINED;
+			break;
+		}
+	}
+	vqs_tsan_release(&sched_tsan_grace);
+	vqs_mem_read_unlock();
+	return end;
+}
+
+/* After a turn: stay polled, go back on the list, or re-arm and go idle; or stop for a pause. */
+static void finish(struct vqs_queue *q, enum turn_end end, uint64_t now)
+{
+	bool again = end == TURN_BUDGET;
+	if (end == TURN_DRAINED) {
+		again = q->s->pol->keep_polling(q->s, q, now);
+		if (!again) {
+			/* Re-arm; a chain that slipped in while notifications were off would get no
+			 * kick, so enable_notify re-checks and we keep draining instead of sleeping. */
+			q->notify_on = true;
+			if (vqs_vq_enable_notify(q->vq)) {
+				vqs_vq_disable_notify(q->vq);
+				q->notify_on = false;
+				again = true;
+			}
+		}
+	}
+	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+	uint32_t next;
+	do {
+		if (st & Q_PAUSE_REQ)
+			next = Q_PAUSED | (st & Q_PENDING);
+		else if (again || (st & Q_PENDING))
+			next = Q_READY;
+		else
+			next = Q_IDLE;
+		/* acq_rel: release publishes this turn's owner-side state to the next owner (a
+		 * worker's CAS in take_turn or a control thread's in control.c); acquire pairs with a
+		 * waker's CAS that set PENDING. */
+	} while (!atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
+							memory_order_relaxed));
+	if ((next & Q_STATE_MASK) == Q_READY)
+		group_push(atomic_load_explicit(&q->group, memory_order_relaxed), q);
+	else if ((next & Q_STATE_MASK) == Q_PAUSED)
+		sched_signal(q->s);
+}
+
+/* A queue taken off the ready list: READY -> RUNNING, or PAUSED when a pause is requested. */
+static bool take_turn(struct vqs_queue *q)
+{
+	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+	uint32_t next;
+	do
+		next = (st & Q_PAUSE_REQ) ? Q_PAUSED | (st & Q_PENDING) : Q_RUNNING;
+	/* acq_rel pairs with finish() / sched_queue_wake / control.c transitions. */
+	while (!atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
+						      memory_order_relaxed));
+	if (next == Q_RUNNING)
+		return true;
+	sched_signal(q->s);
+	return false;
+}
+
+static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+{
+	if (!take_turn(q))
+		return;
+	uint64_t start = vqs_now_ns();
+	if (atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
+		q->parked = false;
+	enum turn_end end = serve(w, q, start);
+	uint64_t now = vqs_now_ns();
+	stat_add(&q->c.turns, 1);
+	stat_add(&q->c.busy_ns, now - start);
+	stat_add(&w->c.turns, 1);
+	finish(q, end, now);
+}
+
+/* ---- waiting ---- */
+
+static struct vqs_queue *lookup(struct vqs_sched *s, uint64_t key)
+{
+	uint32_t idx = (uint32_t)key;
+	if (idx >= SCHED_MAX_QUEUES)
+		return NULL;
+	/* acquire pairs with the release store in control.c's attach. */
+	struct vqs_queue *q = atomic_load_explicit(&s->table[idx], memory_order_acquire);
+	return q && q->key == key ? q : NULL;
+}
+
+static void worker_wait(struct sched_worker *w)
+{
+	struct sched_group *g = w->g;
+	struct epoll_event ev[64];
+	/* seq_cst pair with group_push: announce, then re-check the list. */
+	atomic_fetch_add(&g->sleepers, 1);
+	if (atomic_load(&g->nready) > 0 || atomic_load(&g->stop)) {
+		atomic_fetch_sub(&g->sleepers, 1);
+		return;
+	}
+	uint64_t t = vqs_now_ns();
+	int n = epoll_wait(g->epfd, ev, 64, -1);
+	uint64_t now = vqs_now_ns();
+	atomic_fetch_sub(&g->sleepers, 1);
+	stat_add(&w->c.idle_ns, now - t);
+	stat_add(&w->c.wakeups, 1);
+	if (n < 0) {
+		if (errno != EINTR)
+			vqs_err("sched: epoll_wait failed: %d", errno);
+		return;
+	}
+	/* Queues are looked up by key inside a read-side section: a queue detached after
+	 * epoll_wait returned its event is gone from the table, or still alive until we leave. */
+	urcu_bp_read_lock();
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == SCHED_BELL_KEY) {
+			uint64_t v;
+			if (read(g->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				vqs_warn("sched: doorbell read failed: %d", errno);
+			continue;
+		}
+		struct vqs_queue *q = lookup(w->s, ev[i].data.u64);
+		if (!q)
+			continue;
+		atomic_fetch_add_explicit(&q->c.kicks, 1, memory_order_relaxed);
+		sched_queue_wake(q, now);
+	}
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+void *sched_worker_main(void *arg)
+{
+	struct sched_worker *w = arg;
+	if (w->numa_node >= 0 && numa_available() >= 0)
+		numa_set_preferred(w->numa_node); /* worker-local allocations on its node */
+	atomic_store(&w->tid, (int)gettid());
+	sched_signal(w->s);
+	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
+		struct vqs_queue *q = group_take(w->g);
+		if (q)
+			run_queue(w, q);
+		else
+			worker_wait(w);
+	}
+	group_ring(w->g); /* pass the stop on to the group's next sleeping worker */
+	return NULL;
+}
