@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-bench: shared types. A "point" is one measured configuration; presets expand into a plan
+ * of points; each point runs `repeat` times and is reported as the median with min/max.
+ */
+#ifndef VQS_BENCH_H
+#define VQS_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <vqsched/vqsched.h>
+
+#include "hist.h"
+
+enum workload { WL_STREAM, WL_RR, WL_SWEEP, WL_IDLE, WL__COUNT };
+enum touch { TOUCH_NONE, TOUCH_READ, TOUCH_COPY };
+
+const char *workload_name(enum workload w);
+int workload_parse(const char *s, enum workload *out);
+const char *touch_name(enum touch t);
+int touch_parse(const char *s, enum touch *out);
+
+/* Where threads run. Lists of CPU numbers; the defaults come from the allowed mask. */
+#define BENCH_MAX_CPUS 64
+struct cpu_list {
+	unsigned n;
+	int cpu[BENCH_MAX_CPUS];
+};
+
+/* One measured configuration. Every field except inject_ns is part of its identity (key). */
+struct point {
+	enum workload workload;
+	enum vqs_policy policy;
+	enum vqs_placement placement;
+	bool shared_cpu;      /* affinity shape: owner and driver on one CPU, workers per placement */
+	bool packed;          /* VQS_F_RING_PACKED */
+	bool event_idx;       /* VQS_F_EVENT_IDX */
+	bool driver_block;    /* drivers wait for calls on the eventfd instead of spinning */
+	enum touch touch;
+	unsigned streams;     /* queues */
+	unsigned batch_max;   /* scheduler batch limit */
+	unsigned tx_batch;    /* driver: most chains added per kick (0 = batch_max) */
+	unsigned ring;        /* queue size */
+	unsigned outstanding; /* rr: requests in flight per stream */
+	unsigned payload;     /* bytes per request buffer */
+	unsigned drivers;     /* driver threads */
+	unsigned workers;     /* scheduler workers (pool/poll/adaptive) */
+	uint32_t poll_timeout_us;
+	uint64_t rate;        /* offered ops/s over all streams, 0 = as fast as possible */
+	uint32_t handler_ns;  /* busy time per request in the handler */
+	uint32_t exit_ns;     /* busy time per kick on the driver (simulated guest exit) */
+	uint32_t inject_ns;   /* extra busy time per request, outside the key: a regression knob */
+	uint32_t duration_ms, warmup_ms;
+	struct cpu_list worker_cpus, driver_cpus;
+};
+
+/* The figures of one repeat of one point. */
+enum fig {
+	FIG_OPS, FIG_P50, FIG_P99, FIG_P999, FIG_WCPU, FIG_DCPU, FIG_KICKS, FIG_CALLS, FIG_BATCH,
+	FIG_WUTIL, FIG_DUTIL, FIG__COUNT
+};
+extern const char *const fig_names[FIG__COUNT];
+/* +1 when larger is better (throughput), -1 when smaller is, 0 when neither (counts). */
+extern const int fig_better[FIG__COUNT];
+
+#define BATCH_BUCKETS VQS_STATS_BATCH_BUCKETS /* handler calls with 1, 2-3, 4-7, ..., 256+ */
+struct sample {
+	double fig[FIG__COUNT];
+	uint64_t ops, lost, duplicated, corrupted;
+	uint64_t batch_hist[BATCH_BUCKETS];
+	int error; /* -errno when the point could not run */
+};
+
+/* A point with its repeats folded: median, min, max per figure; loss counters summed. */
+struct result {
+	struct point pt;
+	char key[256];
+	double med[FIG__COUNT], min[FIG__COUNT], max[FIG__COUNT];
+	uint64_t lost, duplicated, corrupted;
+	uint64_t batch_hist[BATCH_BUCKETS];
+	unsigned repeats;
+	int error;
+	const char *floor_name; /* the floor bounding this point, NULL when none applies */
+	double floor_value, floor_ratio;
+};
+
+struct floors {
+	bool measured;
+	int cpu_a, cpu_b;
+	double cacheline_rtt_ns;
+	double eventfd_rtt_ns;
+	unsigned nbatch;
+	unsigned batch[8];
+	double ring_ops_per_s[8];
+	double ring_rr_p50_ns, ring_rr_p99_ns;
+};
+
+struct goal {
+	const char *name;
+	const char *rule;
+	int status; /* 1 pass, 0 fail, -1 not measured by this preset */
+	char detail[200];
+};
+#define MAX_GOALS 8
+
+struct report {
+	const char *preset;
+	const char *argv_line;
+	struct floors floors;
+	struct result *results;
+	unsigned nresults;
+	struct goal goals[MAX_GOALS];
+	unsigned ngoals;
+	double elapsed_s;
+};
+
+/* Run one repeat of a point. Threads: the main thread. */
+int workload_run(const struct point *pt, struct sample *out);
+/* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
+void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
+/* Floor bounding a point (stream: ring throughput at its batch; rr: ring request/response). */
+void floors_attach(const struct floors *f, struct result *r);
+
+void point_key(const struct point *pt, char *buf, size_t len);
+void result_fold(struct result *r, const struct sample *s, unsigned n);
+void goals_evaluate(struct report *rep);
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+#include "cpu.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+
+void cpu_allowed(struct cpu_list *l)
+{
+	cpu_set_t set;
+	l->n = 0;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (int c = 0; c < CPU_SETSIZE && l->n < BENCH_MAX_CPUS; c++)
+		if (CPU_ISSET(c, &set))
+			l->cpu[l->n++] = c;
+}
+
+int cpu_pin_self_list(const struct cpu_list *l)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (unsigned i = 0; i < l->n; i++)
+		CPU_SET(l->cpu[i], &set);
+	int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	return -rc;
+}
+
+int cpu_pin_self(int cpu)
+{
+	struct cpu_list l = {.n = 1, .cpu = {cpu}};
+	return cpu_pin_self_list(&l);
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	if (clock_gettime(c, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The per-thread CPU clock id of another thread, as the kernel encodes it (what glibc's
+ * pthread_getcpuclockid builds): ~tid << 3 | CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED. It lets us
+ * read the scheduler's worker threads, of which we only know the Linux thread ids.
+ */
+uint64_t cpu_tid_ns(pid_t tid)
+{
+	clockid_t c = (clockid_t)(((unsigned)~tid << 3) | 6u);
+	return clock_ns(c);
+}
+
+uint64_t cpu_pthread_ns(pthread_t t)
+{
+	clockid_t c;
+	if (pthread_getcpuclockid(t, &c))
+		return 0;
+	return clock_ns(c);
+}
+
+void cpu_spin_ns(uint64_t ns)
+{
+	if (!ns)
+		return;
+	uint64_t end = vqs_now_ns() + ns;
+	while (vqs_now_ns() < end)
+		cpu_relax();
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Threads, CPUs and clocks for the benchmark. */
+#ifndef VQS_BENCH_CPU_H
+#define VQS_BENCH_CPU_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench.h"
+
+/* CPUs this process may run on, in ascending order. */
+void cpu_allowed(struct cpu_list *l);
+/* Restrict the calling thread to one CPU / to a list. 0 or -errno. */
+int cpu_pin_self(int cpu);
+int cpu_pin_self_list(const struct cpu_list *l);
+/* CPU time consumed so far by a thread of this process (Linux thread id / pthread). */
+uint64_t cpu_tid_ns(pid_t tid);
+uint64_t cpu_pthread_ns(pthread_t t);
+/* Burn ns nanoseconds of CPU on the calling thread (handler cost, guest-exit cost). */
+void cpu_spin_ns(uint64_t ns);
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+#endif

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine's floors, measured with two threads pinned to two CPUs, both polling unless said
+ * otherwise. They bound what any ring on this machine can do, so every result is shown as a ratio
+ * to one of them:
+ *  - cache-line round trip: one line bounced between the two CPUs (the cost of any handshake);
+ *  - eventfd round trip: each side sleeps in read() until the other writes (the wake-up a
+ *    sleeping worker or guest pays per notification);
+ *  - a minimal SPSC ring with a completion index, in the shape of a split ring (entries out,
+ *    completions back), at several batch sizes, and request/response with one outstanding.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cpu.h"
+
+struct pair_arg {
+	int cpu;
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *pair_thread(void *p)
+{
+	struct pair_arg *a = p;
+	cpu_pin_self(a->cpu);
+	a->fn(a->arg);
+	return NULL;
+}
+
+/* Run fa on cpu_a (this thread) and fb on cpu_b (a new thread) at once; this thread gets its
+ * CPU mask back afterwards (later points place their threads from it). */
+static int run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), void *arg)
+{
+	struct pair_arg b = {.cpu = cpu_b, .fn = fb, .arg = arg};
+	struct cpu_list mine;
+	pthread_t t;
+	cpu_allowed(&mine);
+	if (pthread_create(&t, NULL, pair_thread, &b))
+		return -EAGAIN;
+	cpu_pin_self(cpu_a);
+	fa(arg);
+	pthread_join(t, NULL);
+	cpu_pin_self_list(&mine);
+	return 0;
+}
+
+/* ---- cache-line ping-pong ---- */
+
+struct line {
+	_Alignas(64) atomic_uint_fast64_t v;
+	uint64_t iters;
+	uint64_t ns;
+};
+
+static void line_ping(void *p)
+{
+	struct line *l = p;
+	uint64_t t0 = vqs_now_ns();
+	for (uint64_t i = 0; i < l->iters; i++) {
+		atomic_store_explicit(&l->v, 2 * i + 1, memory_order_release); /* pairs with pong's acquire */
+		while (atomic_load_explicit(&l->v, memory_order_acquire) != 2 * i + 2)
+			cpu_relax();
+	}
+	l->ns = vqs_now_ns() - t0;
+}
+
+static void line_pong(void *p)
+{
+	struct line *l = p;
+	for (uint64_t i = 0; i < l->iters; i++) {
+		while (atomic_load_explicit(&l->v, memory_order_acquire) != 2 * i + 1) /* pairs with ping */
+			cpu_relax();
+		atomic_store_explicit(&l->v, 2 * i + 2, memory_order_release);
+	}
+}
+
+/* ---- eventfd ping-pong ---- */
+
+struct efd_pair {
+	int to_b, to_a;
+	uint64_t iters;
+	struct hist h;
+};
+
+static void efd_ping(void *p)
+{
+	struct efd_pair *e = p;
+	uint64_t one = 1, v;
+	for (uint64_t i = 0; i < e->iters; i++) {
+		uint64_t t0 = vqs_now_ns();
+		if (write(e->to_b, &one, 8) != 8 || read(e->to_a, &v, 8) != 8)
+			return;
+		hist_add(&e->h, vqs_now_ns() - t0);
+	}
+}
+
+static void efd_pong(void *p)
+{
+	struct efd_pair *e = p;
+	uint64_t one = 1, v;
+	for (uint64_t i = 0; i < e->iters; i++)
+		if (read(e->to_b, &v, 8) != 8 || write(e->to_a, &one, 8) != 8)
+			return;
+}
+
+/* ---- minimal SPSC ring ---- */
+
+struct ment {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t id;
+};
+
+struct mring {
+	_Alignas(64) atomic_uint prod;  /* entries published by the producer */
+	_Alignas(64) atomic_uint done;  /* entries completed by the consumer */
+	_Alignas(64) atomic_bool stop;
+	_Alignas(64) struct ment ent[VQS_VQ_MAX_SIZE];
+	_Alignas(64) uint32_t used[VQS_VQ_MAX_SIZE];
+	unsigned num, batch;
+	uint64_t duration_ns, ops, ns, check;
+	bool rr;
+	struct hist h;
+};
+
+static void mring_producer(void *p)
+{
+	struct mring *r = p;
+	unsigned prod = 0, done = 0, mask = r->num - 1;
+	uint64_t t0 = vqs_now_ns(), end = t0 + r->duration_ns, checked = 0;
+	uint64_t sum = 0;
+	for (;;) {
+		if (prod - checked >= 256 || r->rr) {
+			checked = prod;
+			if (vqs_now_ns() >= end)
+				break;
+		}
+		unsigned room = r->num - (prod - done), n = r->rr ? (prod == done) : r->batch;
+		if (n > room)
+			n = room;
+		uint64_t t_sub = r->rr ? vqs_now_ns() : 0;
+		for (unsigned i = 0; i < n; i++) {
+			struct ment *e = &r->ent[(prod + i) & mask];
+			e->addr = prod + i;
+			e->len = 64;
+			e->id = (prod + i) & mask;
+		}
+		if (n) {
+			prod += n;
+			atomic_store_explicit(&r->prod, prod, memory_order_release); /* pairs with consumer acquire */
+		}
+		unsigned d;
+		while ((d = atomic_load_explicit(&r->done, memory_order_acquire)) == done && /* pairs with consumer release */
+		       (r->rr || prod - done == r->num))
+			cpu_relax();
+		for (; done != d; done++)
+			sum += r->used[done & mask];
+		if (r->rr)
+			hist_add(&r->h, vqs_now_ns() - t_sub);
+	}
+	while (done != prod) /* let the consumer finish what is published */
+		done = atomic_load_explicit(&r->done, memory_order_acquire);
+	r->ns = vqs_now_ns() - t0;
+	r->ops = done;
+	r->check = sum; /* keeps the reads of the completions */
+	atomic_store_explicit(&r->stop, true, memory_order_release);
+}
+
+static void mring_consumer(void *p)
+{
+	struct mring *r = p;
+	unsigned cons = 0, mask = r->num - 1;
+	for (;;) {
+		unsigned avail = atomic_load_explicit(&r->prod, memory_order_acquire) - cons; /* pairs with producer */
+		if (!avail) {
+			if (atomic_load_explicit(&r->stop, memory_order_acquire))
+				return;
+			cpu_relax();
+			continue;
+		}
+		unsigned n = avail < r->batch ? avail : r->batch;
+		for (unsigned i = 0; i < n; i++) {
+			struct ment e = r->ent[(cons + i) & mask];
+			r->used[(cons + i) & mask] = e.len ? e.id : 0;
+		}
+		cons += n;
+		atomic_store_explicit(&r->done, cons, memory_order_release); /* pairs with producer acquire */
+	}
+}
+
+static int mring_run(struct mring *r, int a, int b, unsigned batch, bool rr, uint64_t dur_ns)
+{
+	atomic_store(&r->prod, 0);
+	atomic_store(&r->done, 0);
+	atomic_store(&r->stop, false);
+	r->batch = batch;
+	r->rr = rr;
+	r->duration_ns = dur_ns;
+	hist_reset(&r->h);
+	return run_pair(a, mring_producer, b, mring_consumer, r);
+}
+
+static double median3(double x, double y, double z)
+{
+	return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
+}
+
+void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
+{
+	memset(f, 0, sizeof(*f));
+	f->cpu_a = a;
+	f->cpu_b = b;
+	uint64_t ms = 1000000;
+
+	double rtt[3];
+	for (int t = 0; t < 3; t++) {
+		struct line l = {.iters = quick ? 20000 : 100000};
+		atomic_init(&l.v, 0);
+		run_pair(a, line_ping, b, line_pong, &l);
+		rtt[t] = (double)l.ns / (double)l.iters;
+	}
+	f->cacheline_rtt_ns = median3(rtt[0], rtt[1], rtt[2]);
+
+	struct efd_pair *e = calloc(1, sizeof(*e));
+	if (e) {
+		e->to_b = eventfd(0, EFD_CLOEXEC);
+		e->to_a = eventfd(0, EFD_CLOEXEC);
+		e->iters = quick ? 300 : 2000;
+		if (e->to_b >= 0 && e->to_a >= 0)
+			run_pair(a, efd_ping, b, efd_pong, e);
+		f->eventfd_rtt_ns = hist_quantile(&e->h, 0.5);
+		if (e->to_b >= 0)
+			close(e->to_b);
+		if (e->to_a >= 0)
+			close(e->to_a);
+		free(e);
+	}
+
+	struct mring *r = aligned_alloc(64, sizeof(*r));
+	if (!r)
+		return;
+	r->num = ring;
+	static const unsigned batches[] = {1, 4, 16, 64};
+	for (unsigned i = 0; i < sizeof(batches) / sizeof(batches[0]) && batches[i] <= ring; i++) {
+		double ops[3];
+		for (int t = 0; t < 3; t++) {
+			mring_run(r, a, b, batches[i], false, (quick ? 20 : 60) * ms);
+			ops[t] = r->ns ? (double)r->ops * 1e9 / (double)r->ns : 0;
+		}
+		f->batch[f->nbatch] = batches[i];
+		f->ring_ops_per_s[f->nbatch++] = median3(ops[0], ops[1], ops[2]);
+	}
+	mring_run(r, a, b, 1, true, (quick ? 60 : 200) * ms);
+	f->ring_rr_p50_ns = hist_quantile(&r->h, 0.5);
+	f->ring_rr_p99_ns = hist_quantile(&r->h, 0.99);
+	free(r);
+	f->measured = true;
+}
+
+void floors_attach(const struct floors *f, struct result *r)
+{
+	r->floor_name = NULL;
+	r->floor_value = r->floor_ratio = 0;
+	if (!f->measured)
+		return;
+	enum workload w = r->pt.workload;
+	if ((w == WL_STREAM || (w == WL_SWEEP && r->pt.rate == 0)) && f->nbatch) {
+		unsigned i = 0; /* largest measured batch not above the point's */
+		while (i + 1 < f->nbatch && f->batch[i + 1] <= r->pt.batch_max)
+			i++;
+		static char names[8][32];
+		snprintf(names[i], sizeof(names[i]), "ring_ops_per_s[%u]", f->batch[i]);
+		r->floor_name = names[i];
+		r->floor_value = f->ring_ops_per_s[i];
+		r->floor_ratio = r->med[FIG_OPS] / r->floor_value;
+	} else if (w == WL_RR && f->ring_rr_p50_ns > 0) {
+		r->floor_name = "ring_rr_p50_ns";
+		r->floor_value = f->ring_rr_p50_ns;
+		r->floor_ratio = r->med[FIG_P50] / r->floor_value;
+	}
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-bench: measure the floors of this machine, run a preset's points (each `repeat` times,
+ * interleaved so that a slow moment of the machine spreads over points instead of spoiling one),
+ * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "cpu.h"
+#include "opts.h"
+#include "output.h"
+#include "presets.h"
+
+static int run_plan(const struct opts *o, const struct preset *p, struct report *rep)
+{
+	struct plan plan;
+	int rc = plan_build(o, p, &plan);
+	if (rc) {
+		fprintf(stderr, "vqs-bench: bad list in the flags or preset %s\n", p->name);
+		return rc;
+	}
+	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;
+	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
+	rep->results = calloc(plan.n ? plan.n : 1, sizeof(*rep->results));
+	if (!s || !rep->results) {
+		free(s);
+		plan_free(&plan);
+		return -ENOMEM;
+	}
+	uint64_t t0 = vqs_now_ns();
+	for (unsigned k = 0; k < repeat; k++)
+		for (unsigned i = 0; i < plan.n; i++) {
+			char key[256];
+			point_key(&plan.pts[i], key, sizeof(key));
+			fprintf(stderr, "\r[%3u/%u] %-90.90s", k * plan.n + i + 1, plan.n * repeat, key);
+			struct sample *x = &s[(size_t)i * repeat + k];
+			int e = workload_run(&plan.pts[i], x);
+			if (e && k == 0)
+				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
+		}
+	fprintf(stderr, "\r%-100s\rran %u points x %u in %.1f s\n", "", plan.n, repeat,
+		(double)(vqs_now_ns() - t0) / 1e9);
+	for (unsigned i = 0; i < plan.n; i++) {
+		struct result *r = &rep->results[rep->nresults++];
+		r->pt = plan.pts[i];
+		result_fold(r, &s[(size_t)i * repeat], repeat);
+		floors_attach(&rep->floors, r);
+	}
+	free(s);
+	plan_free(&plan);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (VQS_CHECK_VERSION()) {
+		fprintf(stderr, "vqs-bench: libvqsched %s is too old for this build\n",
+			vqs_version_string());
+		return 2;
+	}
+	if (argc > 1 && !strcmp(argv[1], "compare"))
+		return compare_main(argc - 2, argv + 2);
+	struct opts o;
+	int rc = opts_parse(&o, argc - 1, argv + 1);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	const struct preset *p = preset_find(o.preset);
+	if (!p) {
+		fprintf(stderr, "vqs-bench: no preset %s\n", o.preset);
+		opts_usage(stderr);
+		return 2;
+	}
+	uint64_t t0 = vqs_now_ns();
+	struct report rep = {.preset = p->name, .argv_line = o.argv_line};
+	if (!o.no_floors) {
+		struct cpu_list all;
+		cpu_allowed(&all);
+		int a = all.n ? all.cpu[0] : 0, b = all.n > 1 ? all.cpu[1] : a;
+		fprintf(stderr, "measuring floors on CPUs %d and %d...\n", a, b);
+		floors_measure(&rep.floors, o.sc[SC_RING] > 0 ? (unsigned)o.sc[SC_RING] : 256, a, b, o.quick);
+	}
+	rc = p->run ? p->run(&o, &rep) : run_plan(&o, p, &rep);
+	if (rc) {
+		fprintf(stderr, "vqs-bench: preset %s: %s\n", p->name, strerror(-rc));
+		return 2;
+	}
+	rep.elapsed_s = (double)(vqs_now_ns() - t0) / 1e9;
+	goals_evaluate(&rep);
+	output_table(stdout, &rep);
+
+	int status = 0;
+	for (unsigned i = 0; i < rep.nresults; i++) {
+		const struct result *r = &rep.results[i];
+		if (r->lost || r->duplicated || r->corrupted || r->error)
+			status = 1;
+	}
+	if (o.json && (rc = output_json(o.json, &rep))) {
+		fprintf(stderr, "vqs-bench: %s: %s\n", o.json, strerror(-rc));
+		status = 2;
+	}
+	if (o.csv && (rc = output_csv(o.csv, &rep))) {
+		fprintf(stderr, "vqs-bench: %s: %s\n", o.csv, strerror(-rc));
+		status = 2;
+	}
+	if (o.plot && (rc = output_plots(o.plot, &rep))) {
+		fprintf(stderr, "vqs-bench: plots in %s: %s\n", o.plot, strerror(-rc));
+		status = 2;
+	}
+	if (status == 1)
+		fprintf(stderr, "vqs-bench: some points lost, duplicated or corrupted requests, or "
+				"failed (see the loss column and the errors above)\n");
+	free(rep.results);
+	return status;
+}

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+#include "output.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+static void fmt_ns(char *b, size_t n, double ns)
+{
+	if (ns <= 0)
+		snprintf(b, n, "-");
+	else if (ns < 10000)
+		snprintf(b, n, "%.0fns", ns);
+	else if (ns < 10000000)
+		snprintf(b, n, "%.1fus", ns / 1e3);
+	else
+		snprintf(b, n, "%.1fms", ns / 1e6);
+}
+
+static void fmt_rate(char *b, size_t n, double v)
+{
+	if (v >= 1e6)
+		snprintf(b, n, "%.2fM", v / 1e6);
+	else if (v >= 1e3)
+		snprintf(b, n, "%.1fk", v / 1e3);
+	else
+		snprintf(b, n, "%.0f", v);
+}
+
+static void print_floors(FILE *f, const struct floors *fl)
+{
+	if (!fl->measured) {
+		fprintf(f, "floors: not measured\n");
+		return;
+	}
+	fprintf(f, "floors (CPU %d <-> CPU %d, both polling unless noted):\n", fl->cpu_a, fl->cpu_b);
+	fprintf(f, "  cache-line round trip          %8.0f ns\n", fl->cacheline_rtt_ns);
+	fprintf(f, "  eventfd wake-up round trip     %8.0f ns   (both sides sleeping)\n",
+		fl->eventfd_rtt_ns);
+	fprintf(f, "  minimal ring request/response  %8.0f ns p50, %.0f ns p99\n", fl->ring_rr_p50_ns,
+		fl->ring_rr_p99_ns);
+	for (unsigned i = 0; i < fl->nbatch; i++) {
+		char r[32];
+		fmt_rate(r, sizeof(r), fl->ring_ops_per_s[i]);
+		fprintf(f, "  minimal ring stream, batch %-3u %8s ops/s\n", fl->batch[i], r);
+	}
+}
+
+void output_table(FILE *f, const struct report *rep)
+{
+	fprintf(f, "\nvqs-bench preset %s\n", rep->preset);
+	print_floors(f, &rep->floors);
+	fprintf(f, "\n%-7s %-9s %-8s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
+		"load", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
+		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "batch", "vs-floor", "loss");
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *r = &rep->results[i];
+		const struct point *pt = &r->pt;
+		char rate[16], ops[16], p50[16], p99[16], p999[16], wc[16], dc[16], fl[24];
+		fmt_rate(rate, sizeof(rate), (double)pt->rate);
+		if (!pt->rate)
+			strcpy(rate, pt->workload == WL_RR ? "closed" : "max");
+		fmt_rate(ops, sizeof(ops), r->med[FIG_OPS]);
+		fmt_ns(p50, sizeof(p50), r->med[FIG_P50]);
+		fmt_ns(p99, sizeof(p99), r->med[FIG_P99]);
+		fmt_ns(p999, sizeof(p999), r->med[FIG_P999]);
+		fmt_ns(wc, sizeof(wc), r->med[FIG_WCPU]);
+		fmt_ns(dc, sizeof(dc), r->med[FIG_DCPU]);
+		if (r->floor_name)
+			snprintf(fl, sizeof(fl), "%.2fx", r->floor_ratio);
+		else
+			strcpy(fl, "-");
+		char place[16];
+		snprintf(place, sizeof(place), "%s%s", vqs_placement_name(pt->placement),
+			 pt->shared_cpu ? "*" : "");
+		if (r->error && !r->repeats) {
+			fprintf(f, "%-7s %-9s %-8s %4u %5u %7s  error: %s\n", workload_name(pt->workload),
+				vqs_policy_name(pt->policy), place, pt->streams, pt->batch_max, rate,
+				strerror(-r->error));
+			continue;
+		}
+		fprintf(f,
+			"%-7s %-9s %-8s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
+			workload_name(pt->workload), vqs_policy_name(pt->policy), place, pt->streams,
+			pt->batch_max, rate, ops, p50, p99, p999, wc, dc, r->med[FIG_WUTIL] * 100,
+			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_BATCH], fl,
+			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
+			r->error ? " (some repeats failed)" : "");
+	}
+	fprintf(f, "(place*: owner and driver share one CPU; vs-floor: stream ops/s over the minimal "
+		   "ring at that batch, rr p50 over the minimal ring request/response)\n");
+	if (rep->ngoals) {
+		fprintf(f, "\ngoals (computed from this run):\n");
+		for (unsigned i = 0; i < rep->ngoals; i++) {
+			const struct goal *g = &rep->goals[i];
+			fprintf(f, "  [%s] %s: %s\n       %s\n",
+				g->status == 1 ? "PASS" : g->status == 0 ? "FAIL" : "n/a ", g->name, g->rule,
+				g->detail);
+		}
+	}
+	fprintf(f, "\nelapsed %.1f s\n", rep->elapsed_s);
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* Numbers as JSON allows them: no NaN or infinity. */
+static void json_num(FILE *f, double v)
+{
+	if (v != v || v > 1e300 || v < -1e300)
+		v = 0;
+	fprintf(f, "%.6g", v);
+}
+
+static void read_line(const char *path, const char *prefix, char *out, size_t len)
+{
+	out[0] = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, prefix, strlen(prefix))) {
+			const char *v = strchr(line, ':');
+			v = v ? v + 1 : line + strlen(prefix);
+			while (*v == ' ' || *v == '\t')
+				v++;
+			snprintf(out, len, "%s", v);
+			out[strcspn(out, "\n")] = 0;
+			break;
+		}
+	fclose(f);
+}
+
+static void json_machine(FILE *f)
+{
+	struct utsname u;
+	char model[512], date[64];
+	struct cpu_list allowed;
+	uname(&u);
+	read_line("/proc/cpuinfo", "model name", model, sizeof(model));
+	cpu_allowed(&allowed);
+	time_t now = time(NULL);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	fprintf(f, "  \"machine\": {\"cpu_model\": ");
+	json_str(f, model);
+	fprintf(f, ", \"cpus_online\": %ld, \"cpus_allowed\": [", sysconf(_SC_NPROCESSORS_ONLN));
+	for (unsigned i = 0; i < allowed.n; i++)
+		fprintf(f, "%s%d", i ? ", " : "", allowed.cpu[i]);
+	fprintf(f, "], \"kernel\": ");
+	json_str(f, u.release);
+	fprintf(f, ", \"arch\": ");
+	json_str(f, u.machine);
+	fprintf(f, ", \"hostname\": ");
+	json_str(f, u.nodename);
+	fprintf(f, ", \"vqsched_version\": ");
+	json_str(f, vqs_version_string());
+	fprintf(f, ", \"date_utc\": \"%s\"},\n", date);
+}
+
+static void json_floors(FILE *f, const struct floors *fl)
+{
+	fprintf(f, "  \"floors\": {\"measured\": %s, \"cpu_a\": %d, \"cpu_b\": %d, ",
+		fl->measured ? "true" : "false", fl->cpu_a, fl->cpu_b);
+	fprintf(f, "\"cacheline_rtt_ns\": ");
+	json_num(f, fl->cacheline_rtt_ns);
+	fprintf(f, ", \"eventfd_rtt_ns\": ");
+	json_num(f, fl->eventfd_rtt_ns);
+	fprintf(f, ", \"ring_rr_p50_ns\": ");
+	json_num(f, fl->ring_rr_p50_ns);
+	fprintf(f, ", \"ring_rr_p99_ns\": ");
+	json_num(f, fl->ring_rr_p99_ns);
+	fprintf(f, ", \"ring_stream\": [");
+	for (unsigned i = 0; i < fl->nbatch; i++) {
+		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
+		json_num(f, fl->ring_ops_per_s[i]);
+		fputc('}', f);
+	}
+	fprintf(f, "]},\n");
+}
+
+static void json_figs(FILE *f, const double *v)
+{
+	for (unsigned k = 0; k < FIG__COUNT; k++) {
+		fprintf(f, "%s\"%s\": ", k ? ", " : "", fig_names[k]);
+		json_num(f, v[k]);
+	}
+}
+
+static void json_run(FILE *f, const struct result *r)
+{
+	const struct point *pt = &r->pt;
+	fprintf(f, "    {\"key\": ");
+	json_str(f, r->key);
+	fprintf(f, ", \"workload\": \"%s\", \"policy\": \"%s\", \"placement\": \"%s\", "
+		   "\"shared_cpu\": %s, \"layout\": \"%s\", \"event_idx\": %s, \"driver_wait\": \"%s\", "
+		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
+		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
+		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
+		   "\"exit_ns\": %u, \"inject_ns\": %u, \"duration_ms\": %u, \"repeats\": %u, "
+		   "\"error\": %d,\n     ",
+		workload_name(pt->workload), vqs_policy_name(pt->policy),
+		vqs_placement_name(pt->placement), pt->shared_cpu ? "true" : "false",
+		pt->packed ? "packed" : "split", pt->event_idx ? "true" : "false",
+		pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->tx_batch, pt->ring,
+		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
+		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
+		pt->inject_ns, pt->duration_ms, r->repeats, r->error);
+	json_figs(f, r->med);
+	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",
+		(unsigned long long)r->lost, (unsigned long long)r->duplicated,
+		(unsigned long long)r->corrupted);
+	json_figs(f, r->min);
+	fprintf(f, "},\n     \"max\": {");
+	json_figs(f, r->max);
+	fprintf(f, "},\n     \"batch_hist\": [");
+	for (unsigned b = 0; b < BATCH_BUCKETS; b++)
+		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)r->batch_hist[b]);
+	fprintf(f, "], \"floor\": ");
+	if (r->floor_name) {
+		json_str(f, r->floor_name);
+		fprintf(f, ", \"floor_value\": ");
+		json_num(f, r->floor_value);
+		fprintf(f, ", \"floor_ratio\": ");
+		json_num(f, r->floor_ratio);
+	} else {
+		fprintf(f, "null, \"floor_value\": null, \"floor_ratio\": null");
+	}
+	fputc('}', f);
+}
+
+int output_json(const char *path, const struct report *rep)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"schema\": 1,\n  \"tool\": \"vqs-bench\",\n  \"preset\": ");
+	json_str(f, rep->preset);
+	fprintf(f, ",\n  \"command\": ");
+	json_str(f, rep->argv_line);
+	fprintf(f, ",\n  \"elapsed_s\": ");
+	json_num(f, rep->elapsed_s);
+	fprintf(f, ",\n");
+	json_machine(f);
+	json_floors(f, &rep->floors);
+	fprintf(f, "  \"runs\": [\n");
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		json_run(f, &rep->results[i]);
+		fprintf(f, "%s\n", i + 1 < rep->nresults ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"goals\": [");
+	for (unsigned i = 0; i < rep->ngoals; i++) {
+		const struct goal *g = &rep->goals[i];
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, g->name);
+		fprintf(f, ", \"rule\": ");
+		json_str(f, g->rule);
+		fprintf(f, ", \"status\": \"%s\", \"detail\": ",
+			g->status == 1 ? "pass" : g->status == 0 ? "fail" : "not_measured");
+		json_str(f, g->detail);
+		fputc('}', f);
+	}
+	fprintf(f, "\n  ]\n}\n");
+	int rc = ferror(f) ? -EIO : 0;
+	if (fclose(f))
+		rc = -errno;
+	return rc;
+}
+
+/* ---- CSV ---- */
+
+int output_csv(const char *path, const struct report *rep)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "key,workload,policy,placement,shared_cpu,layout,driver_wait,streams,batch_max,"
+		   "ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
+	for (unsigned k = 0; k < FIG__COUNT; k++)
+		fprintf(f, ",%s,%s_min,%s_max", fig_names[k], fig_names[k], fig_names[k]);
+	fprintf(f, ",lost,duplicated,corrupted,floor,floor_value,floor_ratio\n");
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *r = &rep->results[i];
+		const struct point *pt = &r->pt;
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
+			workload_name(pt->workload), vqs_policy_name(pt->policy),
+			vqs_placement_name(pt->placement), pt->shared_cpu, pt->packed ? "packed" : "split",
+			pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->ring,
+			pt->outstanding, pt->payload, touch_name(pt->touch), (unsigned long long)pt->rate,
+			pt->handler_ns, pt->exit_ns, pt->inject_ns, r->repeats, r->error);
+		for (unsigned k = 0; k < FIG__COUNT; k++)
+			fprintf(f, ",%.6g,%.6g,%.6g", r->med[k], r->min[k], r->max[k]);
+		fprintf(f, ",%llu,%llu,%llu,%s,%.6g,%.6g\n", (unsigned long long)r->lost,
+			(unsigned long long)r->duplicated, (unsigned long long)r->corrupted,
+			r->floor_name ? r->floor_name : "", r->floor_value, r->floor_ratio);
+	}
+	int rc = ferror(f) ? -EIO : 0;
+	if (fclose(f))
+		rc = -errno;
+	return rc;
+}

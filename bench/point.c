@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* Names, keys and repeat folding of points. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const char *const wl_names[WL__COUNT] = {"stream", "rr", "sweep", "idle"};
+static const char *const touch_names[] = {"none", "read", "copy"};
+
+const char *const fig_names[FIG__COUNT] = {
+	"ops_per_s", "p50_ns", "p99_ns", "p999_ns", "worker_cpu_ns_per_op", "driver_cpu_ns_per_op",
+	"kicks_per_op", "calls_per_op", "batch_mean", "worker_cpu_util", "driver_cpu_util"};
+const int fig_better[FIG__COUNT] = {+1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0};
+
+const char *workload_name(enum workload w) { return w < WL__COUNT ? wl_names[w] : "?"; }
+
+int workload_parse(const char *s, enum workload *out)
+{
+	for (unsigned i = 0; i < WL__COUNT; i++)
+		if (!strcmp(s, wl_names[i])) {
+			*out = (enum workload)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *touch_name(enum touch t) { return t <= TOUCH_COPY ? touch_names[t] : "?"; }
+
+int touch_parse(const char *s, enum touch *out)
+{
+	for (unsigned i = 0; i <= TOUCH_COPY; i++)
+		if (!strcmp(s, touch_names[i])) {
+			*out = (enum touch)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Everything that makes two points the same experiment; compare matches runs on it. */
+void point_key(const struct point *pt, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s",
+		 workload_name(pt->workload), vqs_policy_name(pt->policy),
+		 vqs_placement_name(pt->placement), pt->shared_cpu ? "-shared" : "", pt->streams,
+		 pt->batch_max, pt->tx_batch, pt->ring, pt->outstanding, pt->payload,
+		 pt->touch ? touch_name(pt->touch) : "", pt->drivers, pt->workers,
+		 pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
+		 pt->packed ? "packed" : "split", pt->event_idx ? "" : "/noevidx",
+		 pt->driver_block ? "/block" : "");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void result_fold(struct result *r, const struct sample *s, unsigned n)
+{
+	point_key(&r->pt, r->key, sizeof(r->key));
+	r->repeats = 0;
+	r->error = 0;
+	r->lost = r->duplicated = r->corrupted = 0;
+	memset(r->batch_hist, 0, sizeof(r->batch_hist));
+	double v[n ? n : 1];
+	for (unsigned f = 0; f < FIG__COUNT; f++) {
+		unsigned k = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (!s[i].error)
+				v[k++] = s[i].fig[f];
+		if (!k) {
+			r->med[f] = r->min[f] = r->max[f] = 0;
+			continue;
+		}
+		qsort(v, k, sizeof(v[0]), cmp_double);
+		r->min[f] = v[0];
+		r->max[f] = v[k - 1];
+		r->med[f] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		r->lost += s[i].lost; /* a failed repeat's losses count too */
+		r->duplicated += s[i].duplicated;
+		r->corrupted += s[i].corrupted;
+		if (s[i].error) {
+			r->error = s[i].error;
+			continue;
+		}
+		r->repeats++;
+		for (unsigned b = 0; b < BATCH_BUCKETS; b++)
+			r->batch_hist[b] += s[i].batch_hist[b];
+	}
+}

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One measured point: `streams` driver-side queues in one guest-memory arena, served by a vqsched
+ * scheduler, fed by `drivers` threads (the guests) through real eventfd kicks and calls.
+ *
+ * Every request carries a sequence number in its readable buffer; the handler echoes it into the
+ * writable buffer; the driver checks the echo against the slot it sent it from. A completion for
+ * a slot not in flight is a duplicate, a wrong echo is corrupted, and whatever is still in flight
+ * after the drain deadline is lost. Latency is from just before the kick decision of the batch a
+ * request went out in to the moment its driver sees it used.
+ *
+ * Phases (main thread drives them): warm-up, measure (counters and histograms run), drain.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cpu.h"
+
+enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
+
+#define DRAIN_NS 2000000000ull
+#define SEQ_BYTES 8u
+
+struct slot {
+	uint64_t seq;
+	uint64_t t_submit;
+	uint64_t out_gpa, in_gpa;
+	unsigned char *out, *in;
+	bool busy;
+};
+
+struct stream {
+	struct run *run;
+	struct vqs_drv_vq *drv;
+	struct vqs_vq *dev;
+	struct vqs_queue *q;
+	int kick_fd, call_fd;
+	struct slot *slots;
+	unsigned *free_list, nfree, inflight;
+	uint64_t next_seq;
+};
+
+struct driver {
+	struct run *run;
+	pthread_t thread;
+	bool started;
+	int cpu;
+	unsigned first, count; /* streams [first, first+count) */
+	uint64_t period_ns;    /* offered rate pacing, 0 = as fast as possible */
+	struct hist lat;
+	/* written by this driver, read by main at phase boundaries (relaxed: counters only) */
+	atomic_uint_fast64_t done, kicks;
+	uint64_t dup, corrupt, lost;
+};
+
+struct run {
+	const struct point *pt;
+	struct vqs_gmem *gmem;
+	struct vqs_mem *mem;
+	struct vqs_sched *sched;
+	struct stream *st;
+	struct driver *drv;
+	unsigned buf_len;
+	atomic_int phase;
+	atomic_uint_fast64_t calls; /* call eventfd counts, summed by whoever reads the fd */
+};
+
+/* ---- handler (worker side) ---- */
+
+static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque)
+{
+	struct stream *s = opaque;
+	const struct point *pt = s->run->pt;
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_elem *e = &reqs[i]->elem;
+		uint32_t written = 0;
+		/* The driver is ours, but the chain is still read as hostile: check the shapes. */
+		if (e->out_num >= 1 && e->in_num >= 1 && e->iov[0].iov_len >= SEQ_BYTES &&
+		    e->iov[e->out_num].iov_len >= SEQ_BYTES) {
+			const struct iovec *in = &e->iov[e->out_num], *out = &e->iov[0];
+			size_t pay = pt->payload < out->iov_len ? pt->payload : out->iov_len;
+			if (pt->touch == TOUCH_READ) {
+				volatile uint64_t sum = 0;
+				const unsigned char *p = out->iov_base;
+				for (size_t k = 0; k < pay; k += 8)
+					sum += *(const uint64_t *)(p + k);
+			} else if (pt->touch == TOUCH_COPY) {
+				size_t cp = pay < in->iov_len ? pay : in->iov_len;
+				memcpy(in->iov_base, out->iov_base, cp);
+				written = (uint32_t)cp;
+			}
+			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			memcpy(in->iov_base, out->iov_base, SEQ_BYTES);
+			if (written < SEQ_BYTES)
+				written = SEQ_BYTES;
+		}
+		vqs_req_complete(reqs[i], written);
+	}
+	return n;
+}
+
+/* ---- driver side ---- */
+
+static void count_calls(struct run *r, int fd)
+{
+	uint64_t v;
+	if (read(fd, &v, sizeof(v)) == sizeof(v))
+		atomic_fetch_add_explicit(&r->calls, v, memory_order_relaxed);
+}
+
+/* Reap completions of one stream; returns how many. */
+static unsigned reap(struct driver *d, struct stream *s, bool measuring)
+{
+	uint32_t len;
+	void *tok;
+	unsigned n = 0;
+	uint64_t now = 0;
+	while ((tok = vqs_drv_get_used(s->drv, &len))) {
+		struct slot *sl = tok;
+		if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
+			d->dup++;
+			continue;
+		}
+		uint64_t echo;
+		memcpy(&echo, sl->in, SEQ_BYTES);
+		if (len < SEQ_BYTES || echo != sl->seq)
+			d->corrupt++;
+		sl->busy = false;
+		s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
+		s->inflight--;
+		n++;
+		if (measuring) {
+			if (!now)
+				now = vqs_now_ns();
+			hist_add(&d->lat, now - sl->t_submit);
+		}
+	}
+	if (measuring && n)
+		atomic_store_explicit(&d->done, atomic_load_explicit(&d->done, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+	return n;
+}
+
+/* Add up to n requests to one stream and kick if the device asks; returns how many. */
+static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool measuring)
+{
+	if (n > s->nfree)
+		n = s->nfree;
+	if (!n)
+		return 0;
+	uint64_t t = vqs_now_ns();
+	unsigned added = 0;
+	for (; added < n; added++) {
+		struct slot *sl = &s->slots[s->free_list[s->nfree - 1]];
+		sl->seq = s->next_seq++;
+		sl->t_submit = t;
+		memcpy(sl->out, &sl->seq, SEQ_BYTES);
+		memset(sl->in, 0, SEQ_BYTES);
+		struct vqs_drv_buf b[2] = {{sl->out_gpa, s->run->buf_len}, {sl->in_gpa, s->run->buf_len}};
+		if (vqs_drv_add(s->drv, b, 1, 1, sl, false))
+			break;
+		sl->busy = true;
+		s->nfree--;
+		s->inflight++;
+	}
+	if (added && vqs_drv_kick_prepare(s->drv)) {
+		cpu_spin_ns(s->run->pt->exit_ns);
+		uint64_t one = 1;
+		if (write(s->kick_fd, &one, sizeof(one)) == sizeof(one) && measuring)
+			atomic_store_explicit(&d->kicks,
+					      atomic_load_explicit(&d->kicks, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+	}
+	return added;
+}
+
+/* Block until a call arrives on one of d's streams or deadline_ns passes. */
+static void wait_calls(struct driver *d, uint64_t deadline_ns)
+{
+	struct run *r = d->run;
+	struct pollfd pfd[d->count];
+	for (unsigned i = 0; i < d->count; i++) {
+		struct stream *s = &r->st[d->first + i];
+		if (vqs_drv_enable_cb(s->drv))
+			goto out; /* completions raced in: process them instead of sleeping */
+		pfd[i] = (struct pollfd){.fd = s->call_fd, .events = POLLIN};
+	}
+	uint64_t now = vqs_now_ns();
+	int ms = deadline_ns > now ? (int)((deadline_ns - now + 999999) / 1000000) : 0;
+	if (poll(pfd, d->count, ms > 10 ? 10 : ms) > 0)
+		for (unsigned i = 0; i < d->count; i++)
+			if (pfd[i].revents & POLLIN)
+				count_calls(r, pfd[i].fd);
+out:
+	for (unsigned i = 0; i < d->count; i++)
+		vqs_drv_disable_cb(r->st[d->first + i].drv);
+}
+
+static void sleep_until(uint64_t t_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u), .tv_nsec = (long)(t_ns % 1000000000u)};
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void *driver_main(void *p)
+{
+	struct driver *d = p;
+	struct run *r = d->run;
+	const struct point *pt = r->pt;
+	cpu_pin_self(d->cpu);
+	unsigned tx = pt->tx_batch ? pt->tx_batch : pt->batch_max, rr_k = pt->outstanding;
+	uint64_t next_send = vqs_now_ns(), drain_end = 0;
+	unsigned rot = 0;
+	for (;;) {
+		int ph = atomic_load_explicit(&r->phase, memory_order_acquire); /* pairs with main's release */
+		bool measuring = ph == PH_MEASURE, draining = ph == PH_DRAIN;
+		unsigned progress = 0, inflight = 0;
+		for (unsigned i = 0; i < d->count; i++)
+			progress += reap(d, &r->st[d->first + i], measuring);
+		uint64_t now = 0;
+		if (draining) {
+			now = vqs_now_ns();
+			if (!drain_end)
+				drain_end = now + DRAIN_NS;
+		} else if (d->period_ns) {
+			/* Open loop: send what is due, round robin over the streams. A backlog beyond 1 ms
+			 * (past saturation) is dropped from the schedule rather than sent as a burst. */
+			now = vqs_now_ns();
+			if (now > next_send + 1000000)
+				next_send = now - 1000000;
+			for (unsigned tries = 0; now >= next_send && tries < d->count; tries++) {
+				unsigned due = (unsigned)((now - next_send) / d->period_ns) + 1;
+				if (due > tx)
+					due = tx;
+				struct stream *s = &r->st[d->first + rot];
+				rot = (rot + 1) % d->count;
+				unsigned sent = submit(d, s, due, measuring);
+				next_send += sent * d->period_ns;
+				progress += sent;
+			}
+		} else {
+			for (unsigned i = 0; i < d->count; i++) {
+				struct stream *s = &r->st[d->first + i];
+				unsigned want = pt->workload == WL_RR
+					? (s->inflight < rr_k ? rr_k - s->inflight : 0) : tx;
+				progress += submit(d, s, want, measuring);
+			}
+		}
+		for (unsigned i = 0; i < d->count; i++)
+			inflight += r->st[d->first + i].inflight;
+		if (draining && (!inflight || now >= drain_end))
+			break;
+		if (progress)
+			continue;
+		if (!pt->driver_block)
+			cpu_relax();
+		else if (inflight)
+			wait_calls(d, d->period_ns && !draining ? next_send : vqs_now_ns() + 10000000);
+		else if (d->period_ns)
+			sleep_until(next_send); /* an idle guest halts until its next request */
+	}
+	for (unsigned i = 0; i < d->count; i++)
+		d->lost += r->st[d->first + i].inflight;
+	return NULL;
+}
+
+/* ---- setup ---- */
+
+static size_t ring_bytes(unsigned num)
+{
+	/* split: desc + avail + used; packed: desc + two event areas; pad for alignment */
+	return vqs_vring_desc_size(num) + vqs_vring_avail_size(num) + vqs_vring_used_size(num) + 256;
+}
+
+static int stream_init(struct run *r, struct stream *s, uint64_t features)
+{
+	const struct point *pt = r->pt;
+	s->run = r;
+	s->slots = calloc(pt->ring, sizeof(*s->slots));
+	s->free_list = calloc(pt->ring, sizeof(*s->free_list));
+	if (!s->slots || !s->free_list)
+		return -ENOMEM;
+	for (unsigned i = 0; i < pt->ring; i++) {
+		struct slot *sl = &s->slots[i];
+		sl->out_gpa = vqs_gmem_alloc(r->gmem, r->buf_len, 64);
+		sl->in_gpa = vqs_gmem_alloc(r->gmem, r->buf_len, 64);
+		sl->out = vqs_gmem_host(r->gmem, sl->out_gpa, r->buf_len);
+		sl->in = vqs_gmem_host(r->gmem, sl->in_gpa, r->buf_len);
+		if (!sl->out_gpa || !sl->in_gpa || !sl->out || !sl->in)
+			return -ENOMEM;
+		s->free_list[s->nfree++] = pt->ring - 1 - i;
+	}
+	struct vqs_drv_vq_config dc = {
+		.size = sizeof(dc), .num = pt->ring, .features = features, .gmem = r->gmem};
+	int rc = vqs_drv_vq_create(&s->drv, &dc);
+	if (rc)
+		return rc;
+	struct vqs_vq_config vc = {.size = sizeof(vc), .num = pt->ring, .features = features,
+				   .addr_space = VQS_ADDR_GPA, .mem = r->mem};
+	vqs_drv_vq_addrs(s->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
+	if ((rc = vqs_vq_create(&s->dev)) || (rc = vqs_vq_configure(s->dev, &vc)))
+		return rc;
+	if (!pt->driver_block)
+		vqs_drv_disable_cb(s->drv); /* a polling guest wants no interrupts */
+	s->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->call_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->kick_fd < 0 || s->call_fd < 0)
+		return -errno;
+	return 0;
+}
+
+static void stream_fini(struct stream *s)
+{
+	if (s->dev)
+		vqs_vq_destroy(s->dev);
+	if (s->drv)
+		vqs_drv_vq_destroy(s->drv);
+	if (s->kick_fd >= 0)
+		close(s->kick_fd);
+	if (s->call_fd >= 0)
+		close(s->call_fd);
+	free(s->slots);
+	free(s->free_list);
+}
+
+static void sched_opts_for(const struct point *pt, struct vqs_sched_opts *o)
+{
+	vqs_sched_opts_init(o);
+	o->policy = pt->policy;
+	o->nworkers = pt->workers;
+	o->poll_timeout_us = pt->poll_timeout_us;
+	o->batch_max = pt->batch_max;
+	o->placement = pt->placement;
+	CPU_ZERO(&o->cpus);
+	CPU_ZERO(&o->busy_cpus);
+	for (unsigned i = 0; i < pt->worker_cpus.n; i++)
+		CPU_SET(pt->worker_cpus.cpu[i], &o->cpus);
+	if (pt->placement == VQS_PLACE_AUTO || pt->placement == VQS_PLACE_FLOAT)
+		CPU_ZERO(&o->cpus); /* candidates: everything allowed */
+	for (unsigned i = 0; i < pt->driver_cpus.n; i++)
+		CPU_SET(pt->driver_cpus.cpu[i], &o->busy_cpus);
+}
+
+/* Sum of the scheduler's worker thread CPU clocks. */
+static uint64_t workers_cpu_ns(struct vqs_sched *s)
+{
+	uint64_t sum = 0;
+	unsigned n = vqs_sched_nworkers(s);
+	for (unsigned i = 0; i < n; i++) {
+		int tid = vqs_sched_worker_tid(s, i);
+		if (tid > 0)
+			sum += cpu_tid_ns(tid);
+	}
+	return sum;
+}
+
+static uint64_t drivers_cpu_ns(struct run *r)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < r->pt->drivers; i++)
+		if (r->drv[i].started)
+			sum += cpu_pthread_ns(r->drv[i].thread);
+	return sum;
+}
+
+static uint64_t drivers_sum(struct run *r, size_t field_off)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < r->pt->drivers; i++)
+		sum += atomic_load_explicit(
+			(atomic_uint_fast64_t *)((char *)&r->drv[i] + field_off), memory_order_relaxed);
+	return sum;
+}
+
+static uint64_t calls_now(struct run *r)
+{
+	for (unsigned i = 0; i < r->pt->streams; i++)
+		count_calls(r, r->st[i].call_fd);
+	return atomic_load_explicit(&r->calls, memory_order_relaxed);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+struct window {
+	uint64_t t, wcpu, dcpu, done, kicks, calls;
+	uint64_t handler_calls, handler_reqs, batch_hist[BATCH_BUCKETS]; /* from vqsched's stats */
+};
+
+static void queue_stats_sum(struct run *r, struct window *w)
+{
+	for (unsigned i = 0; i < r->pt->streams; i++) {
+		struct vqs_queue_stats st = {.size = sizeof(st)};
+		if (!r->st[i].q || vqs_queue_stats_get(r->st[i].q, &st))
+			continue;
+		w->handler_reqs += st.reqs;
+		for (unsigned b = 0; b < BATCH_BUCKETS; b++) {
+			w->batch_hist[b] += st.batch_hist[b];
+			w->handler_calls += st.batch_hist[b];
+		}
+	}
+}
+
+static void window_mark(struct run *r, struct window *w)
+{
+	w->t = vqs_now_ns();
+	w->wcpu = workers_cpu_ns(r->sched);
+	w->dcpu = drivers_cpu_ns(r);
+	w->done = drivers_sum(r, offsetof(struct driver, done));
+	w->kicks = drivers_sum(r, offsetof(struct driver, kicks));
+	w->calls = calls_now(r);
+	queue_stats_sum(r, w);
+}
+
+static int start_drivers(struct run *r)
+{
+	const struct point *pt = r->pt;
+	unsigned per = pt->streams / pt->drivers, extra = pt->streams % pt->drivers, first = 0;
+	for (unsigned i = 0; i < pt->drivers; i++) {
+		struct driver *d = &r->drv[i];
+		d->run = r;
+		d->first = first;
+		d->count = per + (i < extra);
+		first += d->count;
+		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
+		if (pt->rate)
+			d->period_ns = (uint64_t)(1e9 * pt->drivers / (double)pt->rate);
+		if (pthread_create(&d->thread, NULL, driver_main, d))
+			return -EAGAIN;
+		d->started = true;
+	}
+	return 0;
+}
+
+static void collect(struct run *r, const struct window *a, const struct window *b,
+		    struct sample *out)
+{
+	double wall = (double)(b->t - a->t);
+	uint64_t ops = b->done - a->done;
+	struct hist *lat = calloc(1, sizeof(*lat));
+	out->ops = ops;
+	out->fig[FIG_OPS] = wall > 0 ? (double)ops * 1e9 / wall : 0;
+	out->fig[FIG_WUTIL] = wall > 0 ? (double)(b->wcpu - a->wcpu) / wall : 0;
+	out->fig[FIG_DUTIL] = wall > 0 ? (double)(b->dcpu - a->dcpu) / wall : 0;
+	if (ops) {
+		out->fig[FIG_WCPU] = (double)(b->wcpu - a->wcpu) / (double)ops;
+		out->fig[FIG_DCPU] = (double)(b->dcpu - a->dcpu) / (double)ops;
+		out->fig[FIG_KICKS] = (double)(b->kicks - a->kicks) / (double)ops;
+		out->fig[FIG_CALLS] = (double)(b->calls - a->calls) / (double)ops;
+	}
+	for (unsigned k = 0; k < BATCH_BUCKETS; k++)
+		out->batch_hist[k] = b->batch_hist[k] - a->batch_hist[k];
+	if (b->handler_calls > a->handler_calls)
+		out->fig[FIG_BATCH] = (double)(b->handler_reqs - a->handler_reqs) /
+				      (double)(b->handler_calls - a->handler_calls);
+	if (lat) {
+		for (unsigned i = 0; i < r->pt->drivers; i++)
+			hist_merge(lat, &r->drv[i].lat);
+		out->fig[FIG_P50] = hist_quantile(lat, 0.5);
+		out->fig[FIG_P99] = hist_quantile(lat, 0.99);
+		out->fig[FIG_P999] = hist_quantile(lat, 0.999);
+		free(lat);
+	}
+}
+
+int workload_run(const struct point *pt, struct sample *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct run r = {.pt = pt};
+	int rc;
+	uint64_t features = VQS_BIT(VQS_F_VERSION_1) | (pt->event_idx ? VQS_BIT(VQS_F_EVENT_IDX) : 0) |
+			    (pt->packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
+	r.buf_len = pt->payload > SEQ_BYTES ? pt->payload : SEQ_BYTES;
+	size_t per_stream = ring_bytes(pt->ring) + (size_t)pt->ring * 2 * ((r.buf_len + 63) & ~63u);
+	size_t arena = ((per_stream * pt->streams + (1u << 20)) + 4095) & ~(size_t)4095;
+	r.st = calloc(pt->streams, sizeof(*r.st));
+	r.drv = calloc(pt->drivers, sizeof(*r.drv));
+	if (!r.st || !r.drv) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < pt->streams; i++)
+		r.st[i].kick_fd = r.st[i].call_fd = -1;
+	struct vqs_mem_region reg;
+	if ((rc = vqs_gmem_create(&r.gmem, 1ull << 32, arena)))
+		goto out;
+	vqs_gmem_region(r.gmem, &reg);
+	if ((rc = vqs_mem_create(&r.mem)) || (rc = vqs_mem_set(r.mem, &reg, 1)))
+		goto out;
+	for (unsigned i = 0; i < pt->streams; i++)
+		if ((rc = stream_init(&r, &r.st[i], features)))
+			goto out;
+
+	/* The affinity shape: the owner creates the scheduler from the vCPU's CPU. */
+	struct cpu_list main_cpus;
+	cpu_allowed(&main_cpus);
+	if (pt->shared_cpu)
+		cpu_pin_self_list(&pt->driver_cpus);
+	struct vqs_sched_opts so;
+	sched_opts_for(pt, &so);
+	rc = vqs_sched_create(&r.sched, &so);
+	if (pt->shared_cpu)
+		cpu_pin_self_list(&main_cpus);
+	if (rc)
+		goto out;
+	for (unsigned i = 0; i < pt->streams; i++) {
+		struct vqs_queue_opts qo;
+		vqs_queue_opts_init(&qo);
+		qo.vq = r.st[i].dev;
+		qo.kick_fd = r.st[i].kick_fd;
+		qo.call_fd = r.st[i].call_fd;
+		qo.handler = handler;
+		qo.opaque = &r.st[i];
+		qo.group = -1;
+		qo.worker = -1;
+		qo.iov_per_req = 4;
+		if ((rc = vqs_sched_attach(r.sched, &qo, &r.st[i].q)))
+			goto out;
+	}
+
+	struct window a = {0}, b = {0};
+	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
+		goto stop;
+	sleep_ms(pt->warmup_ms);
+	window_mark(&r, &a);
+	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
+	sleep_ms(pt->duration_ms);
+	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
+	window_mark(&r, &b);
+	collect(&r, &a, &b, out);
+stop:
+	for (unsigned i = 0; i < pt->drivers; i++)
+		if (r.drv[i].started) {
+			pthread_join(r.drv[i].thread, NULL);
+			out->lost += r.drv[i].lost;
+			out->duplicated += r.drv[i].dup;
+			out->corrupted += r.drv[i].corrupt;
+		}
+	for (unsigned i = 0; i < pt->streams; i++) {
+		if (r.st[i].q)
+			vqs_sched_detach(r.st[i].q);
+		if (r.st[i].dev && vqs_vq_is_broken(r.st[i].dev)) {
+			fprintf(stderr, "vqs-bench: queue %u broke: %s\n", i,
+				vqs_vq_err_name(vqs_vq_error(r.st[i].dev)));
+			if (!rc)
+				rc = -EIO;
+		}
+	}
+out:
+	if (r.sched)
+		vqs_sched_destroy(r.sched);
+	if (r.st)
+		for (unsigned i = 0; i < pt->streams; i++)
+			stream_fini(&r.st[i]);
+	if (r.mem)
+		vqs_mem_destroy(r.mem);
+	if (r.gmem)
+		vqs_gmem_destroy(r.gmem);
+	free(r.st);
+	free(r.drv);
+	out->error = rc;
+	return rc;
+}
