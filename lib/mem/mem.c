@@ -22,7 +22,7 @@ struct vqs_mem {
 	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
 	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
 	unsigned retiring;
-	/* The published table; release store in publish() pairs with the acquire load in
+	/* The published table; the release store in replace_locked() pairs with the acquire load in
 	 * vqs_mem_current(), so a reader sees the table fully built. */
 	_Atomic(struct vqs_mem_table *) cur;
 	uint64_t gen; /* generation of the newest table; under lock */
@@ -42,7 +42,8 @@ void vqs_mem_read_unlock(void)
 
 const struct vqs_mem_table *vqs_mem_current(struct vqs_mem *m)
 {
-	return atomic_load_explicit(&m->cur, memory_order_acquire); /* pairs with publish() */
+	/* pairs with the release store in replace_locked() */
+	return atomic_load_explicit(&m->cur, memory_order_acquire);
 }
 
 /* ---- lifetimes ---- */
@@ -90,6 +91,7 @@ static void table_retire(struct vqs_mem *m, struct vqs_mem_table *t)
 
 const struct vqs_mem_table *vqs_mem_table_get(struct vqs_mem *m)
 {
+	/* acquire: as vqs_mem_current() */
 	struct vqs_mem_table *t = atomic_load_explicit(&m->cur, memory_order_acquire);
 	/* Relaxed is enough: inside the read-side section the reachable reference cannot go. */
 	atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
@@ -142,7 +144,7 @@ static bool neighbours_overlap(const char *space, uint64_t a, uint64_t a_size, u
 }
 
 /* A table of the n regions objs (checked one by one already), or -EINVAL when two overlap. The
- * table holds no region references yet: take_refs() once it is sure to be published. */
+ * table holds no region references yet: replace_locked() takes them once it publishes it. */
 static int table_build(struct mem_region_obj *const *objs, unsigned n,
 		       struct vqs_mem_table **out)
 {
