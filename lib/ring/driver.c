@@ -15,10 +15,6 @@
  * this bounds the arena a queue's indirect tables can use (num * 2 KiB). */
 #define VQS_DRV_INDIRECT_MAX 128u
 
-/* The packed layout's ops, once lib/ring/driver_packed.c provides them (else RING_PACKED is
- * -ENOTSUP). */
-static const struct vqs_drv_ops *const packed_ops = &vqs_drv_packed_ops;
-
 int vqs_drv_base_init(struct vqs_drv_vq *dq, const struct vqs_drv_vq_config *cfg)
 {
 	dq->gmem = cfg->gmem;
@@ -71,20 +67,17 @@ void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long va
 
 /*
  * -EINVAL for a malformed config (NULL, size too small, no arena, num 0 or above 32768; split
- * also needs a power of two), -ENOTSUP for a layout or feature not implemented, -ENOSPC when the
- * arena cannot hold the ring areas, -ENOMEM.
+ * also needs a power of two), -ENOTSUP for a feature the layout does not implement (split:
+ * IN_ORDER), -ENOSPC when the arena cannot hold the ring areas, -ENOMEM.
  */
 int vqs_drv_vq_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
 {
 	if (!out || !cfg || cfg->size < sizeof(*cfg) || !cfg->gmem || cfg->num == 0 ||
 	    cfg->num > VQS_VQ_MAX_SIZE)
 		return -EINVAL;
-	const struct vqs_drv_ops *ops = &vqs_drv_split_ops;
-	if (cfg->features & VQS_BIT(VQS_F_RING_PACKED)) {
-		if (!packed_ops)
-			return -ENOTSUP;
-		ops = packed_ops;
-	}
+	const struct vqs_drv_ops *ops = (cfg->features & VQS_BIT(VQS_F_RING_PACKED))
+						? &vqs_drv_packed_ops
+						: &vqs_drv_split_ops;
 	struct vqs_drv_vq *dq = NULL;
 	int rc = ops->create(&dq, cfg);
 	if (rc)
