@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include "ksim/flow.h"
+
+#include <string.h>
+
+#define INITIAL_CWND 10.0
+
+void ksim_flow_init(struct ksim_flow *f, uint32_t rwnd, uint32_t recovery_us,
+		    struct ksim_park *sender)
+{
+	memset(f, 0, sizeof(*f));
+	f->rwnd = rwnd ? rwnd : 1;
+	f->cwnd = INITIAL_CWND < f->rwnd ? INITIAL_CWND : f->rwnd;
+	f->ssthresh = f->rwnd;
+	f->recovery_ns = recovery_us * 1000u;
+	atomic_init(&f->delivered, 0);
+	atomic_init(&f->lost, 0);
+	f->sender = sender;
+}
+
+bool ksim_flow_can_send(struct ksim_flow *f, uint64_t now, uint64_t *wake_at)
+{
+	/* acquire: pairs with the release increments; nothing is read through them, but the
+	 * counts must not run behind what the wake-up promised. */
+	uint64_t delivered = atomic_load_explicit(&f->delivered, memory_order_acquire);
+	for (; f->delivered_seen < delivered; f->delivered_seen++) {
+		f->cwnd += f->cwnd < f->ssthresh ? 1.0 : 1.0 / f->cwnd;
+		if (f->cwnd > f->rwnd)
+			f->cwnd = f->rwnd;
+	}
+	uint64_t lost = atomic_load_explicit(&f->lost, memory_order_acquire);
+	if (lost > f->lost_seen) {
+		if (!f->loss_t0)
+			f->loss_t0 = now ? now : 1;
+		if (now - f->loss_t0 >= f->recovery_ns) {
+			uint64_t n = lost - f->lost_seen;
+			f->lost_freed += n;
+			f->retransmits += n;
+			f->lost_seen = lost;
+			f->cwnd = f->cwnd / 2 < 2.0 ? 2.0 : f->cwnd / 2;
+			f->ssthresh = f->cwnd;
+			f->loss_t0 = 0;
+		} else if (f->loss_t0 + f->recovery_ns < *wake_at) {
+			*wake_at = f->loss_t0 + f->recovery_ns;
+		}
+	}
+	uint64_t inflight = f->sent - f->delivered_seen - f->lost_freed;
+	return (double)inflight < f->cwnd;
+}
+
+uint32_t ksim_flow_sent(struct ksim_flow *f) { return (uint32_t)f->sent++; }
+
+void ksim_flow_delivered(struct ksim_flow *f)
+{
+	atomic_fetch_add_explicit(&f->delivered, 1, memory_order_release); /* pairs with can_send */
+	ksim_unpark(f->sender);
+}
+
+void ksim_flow_lost(struct ksim_flow *f)
+{
+	atomic_fetch_add_explicit(&f->lost, 1, memory_order_release); /* pairs with can_send */
+	ksim_unpark(f->sender);
+}

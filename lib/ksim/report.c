@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+#include "ksim/report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->send_pkt_ns = 1000;
+	c->recv_pkt_ns = 2000;
+	c->exit_ns = 1500;
+	c->ring_lock_ns = 200;
+	c->host_pkt_ns = 300;
+	c->pkt_bytes = 1500;
+	c->loss_recovery_us = 500;
+	c->wait = host == VQS_KSIM_HOST_BARE_METAL ? VQS_KSIM_WAIT_SPIN : VQS_KSIM_WAIT_BLOCK;
+	c->wake_ns = host == VQS_KSIM_HOST_BARE_METAL ? 3000 : 0;
+}
+
+static int cmp_rate(const void *a, const void *b)
+{
+	const struct vqs_ksim_cell *x = a, *y = b;
+	return (x->rate > y->rate) - (x->rate < y->rate);
+}
+
+void ksim_cell_median(ksim_cell_fn fn, const void *opts, unsigned row, unsigned col,
+		      unsigned repeats, struct vqs_ksim_cell *out)
+{
+	if (repeats < 1)
+		repeats = 1;
+	struct vqs_ksim_cell *runs = calloc(repeats, sizeof(*runs));
+	memset(out, 0, sizeof(*out));
+	if (!runs) {
+		out->err = -ENOMEM;
+		return;
+	}
+	unsigned ok = 0;
+	for (unsigned i = 0; i < repeats; i++) {
+		struct vqs_ksim_cell c = {0};
+		c.err = fn(opts, row, col, &c);
+		if (c.err)
+			out->err = c.err;
+		else
+			runs[ok++] = c;
+	}
+	if (ok) {
+		qsort(runs, ok, sizeof(*runs), cmp_rate);
+		*out = runs[ok / 2];
+	}
+	out->repeats = ok;
+	free(runs);
+}
+
+void ksim_sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->t = vqs_now_ns();
+	for (unsigned i = 0; i < w->nflows; i++)
+		s->delivered += atomic_load_explicit(&w->flows[i].delivered, memory_order_relaxed);
+	s->delivered += transactions;
+	s->drops_batch = atomic_load_explicit(&w->drops_batch, memory_order_relaxed);
+	s->drops_ring = atomic_load_explicit(&w->drops_ring, memory_order_relaxed);
+	s->kicks = atomic_load_explicit(&w->kicks, memory_order_relaxed);
+}
+
+void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
+		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out)
+{
+	out->elapsed_ns = b->t - a->t;
+	out->delivered = b->delivered - a->delivered;
+	out->drops_batch = b->drops_batch - a->drops_batch;
+	out->drops_ring = b->drops_ring - a->drops_ring;
+	out->kicks = b->kicks - a->kicks;
+	double secs = (double)out->elapsed_ns / 1e9;
+	out->rate = rr ? (double)out->delivered / secs
+		       : (double)out->delivered * w->costs.pkt_bytes * 8.0 / secs / 1e6;
+}
+
+void ksim_print_costs(FILE *f, const struct vqs_ksim_costs *c)
+{
+	fprintf(f,
+		"model costs: send %u ns/pkt, receive %u ns/pkt, exit %u ns/kick, wake-up +%u ns "
+		"(%s waits), tun lock %u ns/round, vhost %u ns/pkt, %u B payload, busyloop %u us, "
+		"loss recovery %u us\n",
+		c->send_pkt_ns, c->recv_pkt_ns, c->exit_ns, c->wake_ns,
+		c->wait == VQS_KSIM_WAIT_SPIN ? "spinning" : "blocking", c->ring_lock_ns,
+		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us);
+}
+
+double ksim_ratio(double a, double b) { return b > 0 ? a / b : 0; }

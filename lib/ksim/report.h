@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* What both reproductions share: running a cell several times and keeping the median, measuring
+ * an interval, printing the costs a table was measured with. */
+#ifndef VQS_KSIM_REPORT_H
+#define VQS_KSIM_REPORT_H
+
+#include <stdio.h>
+#include "ksim/nic.h"
+
+typedef int (*ksim_cell_fn)(const void *opts, unsigned row, unsigned col,
+			    struct vqs_ksim_cell *out);
+/* Run fn `repeats` times (at least once) and store the run with the median rate. */
+void ksim_cell_median(ksim_cell_fn fn, const void *opts, unsigned row, unsigned col,
+		      unsigned repeats, struct vqs_ksim_cell *out);
+
+/* Sleep ms milliseconds (the coordinating thread, while the model runs). */
+void ksim_sleep_ms(uint32_t ms);
+
+/* A snapshot of the world's counters, to measure deltas over an interval. */
+struct ksim_snap {
+	uint64_t t, delivered, drops_batch, drops_ring, kicks;
+};
+void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_snap *s);
+/* Fill out from two snapshots; rate = Mbit/s of payload, or transactions/s when rr. */
+void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
+		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out);
+
+void ksim_print_costs(FILE *f, const struct vqs_ksim_costs *c);
+double ksim_ratio(double a, double b);
+
+#endif

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seed-2017: "vhost_net: try batch dequing from skb array" (c67df11f, Linux 4.13) cost ~30% of a
+ * single guest-to-guest TCP stream over a bridge, and gained ~10% with 10 or 50 streams.
+ *
+ * Model: guest A's vCPU sends TCP-like streams -> A's TX vq -> A's vhost TX handler -> B's tun
+ * ring (the bridge) -> B's vhost RX handler -> B's RX vq -> guest B's vCPU, which is slower per
+ * packet than the sender and acknowledges what it processed. The RX handler is the 4.13 variant
+ * or the fixed one, with batch 1 or 64, on the kernel model; or vqsched's adaptive policy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ksim/guest.h"
+#include "ksim/report.h"
+#include "ksim/sched_net.h"
+#include "ksim/vhost_net.h"
+
+enum { COL_413_B1, COL_413_B64, COL_FIXED_B1, COL_FIXED_B64, COL_ADAPTIVE };
+
+static const char *const col_names[VQS_KSIM_SEED2017_COLS] = {
+	"4.13 b1", "4.13 b64", "fixed b1", "fixed b64", "vqsched adaptive"};
+
+const char *vqs_ksim_seed2017_col_name(unsigned col)
+{
+	return col < VQS_KSIM_SEED2017_COLS ? col_names[col] : "?";
+}
+
+void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	vqs_ksim_costs_init(&o->costs, VQS_KSIM_HOST_THIS_VM);
+	o->cell_ms = quick ? 150 : 1000;
+	o->repeats = 1;
+	o->streams[0] = 1;
+	o->streams[1] = 10;
+	o->streams[2] = 50;
+	o->total_window = 768;
+}
+
+static int backend_start(struct ksim_nic *n, unsigned col)
+{
+	if (col == COL_ADAPTIVE) {
+		struct vqs_sched_opts so;
+		vqs_sched_opts_init(&so);
+		so.policy = VQS_POLICY_ADAPTIVE;
+		so.nworkers = 1;
+		return ksim_snet_start(n, &so);
+	}
+	struct ksim_vnet_cfg cfg = {
+		.fork = VQS_KSIM_FORK_KTHREAD,
+		.variant = col <= COL_413_B64 ? VQS_KSIM_RX_413 : VQS_KSIM_RX_FIXED,
+		.batch = (col == COL_413_B64 || col == COL_FIXED_B64) ? VQS_KSIM_NET_BATCH : 1,
+	};
+	return ksim_vnet_start(n, &cfg);
+}
+
+static void backend_stop(struct ksim_nic *n, unsigned col)
+{
+	if (col == COL_ADAPTIVE)
+		ksim_snet_stop(n);
+	else
+		ksim_vnet_stop(n);
+}
+
+static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
+{
+	const struct vqs_ksim_seed2017_opts *o = opaque;
+	unsigned streams = o->streams[row];
+	struct ksim_world *w = calloc(1, sizeof(*w));
+	struct ksim_nic *nic = calloc(2, sizeof(*nic)); /* [0] sender A, [1] receiver B */
+	struct ksim_guest *g = calloc(2, sizeof(*g));
+	struct ksim_flow *flows = calloc(streams, sizeof(*flows));
+	int rc = -ENOMEM;
+	bool started[2] = {false, false}, running[2] = {false, false};
+	if (!w || !nic || !g || !flows)
+		goto out;
+	w->costs = o->costs;
+	w->flows = flows;
+	w->nflows = streams;
+	if ((rc = ksim_nic_init(&nic[0], w)) || (rc = ksim_nic_init(&nic[1], w)))
+		goto out;
+	nic[0].tx_dst = &nic[1].rx_tun; /* the bridge */
+	nic[1].tx_dst = &nic[0].rx_tun;
+	uint32_t rwnd = o->total_window / streams > 2 ? o->total_window / streams : 2;
+	for (unsigned i = 0; i < streams; i++)
+		ksim_flow_init(&flows[i], rwnd, o->costs.loss_recovery_us, &nic[0].irq);
+	for (unsigned i = 2; i-- > 0;) {
+		if ((rc = backend_start(&nic[i], col)))
+			goto out;
+		started[i] = true;
+	}
+	if ((rc = ksim_guest_start(&g[1], &nic[1], KSIM_GUEST_RECEIVER, -1)))
+		goto out;
+	running[1] = true;
+	if ((rc = ksim_guest_start(&g[0], &nic[0], KSIM_GUEST_SENDER, -1)))
+		goto out;
+	running[0] = true;
+	ksim_sleep_ms(o->cell_ms / 5 + 20); /* slow start and queues settle */
+	struct ksim_snap a, b;
+	ksim_snap_take(w, 0, &a);
+	ksim_sleep_ms(o->cell_ms);
+	ksim_snap_take(w, 0, &b);
+	ksim_snap_cell(w, &a, &b, false, out);
+out:
+	if (w)
+		atomic_store(&w->stop, true);
+	for (unsigned i = 0; i < 2; i++)
+		if (running[i])
+			ksim_guest_join(&g[i]);
+	/* Sender side first: its TX handler produces into the receiver's tun ring. */
+	for (unsigned i = 0; i < 2; i++)
+		if (started[i])
+			backend_stop(&nic[i], col);
+	if (nic) {
+		ksim_nic_fini(&nic[0]);
+		ksim_nic_fini(&nic[1]);
+	}
+	for (unsigned i = 0; flows && i < streams; i++)
+		out->retransmits += flows[i].retransmits;
+	free(flows);
+	free(g);
+	free(nic);
+	free(w);
+	return rc;
+}
+
+static bool is_loss(const struct vqs_ksim_cell *c) { return c->drops_batch || c->drops_ring; }
+
+/* The best kernel-model column of a row: what adaptive is held against. */
+static double best_kernel(const struct vqs_ksim_cell *row)
+{
+	double best = 0;
+	for (unsigned col = 0; col < COL_ADAPTIVE; col++)
+		best = row[col].rate > best ? row[col].rate : best;
+	return best;
+}
+
+static void verdicts(struct vqs_ksim_seed2017_result *r)
+{
+	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
+	const struct vqs_ksim_cell *light = r->cell[0], *heavy = r->cell[last];
+	r->light_load_loss = light[COL_413_B64].drops_batch > 0 &&
+			     ksim_ratio(light[COL_413_B64].rate, light[COL_FIXED_B1].rate) <
+				     1 - VQS_KSIM_VERDICT_MARGIN;
+	r->heavy_load_gain = ksim_ratio(heavy[COL_413_B64].rate, heavy[COL_FIXED_B1].rate) >
+			     1 + VQS_KSIM_VERDICT_MARGIN;
+	bool ok = true;
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
+		const struct vqs_ksim_cell *c = r->cell[row];
+		ok &= !c[COL_ADAPTIVE].err && !is_loss(&c[COL_ADAPTIVE]);
+		if (row == 0 || row == last)
+			ok &= ksim_ratio(c[COL_ADAPTIVE].rate, best_kernel(c)) >=
+			      1 - VQS_KSIM_VERDICT_MARGIN;
+	}
+	r->adaptive_no_loss = ok;
+}
+
+int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
+			  struct vqs_ksim_seed2017_result *r)
+{
+	if (!o || !r || o->size != sizeof(*o) || r->size != sizeof(*r) || !o->cell_ms ||
+	    o->costs.size != sizeof(o->costs) || !o->total_window)
+		return -EINVAL;
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
+		if (!o->streams[row] || o->streams[row] > UINT16_MAX)
+			return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
+		r->streams[row] = o->streams[row];
+		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++)
+			ksim_cell_median(run_cell, o, row, col, o->repeats, &r->cell[row][col]);
+	}
+	verdicts(r);
+	return 0;
+}
+
+static void print_row(FILE *f, const struct vqs_ksim_seed2017_result *r, unsigned row,
+		      int field)
+{
+	fprintf(f, "%8u", r->streams[row]);
+	for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
+		const struct vqs_ksim_cell *c = &r->cell[row][col];
+		if (c->err)
+			fprintf(f, " | %16s", "error");
+		else if (field == 0)
+			fprintf(f, " | %16.0f", c->rate);
+		else
+			fprintf(f, " | %6llu/%4llu/%4llu", (unsigned long long)c->drops_batch,
+				(unsigned long long)c->drops_ring,
+				(unsigned long long)c->retransmits);
+	}
+	fprintf(f, "\n");
+}
+
+static void print_header(FILE *f)
+{
+	fprintf(f, "%8s", "streams");
+	for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++)
+		fprintf(f, " | %16s", col_names[col]);
+	fprintf(f, "\n");
+}
+
+void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
+			     const struct vqs_ksim_seed2017_result *r)
+{
+	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
+	fprintf(f, "seed-2017: guest-to-guest streams over a modelled bridge, %u ms per cell, "
+		   "median of %u, window %u packets over all streams\n",
+		o->cell_ms, o->repeats ? o->repeats : 1, o->total_window);
+	ksim_print_costs(f, &o->costs);
+	fprintf(f, "goodput, Mbit/s:\n");
+	print_header(f);
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
+		print_row(f, r, row, 0);
+	fprintf(f, "drops taken-then-dropped / tun-full / retransmits:\n");
+	print_header(f);
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
+		print_row(f, r, row, 1);
+	const struct vqs_ksim_cell *light = r->cell[0], *heavy = r->cell[last];
+	fprintf(f,
+		"verdict: light-load loss (%u stream, 4.13 b64 vs fixed b1 = the 4.12 path): %s "
+		"(%.2fx, %llu batch drops)\n",
+		r->streams[0], r->light_load_loss ? "REPRODUCED" : "not reproduced",
+		ksim_ratio(light[COL_413_B64].rate, light[COL_FIXED_B1].rate),
+		(unsigned long long)light[COL_413_B64].drops_batch);
+	fprintf(f, "verdict: heavy-load batching gain (%u streams, 4.13 b64 vs fixed b1): %s (%.2fx)\n",
+		r->streams[last], r->heavy_load_gain ? "REPRODUCED" : "not reproduced",
+		ksim_ratio(heavy[COL_413_B64].rate, heavy[COL_FIXED_B1].rate));
+	fprintf(f,
+		"verdict: vqsched adaptive loses nothing (no drops; within %.0f%% of the best kernel "
+		"column at %u and %u streams: %.2fx, %.2fx): %s\n",
+		VQS_KSIM_VERDICT_MARGIN * 100, r->streams[0], r->streams[last],
+		ksim_ratio(light[COL_ADAPTIVE].rate, best_kernel(light)),
+		ksim_ratio(heavy[COL_ADAPTIVE].rate, best_kernel(heavy)),
+		r->adaptive_no_loss ? "YES" : "NO");
+}

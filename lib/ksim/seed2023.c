@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seed-2023: "vhost: use vhost_tasks for worker threads" (6e890c5d, Linux 6.4) cost ~30% of
+ * TCP_STREAM and TCP_RR host-to-guest when the VMM pins its threads: the worker became a child of
+ * the owner and inherited its one-CPU mask, so it competes with the vCPU on that CPU.
+ *
+ * Model: an owner thread pinned to vcpu_cpu creates the device (task or kthread mode) or a
+ * vqsched scheduler (dedicated policy, auto placement with busy_cpus = that CPU), and the vCPU,
+ * also pinned there. The external host is a peer thread on peer_cpu sending into the guest's tun
+ * ring: a TCP-like stream (TCP_STREAM), or one request at a time answered by the guest (TCP_RR).
+ */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ksim/guest.h"
+#include "ksim/peer.h"
+#include "ksim/report.h"
+#include "ksim/sched_net.h"
+#include "ksim/vhost_net.h"
+
+enum { ROW_STREAM, ROW_RR };
+enum { COL_TASK, COL_KTHREAD, COL_AUTO };
+
+/* TCP_RR messages are small; netperf's default is one byte. */
+#define RR_PAYLOAD 64u
+
+static const char *const row_names[VQS_KSIM_SEED2023_ROWS] = {"TCP_STREAM", "TCP_RR"};
+static const char *const col_names[VQS_KSIM_SEED2023_COLS] = {"task mode", "kthread mode",
+							      "vqsched auto"};
+
+const char *vqs_ksim_seed2023_row_name(unsigned row)
+{
+	return row < VQS_KSIM_SEED2023_ROWS ? row_names[row] : "?";
+}
+
+const char *vqs_ksim_seed2023_col_name(unsigned col)
+{
+	return col < VQS_KSIM_SEED2023_COLS ? col_names[col] : "?";
+}
+
+void vqs_ksim_seed2023_opts_init(struct vqs_ksim_seed2023_opts *o, bool quick)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	vqs_ksim_costs_init(&o->costs, VQS_KSIM_HOST_THIS_VM);
+	o->cell_ms = quick ? 250 : 1000;
+	o->repeats = 1;
+	o->vcpu_cpu = 0;
+	o->peer_cpu = 1;
+	o->stream_window = 128;
+}
+
+/* The VMM's pinned main thread: owns the backend and creates the vCPU, from setup to teardown. */
+struct owner {
+	const struct vqs_ksim_seed2023_opts *o;
+	unsigned row, col;
+	struct ksim_nic *nic;
+	struct ksim_guest guest;
+	sem_t ready, teardown;
+	int rc;
+	int worker_pinned;
+	bool started, running;
+};
+
+static int backend_start(struct owner *ow)
+{
+	if (ow->col == COL_AUTO) {
+		struct vqs_sched_opts so;
+		vqs_sched_opts_init(&so);
+		so.policy = VQS_POLICY_DEDICATED;
+		so.placement = VQS_PLACE_AUTO;
+		CPU_ZERO(&so.busy_cpus);
+		CPU_SET(ow->o->vcpu_cpu, &so.busy_cpus);
+		return ksim_snet_start(ow->nic, &so);
+	}
+	struct ksim_vnet_cfg cfg = {
+		.fork = ow->col == COL_TASK ? VQS_KSIM_FORK_TASK : VQS_KSIM_FORK_KTHREAD,
+		.variant = VQS_KSIM_RX_FIXED,
+		.batch = VQS_KSIM_NET_BATCH,
+	};
+	return ksim_vnet_start(ow->nic, &cfg);
+}
+
+static void *owner_main(void *p)
+{
+	struct owner *ow = p;
+	ow->worker_pinned = -1;
+	ow->rc = ksim_pin_self(ow->o->vcpu_cpu);
+	if (!ow->rc && !(ow->rc = backend_start(ow)))
+		ow->started = true;
+	if (ow->started) {
+		cpu_set_t cpus;
+		int rc = ow->col == COL_AUTO ? ksim_snet_worker_cpus(ow->nic, &cpus)
+					     : ksim_vnet_worker_cpus(ow->nic, &cpus);
+		if (!rc)
+			ow->worker_pinned =
+				CPU_COUNT(&cpus) == 1 && CPU_ISSET(ow->o->vcpu_cpu, &cpus);
+		unsigned role = ow->row == ROW_STREAM ? KSIM_GUEST_RECEIVER : KSIM_GUEST_RR_SERVER;
+		ow->rc = ksim_guest_start(&ow->guest, ow->nic, role, ow->o->vcpu_cpu);
+		ow->running = !ow->rc;
+	}
+	sem_post(&ow->ready);
+	/* Teardown: the peer has stopped producing into the guest's tun ring. */
+	sem_wait(&ow->teardown);
+	if (ow->running)
+		ksim_guest_join(&ow->guest);
+	if (ow->started) {
+		if (ow->col == COL_AUTO)
+			ksim_snet_stop(ow->nic);
+		else
+			ksim_vnet_stop(ow->nic);
+	}
+	return NULL;
+}
+
+/* What a cell reports besides its figures. */
+struct cell_ctx {
+	const struct vqs_ksim_seed2023_opts *o;
+	int *worker_pinned;
+};
+
+static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
+{
+	const struct cell_ctx *ctx = opaque;
+	const struct vqs_ksim_seed2023_opts *o = ctx->o;
+	struct ksim_world *w = calloc(1, sizeof(*w));
+	struct ksim_nic *nic = calloc(1, sizeof(*nic));
+	struct ksim_peer *peer = calloc(1, sizeof(*peer));
+	struct owner *ow = calloc(1, sizeof(*ow));
+	struct ksim_flow flow;
+	int rc = -ENOMEM;
+	bool nic_up = false, peer_up = false, owner_up = false, peer_running = false;
+	if (!w || !nic || !peer || !ow)
+		goto out;
+	w->costs = o->costs;
+	if (row == ROW_RR)
+		w->costs.pkt_bytes = RR_PAYLOAD;
+	if ((rc = ksim_nic_init(nic, w)))
+		goto out;
+	nic_up = true;
+	if ((rc = ksim_peer_init(peer, nic, row == ROW_STREAM ? KSIM_PEER_STREAM : KSIM_PEER_RR,
+				 o->peer_cpu)))
+		goto out;
+	peer_up = true;
+	ksim_flow_init(&flow, o->stream_window, o->costs.loss_recovery_us, &peer->park);
+	w->flows = &flow;
+	w->nflows = row == ROW_STREAM ? 1 : 0;
+	*ow = (struct owner){.o = o, .row = row, .col = col, .nic = nic};
+	sem_init(&ow->ready, 0, 0);
+	sem_init(&ow->teardown, 0, 0);
+	pthread_t owner_thread;
+	if ((rc = -pthread_create(&owner_thread, NULL, owner_main, ow)))
+		goto out;
+	owner_up = true;
+	sem_wait(&ow->ready);
+	if ((rc = ow->rc) || (rc = ksim_peer_start(peer)))
+		goto out;
+	peer_running = true;
+	ksim_sleep_ms(o->cell_ms / 5 + 20);
+	struct ksim_snap a, b;
+	ksim_snap_take(w, atomic_load(&peer->transactions), &a);
+	ksim_sleep_ms(o->cell_ms);
+	ksim_snap_take(w, atomic_load(&peer->transactions), &b);
+	ksim_snap_cell(w, &a, &b, row == ROW_RR, out);
+	*ctx->worker_pinned = ow->worker_pinned;
+out:
+	if (w)
+		atomic_store(&w->stop, true);
+	if (peer_running)
+		ksim_peer_join(peer);
+	if (owner_up) {
+		sem_post(&ow->teardown);
+		pthread_join(owner_thread, NULL);
+	}
+	if (peer_running)
+		out->retransmits = flow.retransmits; /* the peer, its only writer, has stopped */
+	if (owner_up) {
+		sem_destroy(&ow->ready);
+		sem_destroy(&ow->teardown);
+	}
+	if (peer_up)
+		ksim_peer_fini(peer);
+	if (nic_up)
+		ksim_nic_fini(nic);
+	free(ow);
+	free(peer);
+	free(nic);
+	free(w);
+	return rc;
+}
+
+static bool cpu_usable(int cpu)
+{
+	cpu_set_t mine;
+	return cpu >= 0 && cpu < CPU_SETSIZE && !sched_getaffinity(0, sizeof(mine), &mine) &&
+	       CPU_ISSET(cpu, &mine);
+}
+
+int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
+			  struct vqs_ksim_seed2023_result *r)
+{
+	if (!o || !r || o->size != sizeof(*o) || r->size != sizeof(*r) || !o->cell_ms ||
+	    o->costs.size != sizeof(o->costs) || !o->stream_window || !cpu_usable(o->vcpu_cpu) ||
+	    (o->peer_cpu != -1 && !cpu_usable(o->peer_cpu)))
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
+		r->worker_cpu_pinned[col] = -1;
+		struct cell_ctx ctx = {.o = o, .worker_pinned = &r->worker_cpu_pinned[col]};
+		for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
+			ksim_cell_median(run_cell, &ctx, row, col, o->repeats, &r->cell[row][col]);
+	}
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		const struct vqs_ksim_cell *c = r->cell[row];
+		r->task_drop[row] = !c[COL_TASK].err && !c[COL_KTHREAD].err &&
+				    ksim_ratio(c[COL_TASK].rate, c[COL_KTHREAD].rate) <
+					    1 - VQS_KSIM_VERDICT_MARGIN;
+		r->auto_ok[row] = !c[COL_AUTO].err &&
+				  ksim_ratio(c[COL_AUTO].rate, c[COL_KTHREAD].rate) >=
+					  1 - VQS_KSIM_VERDICT_MARGIN;
+	}
+	return 0;
+}
+
+static const char *pinned_name(int pinned)
+{
+	return pinned < 0 ? "?" : pinned ? "on vCPU" : "off vCPU";
+}
+
+void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
+			     const struct vqs_ksim_seed2023_result *r)
+{
+	fprintf(f, "seed-2023: host-to-guest, owner and vCPU pinned to CPU %d, external host on %s%d, "
+		   "%u ms per cell, median of %u\n",
+		o->vcpu_cpu, o->peer_cpu < 0 ? "any CPU" : "CPU ", o->peer_cpu < 0 ? 0 : o->peer_cpu,
+		o->cell_ms, o->repeats ? o->repeats : 1);
+	ksim_print_costs(f, &o->costs);
+	fprintf(f, "%-22s", "workload");
+	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
+		fprintf(f, " | %14s", col_names[col]);
+	fprintf(f, "\n%-22s", "worker mask");
+	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
+		fprintf(f, " | %14s", pinned_name(r->worker_cpu_pinned[col]));
+	fprintf(f, "\n");
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		fprintf(f, "%-11s %-10s", row_names[row], row == ROW_STREAM ? "Mbit/s" : "trans/s");
+		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
+			const struct vqs_ksim_cell *c = &r->cell[row][col];
+			if (c->err)
+				fprintf(f, " | %14s", "error");
+			else
+				fprintf(f, " | %14.0f", c->rate);
+		}
+		fprintf(f, "\n");
+	}
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		const struct vqs_ksim_cell *c = r->cell[row];
+		fprintf(f,
+			"verdict: %s task-mode drop: %s (task %.2fx of kthread); vqsched auto %.2fx "
+			"of kthread: %s\n",
+			row_names[row], r->task_drop[row] ? "REPRODUCED" : "not reproduced",
+			ksim_ratio(c[COL_TASK].rate, c[COL_KTHREAD].rate),
+			ksim_ratio(c[COL_AUTO].rate, c[COL_KTHREAD].rate),
+			r->auto_ok[row] ? "no drop" : "DROP");
+	}
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+#include "ksim/vhost_net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct ksim_vnet {
+	struct ksim_nic *nic;
+	struct vqs_ksim_dev *dev;
+	struct ksim_vnet_cfg cfg;
+	struct vqs_ksim_work tx_work, rx_work;
+};
+
+#define IOV_PER_ELEM 4
+
+/* vhost_exceeds_weight: past either budget, requeue the handler and yield the worker. */
+static bool exceeds_weight(struct ksim_vnet *v, struct vqs_ksim_work *w, unsigned q,
+			   unsigned pkts, uint64_t bytes)
+{
+	if (bytes < VQS_KSIM_NET_WEIGHT && pkts < VQS_KSIM_NET_PKT_WEIGHT)
+		return false;
+	vqs_ksim_vq_work_queue(v->dev, q, w);
+	return true;
+}
+
+/* vhost_net_busy_poll: spin up to busyloop_us for `ready`; true when it turned ready. */
+static bool busy_poll(struct ksim_vnet *v, bool (*ready)(struct ksim_vnet *))
+{
+	uint32_t us = v->nic->world->costs.busyloop_us;
+	if (!us)
+		return false;
+	uint64_t end = vqs_now_ns() + (uint64_t)us * 1000u;
+	while (vqs_now_ns() < end)
+		if (ready(v))
+			return true;
+	return false;
+}
+
+static bool tx_ready(struct ksim_vnet *v) { return vqs_vq_avail_count(v->nic->vq[KSIM_TXQ]) > 0; }
+static bool rx_ready(struct ksim_vnet *v) { return !ksim_tun_empty(&v->nic->rx_tun); }
+
+static void handle_tx(struct vqs_ksim_work *w)
+{
+	struct ksim_vnet *v = w->opaque;
+	struct ksim_nic *n = v->nic;
+	struct vqs_vq *vq = n->vq[KSIM_TXQ];
+	unsigned pkts = 0, pending = 0;
+	uint64_t bytes = 0;
+	vqs_mem_read_lock();
+	vqs_vq_disable_notify(vq);
+	for (;;) {
+		struct iovec iov[IOV_PER_ELEM];
+		struct vqs_elem e = {.iov = iov, .iov_cap = IOV_PER_ELEM};
+		int rc = vqs_vq_pop(vq, &e);
+		if (rc == -EAGAIN) {
+			if (busy_poll(v, tx_ready))
+				continue;
+			if (vqs_vq_enable_notify(vq)) {
+				vqs_vq_disable_notify(vq);
+				continue;
+			}
+			break;
+		}
+		if (rc)
+			break; /* broken ring: the guest gets nothing more from this queue */
+		ksim_net_xmit(n, &e);
+		vqs_vq_fill(vq, &e, 0);
+		if (++pending == VQS_KSIM_NET_BATCH) {
+			ksim_net_signal(n, KSIM_TXQ);
+			pending = 0;
+		}
+		bytes += e.out_len;
+		if (exceeds_weight(v, w, KSIM_TXQ, ++pkts, bytes))
+			break;
+	}
+	ksim_net_signal(n, KSIM_TXQ);
+	vqs_mem_read_unlock();
+}
+
+/* No RX buffer: ask the guest to kick when it adds some. False when it already did (retry). */
+static bool rx_wait_for_buffers(struct vqs_vq *vq)
+{
+	if (vqs_vq_enable_notify(vq)) {
+		vqs_vq_disable_notify(vq);
+		return false;
+	}
+	return true;
+}
+
+/* Socket empty: arm the tun ring's wake-up. False when packets arrived meanwhile (retry). */
+static bool rx_wait_for_packets(struct ksim_vnet *v)
+{
+	if (busy_poll(v, rx_ready))
+		return false;
+	ksim_tun_arm(&v->nic->rx_tun);
+	return ksim_tun_empty(&v->nic->rx_tun);
+}
+
+/*
+ * One round of the 4.13 variant: take a batch out of the tun ring, then look for a buffer for
+ * each packet; packets that find none are dropped. Returns packets placed, or -1 to stop.
+ */
+static int rx_round_413(struct ksim_vnet *v, uint64_t *bytes)
+{
+	struct ksim_nic *n = v->nic;
+	struct vqs_vq *vq = n->vq[KSIM_RXQ];
+	struct ksim_skb *skbs[VQS_KSIM_NET_BATCH];
+	unsigned got = ksim_tun_consume(&n->rx_tun, skbs, v->cfg.batch);
+	if (!got)
+		return rx_wait_for_packets(v) ? -1 : 0;
+	unsigned i = 0;
+	while (i < got) {
+		struct iovec iov[IOV_PER_ELEM];
+		struct vqs_elem e = {.iov = iov, .iov_cap = IOV_PER_ELEM};
+		int rc = vqs_vq_pop(vq, &e);
+		if (rc == -EAGAIN && !rx_wait_for_buffers(vq))
+			continue;
+		if (rc) {
+			for (; i < got; i++)
+				ksim_net_drop(n->world, skbs[i], &n->world->drops_batch);
+			return -1;
+		}
+		uint32_t written = ksim_net_receive(n, skbs[i++], &e);
+		vqs_vq_fill(vq, &e, written);
+		*bytes += written;
+	}
+	return (int)got;
+}
+
+/* One round of the fixed variant: buffers first, then only as many packets as buffers. */
+static int rx_round_fixed(struct ksim_vnet *v, uint64_t *bytes)
+{
+	struct ksim_nic *n = v->nic;
+	struct vqs_vq *vq = n->vq[KSIM_RXQ];
+	struct iovec iov[VQS_KSIM_NET_BATCH][IOV_PER_ELEM];
+	struct vqs_elem e[VQS_KSIM_NET_BATCH];
+	for (unsigned i = 0; i < v->cfg.batch; i++)
+		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = IOV_PER_ELEM};
+	int nb = vqs_vq_pop_batch(vq, e, v->cfg.batch);
+	if (nb < 0)
+		return -1;
+	if (nb == 0)
+		return rx_wait_for_buffers(vq) ? -1 : 0;
+	struct ksim_skb *skbs[VQS_KSIM_NET_BATCH];
+	unsigned got = ksim_tun_consume(&n->rx_tun, skbs, (unsigned)nb);
+	if (got < (unsigned)nb)
+		vqs_vq_unpop(vq, &e[got], (unsigned)nb - got);
+	for (unsigned i = 0; i < got; i++) {
+		uint32_t written = ksim_net_receive(n, skbs[i], &e[i]);
+		vqs_vq_fill(vq, &e[i], written);
+		*bytes += written;
+	}
+	if (!got)
+		return rx_wait_for_packets(v) ? -1 : 0;
+	return (int)got;
+}
+
+static void handle_rx(struct vqs_ksim_work *w)
+{
+	struct ksim_vnet *v = w->opaque;
+	struct ksim_nic *n = v->nic;
+	unsigned pkts = 0;
+	uint64_t bytes = 0;
+	vqs_mem_read_lock();
+	vqs_vq_disable_notify(n->vq[KSIM_RXQ]);
+	for (;;) {
+		int placed = v->cfg.variant == VQS_KSIM_RX_413 ? rx_round_413(v, &bytes)
+							       : rx_round_fixed(v, &bytes);
+		if (placed < 0)
+			break;
+		if (!placed)
+			continue;
+		ksim_net_signal(n, KSIM_RXQ);
+		pkts += (unsigned)placed;
+		if (exceeds_weight(v, w, KSIM_RXQ, pkts, bytes))
+			break;
+	}
+	ksim_net_signal(n, KSIM_RXQ);
+	vqs_mem_read_unlock();
+}
+
+static void rx_tun_ready(void *opaque)
+{
+	struct ksim_vnet *v = opaque;
+	vqs_ksim_vq_work_queue(v->dev, KSIM_RXQ, &v->rx_work);
+}
+
+int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg)
+{
+	if (cfg->batch < 1 || cfg->batch > VQS_KSIM_NET_BATCH)
+		return -EINVAL;
+	struct ksim_vnet *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->nic = n;
+	v->cfg = *cfg;
+	vqs_ksim_work_init(&v->tx_work, handle_tx, v);
+	vqs_ksim_work_init(&v->rx_work, handle_rx, v);
+	struct vqs_ksim_dev_opts o;
+	vqs_ksim_dev_opts_init(&o);
+	o.fork = cfg->fork;
+	o.nvqs = 2;
+	o.wait = n->world->costs.wait;
+	o.wake_ns = n->world->costs.wake_ns;
+	int rc = vqs_ksim_dev_create(&v->dev, &o);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	n->backend = v;
+	ksim_tun_set_notify(&n->rx_tun, rx_tun_ready, v);
+	if ((rc = vqs_ksim_poll_start(v->dev, KSIM_TXQ, n->kick[KSIM_TXQ], &v->tx_work)) ||
+	    (rc = vqs_ksim_poll_start(v->dev, KSIM_RXQ, n->kick[KSIM_RXQ], &v->rx_work))) {
+		ksim_vnet_stop(n);
+		return rc;
+	}
+	/* Packets may already wait: look once, as vhost_net_enable_vq's first poll does. */
+	vqs_ksim_vq_work_queue(v->dev, KSIM_RXQ, &v->rx_work);
+	return 0;
+}
+
+void ksim_vnet_stop(struct ksim_nic *n)
+{
+	struct ksim_vnet *v = n->backend;
+	if (!v)
+		return;
+	vqs_ksim_dev_destroy(v->dev);
+	free(v);
+	n->backend = NULL;
+}
+
+int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus)
+{
+	struct ksim_vnet *v = n->backend;
+	unsigned id;
+	int rc = vqs_ksim_vring_get_worker(v->dev, KSIM_RXQ, &id);
+	return rc ? rc : vqs_ksim_worker_cpus(v->dev, id, cpus);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel model serving a nic: a vqs_ksim_dev whose worker runs vhost-net's handle_tx and
+ * handle_rx (drivers/vhost/net.c) with VHOST_NET_WEIGHT / VHOST_NET_PKT_WEIGHT budgets and
+ * requeue, the busyloop timeout, and RX batch consumption from the tun ring in the 4.13 or the
+ * fixed variant.
+ */
+#ifndef VQS_KSIM_VHOST_NET_H
+#define VQS_KSIM_VHOST_NET_H
+
+#include "ksim/nic.h"
+
+struct ksim_vnet_cfg {
+	enum vqs_ksim_fork fork;
+	enum vqs_ksim_rx_variant variant;
+	unsigned batch; /* 1..VQS_KSIM_NET_BATCH */
+};
+
+/* Create the device (the calling thread is its owner), start the polls; traffic may flow. */
+int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg);
+/* Stop polls and workers. Whatever produces into n->rx_tun must have stopped before. */
+void ksim_vnet_stop(struct ksim_nic *n);
+/* CPU mask of the worker serving the nic. */
+int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus);
+
+#endif
