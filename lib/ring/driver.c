@@ -67,8 +67,8 @@ void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long va
 
 /*
  * -EINVAL for a malformed config (NULL, size too small, no arena, num 0 or above 32768; split
- * also needs a power of two), -ENOTSUP for a feature the layout does not implement (split:
- * IN_ORDER), -ENOSPC when the arena cannot hold the ring areas, -ENOMEM.
+ * also needs a power of two), -ENOTSUP for a feature the layout does not implement, -ENOSPC when
+ * the arena cannot hold the ring areas, -ENOMEM.
  */
 int vqs_drv_vq_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
 {

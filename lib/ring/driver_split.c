@@ -2,7 +2,8 @@
 /*
  * Split virtqueue, driver side (virtio 1.x, 2.7): descriptor table, avail ring (+ used_event) and
  * used ring (+ avail_event) in the guest-memory arena, a free list of descriptors, notification
- * suppression both ways (flags, or EVENT_IDX).
+ * suppression both ways (flags, or EVENT_IDX), and in-order use (IN_ORDER: descriptors taken in
+ * ring order, and a device may answer a batch with one used entry, 2.7.9).
  *
  * Fields the device writes while we may read them (used idx, used flags, avail_event) and fields
  * we write while it may read them (avail idx, avail flags, used_event) are accessed as atomics;
@@ -27,12 +28,19 @@ struct vqs_drv_split {
 	uint16_t *used_event;  /* avail->ring[num]: ours */
 	uint16_t *avail_event; /* after used->ring[num]: the device's */
 	uint16_t *next;        /* free list links, private so the device cannot corrupt them */
-	uint16_t free_head;
+	uint16_t free_head;    /* IN_ORDER: the next descriptor in ring order */
+	uint16_t oldest;       /* IN_ORDER: head of the oldest chain in flight */
+	/* IN_ORDER: the used entry of the batch being consumed (its id is the batch's last head);
+	 * batch_open is false when the next chain needs a fresh entry. */
+	bool batch_open;
+	uint16_t batch_last;
+	uint32_t batch_len;
 	uint16_t avail_idx;     /* chains added: the avail idx the next kick_prepare publishes */
 	uint16_t kicked_idx;    /* avail idx published by the last kick_prepare */
 	uint16_t last_used_idx; /* next used entry to consume */
 	uint16_t used_idx_seen; /* used idx as last read (validated) */
 	uint16_t in_flight;     /* chains added and not yet consumed */
+	bool in_order;          /* VQS_F_IN_ORDER negotiated */
 	bool cb_disabled;
 	bool len_warned;
 };
@@ -83,9 +91,6 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	unsigned num = cfg->num;
 	if (num & (num - 1))
 		return -EINVAL;
-	/* In-order descriptor allocation (2.7.9) is not implemented for split rings. */
-	if (cfg->features & VQS_BIT(VQS_F_IN_ORDER))
-		return -ENOTSUP;
 	struct vqs_drv_split *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -106,10 +111,13 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	s->desc = vqs_drv_area(dq, dq->desc_gpa, vqs_vring_desc_size(num));
 	s->avail = vqs_drv_area(dq, dq->driver_gpa, vqs_vring_avail_size(num));
 	s->used = vqs_drv_area(dq, dq->device_gpa, vqs_vring_used_size(num));
+	s->in_order = cfg->features & VQS_BIT(VQS_F_IN_ORDER);
 	s->used_event = &s->avail->ring[num];
 	s->avail_event = (uint16_t *)(void *)&s->used->ring[num];
+	/* Ring order for IN_ORDER (2.7.5: next is x + 1, and 0 after the last descriptor); for
+	 * the free list, a list in that same order to start with. */
 	for (unsigned i = 0; i < num; i++)
-		s->next[i] = (uint16_t)(i + 1);
+		s->next[i] = (uint16_t)((i + 1) & (num - 1));
 	*out = dq;
 	return 0;
 }
@@ -165,6 +173,8 @@ static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsi
 		}
 		s->free_head = i;
 	}
+	/* IN_ORDER: chains come back in order, so the free descriptors are always the run after
+	 * the last chain added, and the links above never change. */
 	struct vqs_drv_slot *slot = &dq->slots[head];
 	slot->token = token;
 	slot->in_len = in_len;
@@ -206,6 +216,61 @@ static void request_used_event(struct vqs_drv_split *s, uint16_t event)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
+/* The head of the next completed chain and the bytes written into it, read once from the used
+ * entry at last_used_idx. false (queue broken) when the id is not a chain in flight. */
+static bool next_used_any_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *written)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	const volatile struct vqs_vring_used_elem *ue =
+		&s->used->ring[s->last_used_idx & (dq->num - 1)];
+	*id = le32toh(ue->id);
+	*written = le32toh(ue->len);
+	if (*id >= dq->num || !dq->slots[*id].token) {
+		vqs_drv_break(dq, "used id not in flight", *id);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * IN_ORDER: the next completed chain is always the oldest in flight. A device may answer a batch
+ * with one used entry, at the position of the batch's first chain, naming the batch's last head
+ * and its length; the chains before it were used completely (2.7.9). false (queue broken) when
+ * the entry names no chain in flight within what the device published.
+ */
+static bool next_used_in_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *written)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	unsigned mask = dq->num - 1;
+	if (!s->batch_open) {
+		const volatile struct vqs_vring_used_elem *ue = &s->used->ring[s->last_used_idx & mask];
+		uint32_t last = le32toh(ue->id);
+		uint16_t published = (uint16_t)(s->used_idx_seen - s->last_used_idx);
+		uint16_t h = s->oldest;
+		for (unsigned k = 1; h != last; k++) {
+			if (k >= published) {
+				vqs_drv_break(dq, "in-order used id not within the published batch",
+					      last);
+				return false;
+			}
+			h = (uint16_t)((h + dq->slots[h].ndescs) & mask);
+		}
+		s->batch_open = true;
+		s->batch_last = h;
+		s->batch_len = le32toh(ue->len);
+	}
+	struct vqs_drv_slot *slot = &dq->slots[s->oldest];
+	*id = s->oldest;
+	if (s->oldest == s->batch_last) {
+		s->batch_open = false;
+		*written = s->batch_len;
+	} else {
+		*written = slot->in_len;
+	}
+	s->oldest = (uint16_t)((s->oldest + slot->ndescs) & mask);
+	return true;
+}
+
 static void *split_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 {
 	struct vqs_drv_split *s = to_split(dq);
@@ -219,13 +284,10 @@ static void *split_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 		if (idx == s->last_used_idx)
 			return NULL;
 	}
-	const volatile struct vqs_vring_used_elem *ue =
-		&s->used->ring[s->last_used_idx & (dq->num - 1)];
-	uint32_t id = le32toh(ue->id), written = le32toh(ue->len);
-	if (id >= dq->num || !dq->slots[id].token) {
-		vqs_drv_break(dq, "used id not in flight", id);
+	uint32_t id, written;
+	if (!(s->in_order ? next_used_in_order(s, &id, &written)
+			  : next_used_any_order(s, &id, &written)))
 		return NULL;
-	}
 	s->last_used_idx++;
 	struct vqs_drv_slot *slot = &dq->slots[id];
 	if (written > slot->in_len) {
@@ -238,8 +300,12 @@ static void *split_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 	}
 	void *token = slot->token;
 	slot->token = NULL;
-	s->next[slot->last] = s->free_head;
-	s->free_head = (uint16_t)id;
+	/* IN_ORDER leaves the ring-order links alone: the freed run is the one after the last
+	 * chain added, which free_head reaches by those links. */
+	if (!s->in_order) {
+		s->next[slot->last] = s->free_head;
+		s->free_head = (uint16_t)id;
+	}
 	dq->num_free += slot->ndescs;
 	s->in_flight--;
 	*len = written;

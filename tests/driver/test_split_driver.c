@@ -138,9 +138,6 @@ static void test_create_rejects_bad_config(void **state)
 	c.size = sizeof(c);
 	c.gmem = NULL;
 	assert_int_equal(vqs_drv_vq_create(&dq, &c), -EINVAL);
-	c.gmem = g;
-	c.features = VQS_BIT(VQS_F_IN_ORDER);
-	assert_int_equal(vqs_drv_vq_create(&dq, &c), -ENOTSUP);
 	vqs_gmem_destroy(g);
 }
 
@@ -616,6 +613,106 @@ static void test_wrap_of_16bit_indices_over_many_rounds(void **state)
 	fx_fini(&f);
 }
 
+/* ---- IN_ORDER ---- */
+
+/* Descriptors in ring order, NEXT to x + 1 and to 0 after the last one in the table (2.7.5). */
+static void test_in_order_driver_must_use_descriptors_in_ring_order(void **state)
+{
+	(void)state;
+	struct fx f;
+	setup(&f, 8, VQS_BIT(VQS_F_IN_ORDER));
+	struct vqs_drv_buf b[3] = {buf(BASE, 8), buf(BASE, 8), buf(BASE, 8)};
+	uint32_t len;
+	int head[3];
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(vqs_drv_add(f.dq, b, 1, 2, &tok[i], false), 0);
+		vqs_drv_kick_prepare(f.dq);
+		head[i] = dev_pop(&f);
+	}
+	assert_int_equal(head[0], 0);
+	assert_int_equal(head[1], 3);
+	assert_int_equal(f.desc[0].next, 1);
+	assert_int_equal(f.desc[1].next, 2);
+	dev_use(&f, 0, 0);
+	assert_ptr_equal(vqs_drv_get_used(f.dq, &len), &tok[0]);
+	assert_int_equal(vqs_drv_add(f.dq, b, 1, 2, &tok[2], false), 0);
+	vqs_drv_kick_prepare(f.dq);
+	head[2] = dev_pop(&f);
+	assert_int_equal(head[2], 6);
+	assert_int_equal(f.desc[6].flags, VQS_VRING_DESC_F_NEXT);
+	assert_int_equal(f.desc[6].next, 7);
+	assert_int_equal(f.desc[7].flags, VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_WRITE);
+	assert_int_equal(f.desc[7].next, 0);
+	assert_int_equal(f.desc[0].flags, VQS_VRING_DESC_F_WRITE);
+	/* the ring is full until the oldest chain comes back, whatever else is free */
+	assert_int_equal(vqs_drv_free_count(f.dq), 2);
+	fx_fini(&f);
+}
+
+/* One used entry, at the batch's first position, naming its last chain: the chains before it
+ * come back whole (their full writable length), the last with the entry's len (2.7.9). */
+static void test_in_order_batch_answered_by_one_used_entry(void **state)
+{
+	(void)state;
+	struct fx f;
+	setup(&f, 8, VQS_BIT(VQS_F_IN_ORDER) | VQS_BIT(VQS_F_INDIRECT_DESC));
+	struct vqs_drv_buf b[2] = {buf(BASE, 8), buf(BASE, 40)};
+	uint32_t len;
+	int head[4];
+	for (unsigned round = 0; round < 20; round++) {
+		for (unsigned i = 0; i < 4; i++) {
+			/* mixed sizes, so chains wrap the table at different places */
+			bool ind = (i + round) % 3 == 0;
+			assert_int_equal(vqs_drv_add(f.dq, b, 1, 1, &tok[i], ind), 0);
+			vqs_drv_kick_prepare(f.dq);
+			head[i] = dev_pop(&f);
+		}
+		/* first batch: chains 0-2, entry at the first position */
+		f.used->ring[f.used_idx % 8] = (struct vqs_vring_used_elem){.id = (uint32_t)head[2],
+									     .len = 3};
+		f.used_idx += 3;
+		atomic_store_explicit(a16(&f.used->idx), f.used_idx, memory_order_release);
+		for (unsigned i = 0; i < 3; i++) {
+			assert_ptr_equal(vqs_drv_get_used(f.dq, &len), &tok[i]);
+			assert_int_equal(len, i < 2 ? 40 : 3);
+		}
+		assert_null(vqs_drv_get_used(f.dq, &len));
+		dev_use(&f, (uint32_t)head[3], 1); /* a batch of one */
+		assert_ptr_equal(vqs_drv_get_used(f.dq, &len), &tok[3]);
+		assert_int_equal(len, 1);
+		assert_int_equal(vqs_drv_free_count(f.dq), 8);
+	}
+	fx_fini(&f);
+}
+
+static void check_in_order_bad_batch(unsigned published, uint32_t id_of)
+{
+	struct fx f;
+	setup(&f, 8, VQS_BIT(VQS_F_IN_ORDER));
+	int head[3];
+	for (unsigned i = 0; i < 3; i++)
+		head[i] = add_one(&f, &tok[i]);
+	log_count = 0;
+	vqs_set_log(count_log, NULL, VQS_LOG_WARN);
+	f.used->ring[0] = (struct vqs_vring_used_elem){
+		.id = id_of < 3 ? (uint32_t)head[id_of] : id_of, .len = 0};
+	atomic_store_explicit(a16(&f.used->idx), (uint16_t)published, memory_order_release);
+	uint32_t len;
+	assert_null(vqs_drv_get_used(f.dq, &len));
+	vqs_set_log(NULL, NULL, VQS_LOG_WARN);
+	assert_int_equal(log_count, 1);
+	assert_int_equal(vqs_drv_free_count(f.dq), 5);
+	fx_fini(&f);
+}
+
+static void test_in_order_used_id_outside_published_batch_is_reported(void **state)
+{
+	(void)state;
+	check_in_order_bad_batch(2, 2); /* names the third chain, publishes two */
+	check_in_order_bad_batch(3, 7); /* names no chain in flight */
+	check_in_order_bad_batch(3, 1000);
+}
+
 /* ---- ordering across threads ---- */
 
 struct order_ctx {
@@ -769,6 +866,9 @@ int main(void)
 		cmocka_unit_test(test_enable_cb_reports_used_arrived_meanwhile),
 		cmocka_unit_test(test_enable_cb_delayed_waits_for_three_quarters),
 		cmocka_unit_test(test_wrap_of_16bit_indices_over_many_rounds),
+		cmocka_unit_test(test_in_order_driver_must_use_descriptors_in_ring_order),
+		cmocka_unit_test(test_in_order_batch_answered_by_one_used_entry),
+		cmocka_unit_test(test_in_order_used_id_outside_published_batch_is_reported),
 		cmocka_unit_test(test_driver_must_make_ring_writes_visible_before_idx),
 		cmocka_unit_test(test_pair_round_trip_direct_and_indirect),
 	};

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Driver and device on two threads through one 256-entry split ring with EVENT_IDX, waking each
- * other with real eventfds (kick: driver -> device, call: device -> driver). Each side sleeps in
- * poll() when it has nothing to do, after re-enabling notifications and re-checking the ring (the
- * race where the peer published just before notifications came back on). A missed wakeup shows
- * as a poll timeout and fails the test. Every token must come back exactly once; payloads are
- * verified on a sample.
+ * Driver and device on two threads through one 256-entry split ring with EVENT_IDX (once more with
+ * IN_ORDER), waking each other with real eventfds (kick: driver -> device, call: device ->
+ * driver). Each side sleeps in poll() when it has nothing to do, after re-enabling notifications
+ * and re-checking the ring (the race where the peer published just before notifications came back
+ * on). A missed wakeup shows as a poll timeout and fails the test. Every token must come back
+ * exactly once; payloads are verified on a sample.
  */
 #include <errno.h>
 #include <poll.h>
@@ -224,15 +224,13 @@ static const char *driver_run(struct stress *s, unsigned long *done_out)
 	return why;
 }
 
-static void test_split_two_threads_eventfd_event_idx(void **state)
+static void run_stress(uint64_t features, const char *name)
 {
-	(void)state;
 	struct stress *s = calloc(1, sizeof(*s));
 	assert_non_null(s);
 	s->n = vqs_test_scaled(1000000);
 	s->seen = calloc(s->n, 1);
 	assert_non_null(s->seen);
-	uint64_t features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX);
 	assert_int_equal(vqs_pair_init(&s->p, NUM, features, BASE, 1u << 20), 0);
 	for (unsigned i = 0; i < NUM; i++) {
 		struct slot *sl = &s->slots[i];
@@ -266,9 +264,9 @@ static void test_split_two_threads_eventfd_event_idx(void **state)
 		if (s->seen[i] != 1)
 			fail_msg("token of chain %lu came back %u times", i, s->seen[i]);
 	assert_false(vqs_vq_is_broken(s->p.dev));
-	print_message("split stress: %lu buffers in %.3f s, %lu kicks, %lu calls, "
+	print_message("split stress (%s): %lu buffers in %.3f s, %lu kicks, %lu calls, "
 		      "device slept %lu times, driver slept %lu times\n",
-		      s->n, (double)(t1 - t0) / 1e9, s->kicks, s->calls, s->dev_sleeps,
+		      name, s->n, (double)(t1 - t0) / 1e9, s->kicks, s->calls, s->dev_sleeps,
 		      s->drv_sleeps);
 	close(s->kick_fd);
 	close(s->call_fd);
@@ -277,10 +275,26 @@ static void test_split_two_threads_eventfd_event_idx(void **state)
 	free(s);
 }
 
+static void test_split_two_threads_eventfd_event_idx(void **state)
+{
+	(void)state;
+	run_stress(VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX), "event_idx");
+}
+
+/* The device completes in pop order, so IN_ORDER holds; the driver then takes descriptors in
+ * ring order and its free list is never spliced. */
+static void test_split_two_threads_eventfd_event_idx_in_order(void **state)
+{
+	(void)state;
+	run_stress(VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_IN_ORDER),
+		   "event_idx+in_order");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_two_threads_eventfd_event_idx),
+		cmocka_unit_test(test_split_two_threads_eventfd_event_idx_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
