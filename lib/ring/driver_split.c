@@ -95,7 +95,6 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	if (!s)
 		return -ENOMEM;
 	struct vqs_drv_vq *dq = &s->base;
-	dq->ops = &vqs_drv_split_ops; /* so split_destroy can run on failure */
 	int rc = vqs_drv_base_init(dq, cfg);
 	if (rc || !(s->next = calloc(num, sizeof(*s->next)))) {
 		split_destroy(dq);
