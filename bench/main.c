@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compare.h"
 #include "cpu.h"
@@ -32,17 +33,21 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 		return -ENOMEM;
 	}
 	uint64_t t0 = vqs_now_ns();
+	bool tty = isatty(STDERR_FILENO);
 	for (unsigned k = 0; k < repeat; k++)
 		for (unsigned i = 0; i < plan.n; i++) {
 			char key[256];
 			point_key(&plan.pts[i], key, sizeof(key));
-			fprintf(stderr, "\r[%3u/%u] %-90.90s", k * plan.n + i + 1, plan.n * repeat, key);
+			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
+				k * plan.n + i + 1, plan.n * repeat, key);
 			struct sample *x = &s[(size_t)i * repeat + k];
 			int e = workload_run(&plan.pts[i], x);
 			if (e && k == 0)
 				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
 		}
-	fprintf(stderr, "\r%-100s\rran %u points x %u in %.1f s\n", "", plan.n, repeat,
+	if (tty)
+		fprintf(stderr, "\r%-100s\r", "");
+	fprintf(stderr, "ran %u points x %u in %.1f s\n", plan.n, repeat,
 		(double)(vqs_now_ns() - t0) / 1e9);
 	for (unsigned i = 0; i < plan.n; i++) {
 		struct result *r = &rep->results[rep->nresults++];

@@ -140,8 +140,16 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 					   : (struct cpu_list){.n = 1, .cpu = {pt->shared_cpu ? first : second}};
 }
 
+/* Adds pt unless an identical point is already planned (flags can fold groups together). */
 static int plan_add(struct plan *p, const struct point *pt)
 {
+	char key[256], other[256];
+	point_key(pt, key, sizeof(key));
+	for (unsigned i = 0; i < p->n; i++) {
+		point_key(&p->pts[i], other, sizeof(other));
+		if (!strcmp(key, other))
+			return 0;
+	}
 	struct point *n = realloc(p->pts, (p->n + 1) * sizeof(*n));
 	if (!n)
 		return -ENOMEM;

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-bench smoke runs: every workload and every preset, tiny durations, checked for zero loss
+ * and a well-formed report. Never a speed: the figures of a shared 2-core machine are noise here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "run.h"
+
+#define TINY "--quick", "--no-floors", "--duration-ms", "10", "--warmup-ms", "5"
+
+static void workload(const char *wl, unsigned min_runs)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "wl-%s.json", wl);
+	const char *json = bench_path(name);
+	const char *args[] = {"--preset", "default", "--workloads", wl, "--streams", "1,3",
+			      "--batch", "1,16", TINY, "--json", json, NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, min_runs);
+}
+
+/* 4 policies x placements of the default groups x streams x batches (idle: no batches) */
+static void test_workload_stream(void **state) { workload("stream", 16); }
+static void test_workload_rr(void **state) { workload("rr", 16); }
+static void test_workload_sweep(void **state) { workload("sweep", 16); }
+static void test_workload_idle(void **state) { workload("idle", 8); }
+
+static void preset(const char *name, unsigned min_runs)
+{
+	char file[64];
+	snprintf(file, sizeof(file), "preset-%s.json", name);
+	const char *json = bench_path(file);
+	const char *args[] = {"--preset", name, TINY, "--json", json, NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, min_runs);
+}
+
+static void test_preset_default(void **state) { preset("default", 70); }
+static void test_preset_tradeoff(void **state) { preset("tradeoff", 48); }
+static void test_preset_affinity(void **state) { preset("affinity", 6); }
+static void test_preset_sweep(void **state) { preset("sweep", 20); }
+static void test_preset_idle(void **state) { preset("idle", 4); }
+
+/* Floors, CSV and plots are written when asked; the other ring layout, a blocking driver and
+ * every handler option keep zero loss. */
+static void test_floors_csv_plots_and_options(void **state)
+{
+	const char *json = bench_path("opts.json"), *csv = bench_path("opts.csv"),
+		   *plots = bench_path("plots");
+	const char *args[] = {"--preset", "sweep", "--quick", "--duration-ms", "10", "--warmup-ms",
+			      "5", "--rates", "20000,0", "--policies", "dedicated,adaptive",
+			      "--layout", "packed", "--driver-wait", "block", "--touch", "copy",
+			      "--payload", "256", "--handler-ns", "100", "--exit-ns", "500",
+			      "--streams", "3", "--drivers", "2", "--json", json, "--csv", csv,
+			      "--plot", plots, NULL};
+	int rc = bench_run(NULL, args);
+	bench_check_report(json, 4);
+	assert_int_equal(rc, 0);
+	assert_true(bench_file_nonempty(csv));
+	assert_true(bench_file_nonempty(bench_path("plots/sweep_throughput.png")));
+	assert_true(bench_file_nonempty(bench_path("plots/sweep_p99.png")));
+	assert_true(bench_file_nonempty(bench_path("plots/sweep_cpu_per_op.png")));
+}
+
+static void test_rr_outstanding_and_workers(void **state)
+{
+	const char *json = bench_path("rrk.json");
+	const char *args[] = {"--preset", "tradeoff", "--workloads", "rr", "--outstanding", "8",
+			      "--workers", "2", "--streams", "4", "--batch", "4", "--ring", "64",
+			      TINY, "--json", json, NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, 4);
+}
+
+static void test_help_lists_presets_and_bad_flags_fail(void **state)
+{
+	const char *out = bench_path("help.txt");
+	const char *help[] = {"--help", NULL};
+	assert_int_equal(bench_run(out, help), 0);
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	char text[16384];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	static const char *const names[] = {"default", "tradeoff", "affinity", "sweep", "idle",
+					    "--inject-slowdown-ns", "--layout", "--repeat"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strstr(text, names[i]))
+			fail_msg("--help does not mention %s", names[i]);
+	const char *bad1[] = {"--no-such-flag", NULL};
+	const char *bad2[] = {"--preset", "nope", NULL};
+	const char *bad3[] = {"--policies", "fifo", NULL};
+	assert_int_equal(bench_run(NULL, bad1), 2);
+	assert_int_equal(bench_run(NULL, bad2), 2);
+	assert_int_equal(bench_run(NULL, bad3), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_workload_stream),
+		cmocka_unit_test(test_workload_rr),
+		cmocka_unit_test(test_workload_sweep),
+		cmocka_unit_test(test_workload_idle),
+		cmocka_unit_test(test_preset_default),
+		cmocka_unit_test(test_preset_tradeoff),
+		cmocka_unit_test(test_preset_affinity),
+		cmocka_unit_test(test_preset_sweep),
+		cmocka_unit_test(test_preset_idle),
+		cmocka_unit_test(test_floors_csv_plots_and_options),
+		cmocka_unit_test(test_rr_outstanding_and_workers),
+		cmocka_unit_test(test_help_lists_presets_and_bad_flags_fail),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
