@@ -120,7 +120,8 @@ enum vqs_vq_err {
 	VQS_VQ_ERR_WRITE_ORDER = 10,    /* a readable descriptor after a writable one */
 	VQS_VQ_ERR_ADDR = 11,           /* buffer outside the memory map, or addr+len overflows */
 	VQS_VQ_ERR_CHAIN_BYTES = 12,    /* total chain length above 2^32 - 1 */
-	VQS_VQ_ERR_BUFFER_ID = 13,      /* packed: buffer id >= queue size, or id already in flight */
+	VQS_VQ_ERR_BUFFER_ID = 13,      /* packed: buffer id >= queue size, or id already in flight;
+					 * split: head offered again while still in flight */
 	VQS_VQ_ERR_WRAP = 14,           /* packed: avail/used flags inconsistent with wrap counter */
 	VQS_VQ_ERR_INDIRECT_FLAGS = 15, /* packed: flags other than WRITE inside an indirect table */
 	VQS_VQ_ERR_INDIRECT_FEATURE = 16, /* INDIRECT used while VQS_F_INDIRECT_DESC not negotiated */
@@ -205,15 +206,17 @@ VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);
 /*
  * Give back the n most recently popped chains, elems[0..n) in pop order, without completing them:
  * the next pops return them again. Used under backpressure, so nothing is ever dropped. Only
- * chains not yet filled may be given back. -EINVAL if n exceeds what can be given back.
- * Threads: owner.
+ * chains not yet filled may be given back (earlier chains may have been filled meanwhile).
+ * -EINVAL if n exceeds what can be given back or an element is not in flight. Threads: owner.
  */
 VQS_API int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
 
 /*
  * Stage a used entry for e with `written` bytes written into its writable buffers. Not visible to
  * the driver until vqs_vq_flush. Completions may be out of order unless IN_ORDER was negotiated.
- * -EINVAL when written exceeds e->in_len or the id is not in flight. Threads: owner.
+ * -EINVAL when written exceeds e->in_len or the id is not in flight; -EIO when the queue is
+ * broken (a broken queue no longer touches the ring). Fill, flush and the notification calls
+ * take the memory read lock themselves. Threads: owner.
  */
 VQS_API int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
 /* Publish everything staged (one release store of the used index / first used flags). Returns
@@ -254,7 +257,12 @@ VQS_API int vqs_vq_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st);
  * vqs_vq_set_inflight: attach the region (after configure and set_state); when it already holds
  * a previous backend's records (`restore`), the next pops return those chains first, in their
  * original order, and the used index recorded there repairs a completion torn by a crash.
- * region == NULL detaches. -EINVAL for a region too small or malformed. Threads: owner.
+ * Restoring reads the used ring, so the ring must be mapped (else -EIO: the queue breaks with
+ * VQS_VQ_ERR_RING_UNMAPPED); it continues from the ring's used idx, and (split) avail entries
+ * resume after the chains popped before the crash: last_avail_idx = used idx + chains in flight,
+ * whatever set_state said. A region whose version is 0 (never initialised) restores nothing.
+ * region == NULL detaches. -EINVAL for a region too small, misaligned or malformed.
+ * Threads: owner.
  */
 VQS_API size_t vqs_vq_inflight_size(unsigned num, bool packed);
 VQS_API int vqs_vq_set_inflight(struct vqs_vq *vq, void *region, size_t len, bool restore);

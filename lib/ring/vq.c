@@ -41,7 +41,7 @@ const char *vqs_vq_err_name(enum vqs_vq_err err)
 	return err_names[err];
 }
 
-/* The layout's ops table for a feature set; NULL while that layout is not built in. */
+/* The layout's ops table for a feature set. */
 static const struct vqs_ring_ops *layout_ops(uint64_t features)
 {
 	if (features & VQS_BIT(VQS_F_RING_PACKED))
@@ -107,9 +107,6 @@ int vqs_vq_configure(struct vqs_vq *vq, const struct vqs_vq_config *cfg)
 	if (c.max_iov == 0 || c.max_iov > VQS_VQ_DEFAULT_MAX_IOV)
 		c.max_iov = VQS_VQ_DEFAULT_MAX_IOV;
 	const struct vqs_ring_ops *ops = layout_ops(c.features);
-	if (!ops)
-		return -ENOTSUP;
-
 	void *indirect = NULL;
 	if ((c.features & VQS_BIT(VQS_F_INDIRECT_DESC)) &&
 	    !(indirect = malloc(sizeof(struct vqs_vring_desc) * (size_t)c.num)))
@@ -289,10 +286,9 @@ int vqs_vq_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 
 size_t vqs_vq_inflight_size(unsigned num, bool packed)
 {
-	const struct vqs_ring_ops *ops = layout_ops(packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
-	if (!ops || num < 1 || num > VQS_VQ_MAX_SIZE)
+	if (num < 1 || num > VQS_VQ_MAX_SIZE)
 		return 0;
-	return ops->inflight_size(num);
+	return layout_ops(packed ? VQS_BIT(VQS_F_RING_PACKED) : 0)->inflight_size(num);
 }
 
 int vqs_vq_set_inflight(struct vqs_vq *vq, void *region, size_t len, bool restore)
