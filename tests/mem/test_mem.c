@@ -334,6 +334,16 @@ static void set_rejects_size_zero_and_null_host(void **state)
 	expect_set_rejected(&r, 1, -EINVAL);
 }
 
+static void set_rejects_null_array(void **state)
+{
+	struct vqs_mem *m;
+	assert_int_equal(vqs_mem_create(&m), 0);
+	assert_int_equal(vqs_mem_set(m, NULL, 1), -EINVAL);
+	assert_int_equal(vqs_mem_set(m, NULL, 0), 0);
+	assert_int_equal(vqs_mem_nregions(m), 0);
+	vqs_mem_destroy(m);
+}
+
 static void set_rejects_wrapping_size(void **state)
 {
 	struct vqs_mem_region r = region(UINT64_MAX - PAGE + 2, PAGE, 0); /* gpa + size wraps */
@@ -469,6 +479,46 @@ static void pins_delay_release(void **state)
 	assert_int_equal(atomic_load(&log.calls), 1);
 }
 
+/* Two threads adding and removing their own regions: every change lands, none is lost. */
+struct writer_arg {
+	struct vqs_mem *m;
+	struct hook_log *log;
+	uint64_t gpa;
+	unsigned rounds;
+	int failures;
+};
+
+static void *add_remove_loop(void *p)
+{
+	struct writer_arg *w = p;
+	for (unsigned i = 0; i < w->rounds; i++) {
+		struct vqs_mem_region r = hooked(region(w->gpa, 64, w->gpa % 8192), w->log);
+		if (vqs_mem_add(w->m, &r) || vqs_mem_remove(w->m, w->gpa, 64))
+			w->failures++;
+	}
+	return NULL;
+}
+
+static void concurrent_writers_serialise(void **state)
+{
+	struct hook_log log = {0};
+	struct vqs_mem *m;
+	assert_int_equal(vqs_mem_create(&m), 0);
+	uint64_t gen0 = vqs_mem_table_gen(vqs_mem_current(m));
+	unsigned rounds = (unsigned)vqs_test_scaled(2000);
+	struct writer_arg w[2] = {{m, &log, 0x1000, rounds, 0}, {m, &log, 0x2000, rounds, 0}};
+	pthread_t th[2];
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, add_remove_loop, &w[i]), 0);
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(w[0].failures + w[1].failures, 0);
+	assert_int_equal(vqs_mem_nregions(m), 0);
+	assert_int_equal(vqs_mem_table_gen(vqs_mem_current(m)), gen0 + 4 * rounds);
+	vqs_mem_destroy(m);
+	assert_int_equal(atomic_load(&log.calls), 2 * rounds);
+}
+
 /* ---- replacement under concurrent readers ---- */
 
 #define STRESS_GPA 0x40000
@@ -593,11 +643,13 @@ int main(void)
 		cmocka_unit_test(set_rejects_overlap_in_gpa),
 		cmocka_unit_test(set_rejects_overlap_in_uaddr),
 		cmocka_unit_test(set_rejects_size_zero_and_null_host),
+		cmocka_unit_test(set_rejects_null_array),
 		cmocka_unit_test(set_rejects_wrapping_size),
 		cmocka_unit_test(set_rejects_more_than_max_regions),
 		cmocka_unit_test(add_remove_share_regions_between_tables),
 		cmocka_unit_test(release_hooks_run_once_after_table_left),
 		cmocka_unit_test(pins_delay_release),
+		cmocka_unit_test(concurrent_writers_serialise),
 		cmocka_unit_test(replace_while_reading),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
