@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
+/* Most slots avail_count looks at. */
+#define AVAIL_SCAN 256u
+
 static struct vqs_packed_ring *ring(struct vqs_vq *vq) { return &vq->u.packed; }
 
 static bool has(const struct vqs_vq *vq, unsigned feature)
@@ -205,14 +208,15 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 static unsigned packed_avail_count(struct vqs_vq *vq)
 {
 	/* An estimate from the flags alone: available descriptors that end a chain, looking at
-	 * most one ring ahead. */
+	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). */
 	struct vqs_packed_ring *p = ring(vq);
 	if (!p->desc)
 		return p->resubmit_pending;
 	unsigned count = p->resubmit_pending;
 	uint16_t idx = p->last_avail_idx;
 	bool wrap = p->avail_wrap;
-	for (unsigned i = 0; i < vq->cfg.num; i++) {
+	unsigned scan = vq->cfg.num < AVAIL_SCAN ? vq->cfg.num : AVAIL_SCAN;
+	for (unsigned i = 0; i < scan; i++) {
 		uint16_t flags = vqs_packed_flags_acquire(&p->desc[idx]);
 		if (!vqs_packed_desc_is_avail(flags, wrap))
 			break;

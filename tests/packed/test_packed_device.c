@@ -382,6 +382,27 @@ static void device_fill_rejects_unknown_id_and_overlong_write(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* avail_count counts the chains whose descriptors are available, ending at the first slot that
+ * is not. */
+static void device_avail_count_counts_available_chains(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	pfx_ring_init(&r, &c->m, 8, 0);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 0);
+	uint64_t buf = pfx_buf(&c->m, 64, 0);
+	struct pfx_desc two[2] = {{buf, 8, 1, 0}, {buf + 8, 8, 1, 0}};
+	pfx_simple(&r, 0, 8, false);
+	pfx_chain(&r, two, 2);
+	pfx_simple(&r, 2, 8, false);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 3);
+	struct iovec iov[2];
+	struct vqs_elem e;
+	assert_int_equal(pfx_pop(r.vq, &e, iov, 2), 0);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 2);
+	pfx_ring_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +418,7 @@ int main(void)
 		cmocka_unit_test(device_short_iov_storage_consumes_nothing),
 		cmocka_unit_test(device_state_round_trip_with_wrap_counters),
 		cmocka_unit_test(device_fill_rejects_unknown_id_and_overlong_write),
+		cmocka_unit_test(device_avail_count_counts_available_chains),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
