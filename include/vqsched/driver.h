@@ -24,11 +24,14 @@ extern "C" {
  * A memfd of `size` bytes mapped shared at a guest physical base address, with a bump allocator.
  * The fd can be passed to another process (vhost-user SET_MEM_TABLE). Threads: any for reads of
  * its fields; vqs_gmem_alloc is not thread-safe (one allocating thread).
+ * create: -EINVAL for size 0, a gpa_base that is not page aligned (host and gpa alignment must
+ * agree for the rings' atomics) or a range past 2^64; -errno from memfd_create/mmap.
  */
 struct vqs_gmem;
 VQS_API int vqs_gmem_create(struct vqs_gmem **out, uint64_t gpa_base, size_t size);
 VQS_API void vqs_gmem_destroy(struct vqs_gmem *g);
-/* Allocate len bytes aligned to align (power of two), zeroed; returns the gpa, or 0 when full. */
+/* Allocate len bytes aligned to align (power of two), zeroed; returns the gpa, or 0 when full or
+ * when len is 0 or align not a power of two. An arena at gpa 0 never hands out gpa 0. */
 VQS_API uint64_t vqs_gmem_alloc(struct vqs_gmem *g, size_t len, size_t align);
 /* Host pointer for [gpa, gpa+len), NULL when outside the arena. */
 VQS_API void *vqs_gmem_host(const struct vqs_gmem *g, uint64_t gpa, size_t len);
