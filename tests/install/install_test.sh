@@ -73,7 +73,7 @@ case $mode in
     step "find_package(vqsched)"
     cflags_cmake="${sanflags[*]}"
     if ! cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" \
-      -DCMAKE_PREFIX_PATH="$prefix" -DQUICKSTART_SOURCE="$quickstart" \
+      -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" -DQUICKSTART_SOURCE="$quickstart" \
       -DCMAKE_C_FLAGS="$cflags_cmake" -DCMAKE_EXE_LINKER_FLAGS="$cflags_cmake" \
       >"$tmp/consumer.log" 2>&1 || ! cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1; then
       cat "$tmp/consumer.log"
