@@ -68,6 +68,7 @@ struct sample {
 	double fig[FIG__COUNT];
 	uint64_t ops, lost, duplicated, corrupted;
 	uint64_t batch_hist[BATCH_BUCKETS];
+	char worker_cpus[64]; /* CPUs worker 0 actually runs on, as read back ("0-1", "1") */
 	int error; /* -errno when the point could not run */
 };
 
@@ -80,6 +81,7 @@ struct result {
 	uint64_t batch_hist[BATCH_BUCKETS];
 	unsigned repeats;
 	int error;
+	char worker_cpus[64];
 	const char *floor_name; /* the floor bounding this point, NULL when none applies */
 	double floor_value, floor_ratio;
 };

@@ -54,7 +54,7 @@ void output_table(FILE *f, const struct report *rep)
 {
 	fprintf(f, "\nvqs-bench preset %s\n", rep->preset);
 	print_floors(f, &rep->floors);
-	fprintf(f, "\n%-7s %-9s %-8s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
+	fprintf(f, "\n%-7s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
 		"load", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
 		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "batch", "vs-floor", "loss");
 	for (unsigned i = 0; i < rep->nresults; i++) {
@@ -74,24 +74,25 @@ void output_table(FILE *f, const struct report *rep)
 			snprintf(fl, sizeof(fl), "%.2fx", r->floor_ratio);
 		else
 			strcpy(fl, "-");
-		char place[16];
-		snprintf(place, sizeof(place), "%s%s", vqs_placement_name(pt->placement),
-			 pt->shared_cpu ? "*" : "");
+		char place[96];
+		snprintf(place, sizeof(place), "%s%s%s%s", vqs_placement_name(pt->placement),
+			 pt->shared_cpu ? "*" : "", pt->placement == VQS_PLACE_PIN ? "" : ":",
+			 pt->placement == VQS_PLACE_PIN ? "" : r->worker_cpus);
 		if (r->error && !r->repeats) {
-			fprintf(f, "%-7s %-9s %-8s %4u %5u %7s  error: %s\n", workload_name(pt->workload),
+			fprintf(f, "%-7s %-9s %-12s %4u %5u %7s  error: %s\n", workload_name(pt->workload),
 				vqs_policy_name(pt->policy), place, pt->streams, pt->batch_max, rate,
 				strerror(-r->error));
 			continue;
 		}
 		fprintf(f,
-			"%-7s %-9s %-8s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
+			"%-7s %-9s %-12s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
 			workload_name(pt->workload), vqs_policy_name(pt->policy), place, pt->streams,
 			pt->batch_max, rate, ops, p50, p99, p999, wc, dc, r->med[FIG_WUTIL] * 100,
 			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_BATCH], fl,
 			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
 			r->error ? " (some repeats failed)" : "");
 	}
-	fprintf(f, "(place*: owner and driver share one CPU; vs-floor: stream ops/s over the minimal "
+	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: stream ops/s over the minimal "
 		   "ring at that batch, rr p50 over the minimal ring request/response)\n");
 	if (rep->ngoals) {
 		fprintf(f, "\ngoals (computed from this run):\n");
@@ -216,14 +217,14 @@ static void json_run(FILE *f, const struct result *r)
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
 		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
 		   "\"exit_ns\": %u, \"inject_ns\": %u, \"duration_ms\": %u, \"repeats\": %u, "
-		   "\"error\": %d,\n     ",
+		   "\"error\": %d, \"worker_cpus\": \"%s\",\n     ",
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
 		vqs_placement_name(pt->placement), pt->shared_cpu ? "true" : "false",
 		pt->packed ? "packed" : "split", pt->event_idx ? "true" : "false",
 		pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
 		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
-		pt->inject_ns, pt->duration_ms, r->repeats, r->error);
+		pt->inject_ns, pt->duration_ms, r->repeats, r->error, r->worker_cpus);
 	json_figs(f, r->med);
 	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",
 		(unsigned long long)r->lost, (unsigned long long)r->duplicated,
@@ -292,7 +293,7 @@ int output_csv(const char *path, const struct report *rep)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "key,workload,policy,placement,shared_cpu,layout,driver_wait,streams,batch_max,"
+	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,streams,batch_max,"
 		   "ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
 	for (unsigned k = 0; k < FIG__COUNT; k++)
 		fprintf(f, ",%s,%s_min,%s_max", fig_names[k], fig_names[k], fig_names[k]);
@@ -300,9 +301,9 @@ int output_csv(const char *path, const struct report *rep)
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
 		const struct point *pt = &r->pt;
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
+		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
 			workload_name(pt->workload), vqs_policy_name(pt->policy),
-			vqs_placement_name(pt->placement), pt->shared_cpu, pt->packed ? "packed" : "split",
+			vqs_placement_name(pt->placement), r->worker_cpus, pt->shared_cpu, pt->packed ? "packed" : "split",
 			pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->ring,
 			pt->outstanding, pt->payload, touch_name(pt->touch), (unsigned long long)pt->rate,
 			pt->handler_ns, pt->exit_ns, pt->inject_ns, r->repeats, r->error);

@@ -89,6 +89,8 @@ void result_fold(struct result *r, const struct sample *s, unsigned n)
 			r->error = s[i].error;
 			continue;
 		}
+		if (!r->repeats)
+			memcpy(r->worker_cpus, s[i].worker_cpus, sizeof(r->worker_cpus));
 		r->repeats++;
 		for (unsigned b = 0; b < BATCH_BUCKETS; b++)
 			r->batch_hist[b] += s[i].batch_hist[b];

@@ -351,6 +351,26 @@ static void sched_opts_for(const struct point *pt, struct vqs_sched_opts *o)
 		CPU_SET(pt->driver_cpus.cpu[i], &o->busy_cpus);
 }
 
+/* Worker 0's CPU mask as the scheduler reports it, in list form ("1", "0-1"). */
+static void worker_mask(struct vqs_sched *s, char *buf, size_t len)
+{
+	cpu_set_t set;
+	size_t off = 0;
+	buf[0] = 0;
+	if (vqs_sched_worker_cpus(s, 0, &set))
+		return;
+	for (int c = 0; c < CPU_SETSIZE && off < len; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		int e = c;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+			e++;
+		off += (size_t)snprintf(buf + off, len - off, e > c ? "%s%d-%d" : "%s%d", off ? "," : "",
+					c, e);
+		c = e;
+	}
+}
+
 /* Sum of the scheduler's worker thread CPU clocks. */
 static uint64_t workers_cpu_ns(struct vqs_sched *s)
 {
@@ -532,6 +552,7 @@ int workload_run(const struct point *pt, struct sample *out)
 			goto out;
 	}
 
+	worker_mask(r.sched, out->worker_cpus, sizeof(out->worker_cpus));
 	struct window a = {0}, b = {0};
 	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
 		goto stop;
