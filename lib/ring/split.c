@@ -230,16 +230,34 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 	return 0;
 }
 
+/* Write the staged used entries to the ring, after those already there. Inside the read-side
+ * section. */
+static void write_staged(struct vqs_split_ring *s)
+{
+	uint16_t pos = (uint16_t)(s->used_idx + s->pending - s->nstaged);
+	/* Plain stores: the driver reads the entries only after the release store in flush. */
+	for (unsigned k = 0; k < s->nstaged; k++, pos++) {
+		struct vqs_vring_used_elem *u = &s->used->ring[pos & s->mask];
+		u->id = htole32(s->stage[k].id);
+		u->len = htole32(s->stage[k].len);
+	}
+	s->nstaged = 0;
+}
+
 static int split_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	uint16_t id = e->id;
 	if (id >= vq->cfg.num || !busy_test(s, id) || written > e->in_len)
 		return -EINVAL;
-	struct vqs_vring_used_elem *u = &s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask];
-	/* Plain stores: the driver reads the entry only after the release store in flush. */
-	u->id = htole32(id);
-	u->len = htole32(written);
+	if (s->nstaged == VQS_SPLIT_STAGE) {
+		int rc = vqs_vq_ring_lock(vq);
+		if (rc)
+			return rc;
+		write_staged(s);
+		vqs_vq_ring_unlock();
+	}
+	s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written};
 	busy_flip(s, id);
 	s->inuse--;
 	s->pending++;
@@ -254,6 +272,7 @@ static unsigned split_flush(struct vqs_vq *vq)
 	unsigned n = s->pending;
 	if (!n)
 		return 0;
+	write_staged(s);
 	uint16_t idx = (uint16_t)(s->used_idx + n);
 	/* Release pairs with the driver's acquire load of used->idx: the entries (and the data
 	 * written into the buffers) are visible before the index that publishes them. */
@@ -326,6 +345,7 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	s->avail_idx = st->last_avail_idx;
 	s->used_idx = st->used_idx;
 	s->pending = 0;
+	s->nstaged = 0;
 	s->inuse = 0;
 	s->signalled_valid = false;
 	memset(s->busy, 0, sizeof(s->busy));
@@ -348,4 +368,5 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.set_inflight = vqs_split_set_inflight,
 	.inflight_pending = vqs_split_inflight_pending,
 	.reset_state = split_reset_state,
+	.fill_is_local = true,
 };

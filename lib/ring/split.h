@@ -28,6 +28,8 @@ struct vqs_split_inflight {
 };
 #define VQS_SPLIT_INFLIGHT_VERSION 1
 
+#define VQS_SPLIT_STAGE 64 /* used entries staged before fill writes them out */
+
 /* A chain the inflight region says a previous backend popped and never completed. */
 struct vqs_split_resubmit {
 	uint64_t counter;
@@ -57,6 +59,11 @@ struct vqs_split_ring {
 	struct vqs_split_resubmit *resubmit; /* restored chains, by counter */
 	uint16_t nresubmit, resubmit_pos; /* [resubmit_pos, nresubmit) still to pop */
 	uint16_t resubmit_avail;          /* last_avail_idx when the restore happened */
+
+	/* Used entries filled and not yet written to the ring (the last nstaged of pending): fill
+	 * stays off the ring, so it needs no memory read-side section. */
+	struct vqs_vring_used_elem stage[VQS_SPLIT_STAGE];
+	uint16_t nstaged;
 
 	/* Heads popped and not yet filled: a bit per descriptor index. */
 	uint64_t busy[VQS_VQ_MAX_SIZE / 64];

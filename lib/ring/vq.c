@@ -177,7 +177,7 @@ static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
 {
 	if (!vq->ops)
 		return -EINVAL;
-	if (vqs_vq_is_broken(vq))
+	if (atomic_load_explicit(&vq->err, memory_order_relaxed) != VQS_VQ_OK)
 		return -EIO;
 	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
 	enum vqs_vq_err err = ensure_resolved(vq, t);
@@ -187,6 +187,17 @@ static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
 		*tp = t;
 	return 0;
 }
+
+int vqs_vq_ring_lock(struct vqs_vq *vq)
+{
+	vqs_mem_read_lock();
+	int rc = ring_ready(vq, NULL);
+	if (rc)
+		vqs_mem_read_unlock();
+	return rc;
+}
+
+void vqs_vq_ring_unlock(void) { vqs_mem_read_unlock(); }
 
 int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
 {
@@ -230,10 +241,16 @@ int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
  */
 int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 {
-	vqs_mem_read_lock();
-	int rc = ring_ready(vq, NULL);
-	if (!rc)
-		rc = vq->ops->fill(vq, e, written);
+	if (!vq->ops)
+		return -EINVAL;
+	if (atomic_load_explicit(&vq->err, memory_order_relaxed) != VQS_VQ_OK)
+		return -EIO;
+	if (vq->ops->fill_is_local)
+		return vq->ops->fill(vq, e, written);
+	int rc = vqs_vq_ring_lock(vq);
+	if (rc)
+		return rc;
+	rc = vq->ops->fill(vq, e, written);
 	vqs_mem_read_unlock();
 	return rc;
 }

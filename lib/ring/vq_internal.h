@@ -34,6 +34,9 @@ struct vqs_ring_ops {
 	unsigned (*inflight_pending)(const struct vqs_vq *vq);
 	/* Reset layout state to a freshly configured ring (indices 0, wrap counters 1). */
 	void (*reset_state)(struct vqs_vq *vq);
+	/* fill only stages into the vq (no ring access), so vq.c calls it outside the memory
+	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
+	bool fill_is_local;
 };
 
 extern const struct vqs_ring_ops vqs_split_ops;
@@ -63,6 +66,13 @@ void vqs_chain_end(struct vqs_chain *c);
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */
 int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
+
+/*
+ * Enter the memory read-side section with the ring areas of vq resolved in the current table.
+ * 0, or -EINVAL (unconfigured) / -EIO (broken, possibly just now) with the section already left.
+ */
+int vqs_vq_ring_lock(struct vqs_vq *vq);
+void vqs_vq_ring_unlock(void);
 
 /*
  * Host pointer for the ring area [addr, addr+len) of vq in table t, translated in the address
