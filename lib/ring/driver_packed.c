@@ -228,12 +228,16 @@ static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 	struct vqs_vring_packed_desc *d = &p->desc[p->last_used];
 	/* Pairs with the device's release store of these flags in flush (2.8.21.2: it writes
 	 * them after id and len). */
-	if (!vqs_packed_desc_is_used(vqs_packed_flags_acquire(d), p->used_wrap))
+	uint16_t flags = vqs_packed_flags_acquire(d);
+	if (!vqs_packed_desc_is_used(flags, p->used_wrap))
 		return NULL;
 	uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
 						   memory_order_relaxed));
-	uint32_t written = le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)&d->len,
-							memory_order_relaxed));
+	/* 2.8.7: len is meaningful only with WRITE set in the used descriptor. */
+	uint32_t written = (flags & VQS_VRING_DESC_F_WRITE)
+				   ? le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)&d->len,
+								  memory_order_relaxed))
+				   : 0;
 	if (id >= dq->num || !dq->slots[id].token) {
 		vqs_drv_break(dq, "used buffer id not in flight", id);
 		return NULL;
