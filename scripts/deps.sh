@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
   pkgs=(build-essential cmake pkg-config liburcu-dev libnuma-dev libhwloc-dev libcmocka-dev
-        clang libclang-rt-14-dev gnuplot-nox)
+        clang libclang-rt-14-dev gnuplot-nox libudev-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
