@@ -2,11 +2,14 @@
 /*
  * Run both kernel-regression reproductions of the ksim model and print their tables and verdicts.
  *
- *   ksim-repro [--quick] [--bare-metal] [--repeats N] [--only 2017|2023]
+ *   ksim-repro [--quick] [--bare-metal] [--repeats N] [--only 2017|2023] [--cost k=v,...]
+ *              [--window N]
  *
  * --quick       short cells (a few seconds in all)
  * --bare-metal  model a host with cheap wake-ups (spinning waits, 3 us per wake-up) instead of
  *               this machine's real ones
+ * --cost        override model costs (see vqs_ksim_costs_parse), after --bare-metal's
+ * --window      seed-2017 total window / seed-2023 TCP_STREAM window, in packets
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +19,9 @@
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--quick] [--bare-metal] [--repeats N] [--only 2017|2023]\n",
+	fprintf(stderr,
+		"usage: %s [--quick] [--bare-metal] [--repeats N] [--only 2017|2023] "
+		"[--cost k=v,...] [--window N]\n",
 		prog);
 }
 
@@ -24,7 +29,8 @@ int main(int argc, char **argv)
 {
 	bool quick = false, bare = false;
 	unsigned repeats = 1;
-	const char *only = NULL;
+	const char *only = NULL, *cost = NULL;
+	uint32_t window = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
 			quick = true;
@@ -32,6 +38,10 @@ int main(int argc, char **argv)
 			bare = true;
 		} else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
 			repeats = (unsigned)strtoul(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--cost") && i + 1 < argc) {
+			cost = argv[++i];
+		} else if (!strcmp(argv[i], "--window") && i + 1 < argc) {
+			window = (uint32_t)strtoul(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
 			only = argv[++i];
 		} else {
@@ -44,12 +54,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	enum vqs_ksim_host host = bare ? VQS_KSIM_HOST_BARE_METAL : VQS_KSIM_HOST_THIS_VM;
+	struct vqs_ksim_costs costs;
+	vqs_ksim_costs_init(&costs, host);
+	if (cost && vqs_ksim_costs_parse(&costs, cost)) {
+		fprintf(stderr, "bad --cost '%s'\n", cost);
+		return 2;
+	}
 	int status = 0;
 	if (!only || !strcmp(only, "2017")) {
 		struct vqs_ksim_seed2017_opts o;
 		vqs_ksim_seed2017_opts_init(&o, quick);
-		vqs_ksim_costs_init(&o.costs, host);
+		o.costs = costs;
 		o.repeats = repeats;
+		if (window)
+			o.total_window = window;
 		struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
 		int rc = vqs_ksim_seed2017_run(&o, &r);
 		if (rc) {
@@ -63,8 +81,10 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "2023")) {
 		struct vqs_ksim_seed2023_opts o;
 		vqs_ksim_seed2023_opts_init(&o, quick);
-		vqs_ksim_costs_init(&o.costs, host);
+		o.costs = costs;
 		o.repeats = repeats;
+		if (window)
+			o.stream_window = window;
 		struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
 		int rc = vqs_ksim_seed2023_run(&o, &r);
 		if (rc) {

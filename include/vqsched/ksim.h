@@ -144,12 +144,23 @@ struct vqs_ksim_costs {
 	uint32_t pkt_bytes;      /* payload bytes per packet (default 1500) */
 	enum vqs_ksim_wait wait; /* how every modelled thread waits */
 	uint32_t busyloop_us;    /* vhost-net busyloop timeout (module parameter; default 0) */
-	uint32_t loss_recovery_us; /* TCP-like sender: time from a drop to its retransmit */
+	uint32_t loss_recovery_us; /* TCP-like sender: time from a drop to its retransmit, during
+				    * which the stream sends nothing new (default 500) */
+	uint32_t halt_poll_ns;   /* KVM halt polling: an idle vCPU spins this long for work before
+				  * it sleeps (default 0; KVM's x86 default is 200000) */
 };
 /* Costs for this VM (BLOCK waits, real wake-ups) or a bare-metal-like host (SPIN waits, wake-ups
  * of wake_ns = 3 us). Threads: any. */
 enum vqs_ksim_host { VQS_KSIM_HOST_THIS_VM = 0, VQS_KSIM_HOST_BARE_METAL = 1 };
 VQS_API void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host);
+/*
+ * Override costs from "key=value[,key=value...]": send, recv, exit, wake, lock, vhost (ns);
+ * bytes; busyloop, recovery (us); haltpoll (ns); wait=block|spin. -EINVAL on an unknown key or a
+ * bad value (c is then partly updated). Threads: any.
+ */
+VQS_API int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec);
+/* One line naming every cost, for reports. Threads: any. */
+VQS_API void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c);
 
 /* vhost-net budgets (drivers/vhost/net.c). */
 #define VQS_KSIM_NET_WEIGHT 0x80000u

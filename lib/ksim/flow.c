@@ -40,8 +40,11 @@ bool ksim_flow_can_send(struct ksim_flow *f, uint64_t now, uint64_t *wake_at)
 			f->cwnd = f->cwnd / 2 < 2.0 ? 2.0 : f->cwnd / 2;
 			f->ssthresh = f->cwnd;
 			f->loss_t0 = 0;
-		} else if (f->loss_t0 + f->recovery_ns < *wake_at) {
-			*wake_at = f->loss_t0 + f->recovery_ns;
+		} else {
+			/* The hole holds the window's left edge: nothing new until it is repaired. */
+			if (f->loss_t0 + f->recovery_ns < *wake_at)
+				*wake_at = f->loss_t0 + f->recovery_ns;
+			return false;
 		}
 	}
 	uint64_t inflight = f->sent - f->delivered_seen - f->lost_freed;

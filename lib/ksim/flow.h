@@ -2,9 +2,9 @@
 /*
  * A TCP-like stream: the sender keeps at most min(cwnd, rwnd) packets in flight; acknowledgements
  * are the receiver's delivered count (an out-of-band ack channel: the reverse path is not
- * modelled). A drop anywhere is reported to the stream; loss_recovery_us later the sender
- * retransmits (the lost packets' window slots are freed) and halves cwnd (one halving per
- * recovery). Slow start to rwnd, then +1/cwnd per ack. So drops cost throughput as they do TCP.
+ * modelled). A drop anywhere is reported to the stream, which then sends nothing new (the hole
+ * holds the window's left edge) until loss_recovery_us later it retransmits (the lost packets'
+ * window slots are freed) and halves cwnd (one halving per recovery). Slow start to rwnd, then +1/cwnd per ack. So drops cost throughput as they do TCP.
  */
 #ifndef VQS_KSIM_FLOW_H
 #define VQS_KSIM_FLOW_H

@@ -7,6 +7,8 @@
 /* Longest halt without looking at the stop flag or a recovery timer. */
 #define HALT_MAX_NS 2000000u
 #define NAPI_BUDGET 64u
+/* virtio-net refills RX buffers after a poll once more than half a budget is free. */
+#define REFILL_MIN (NAPI_BUDGET / 2)
 
 int ksim_pin_self(int cpu)
 {
@@ -59,7 +61,7 @@ static void deliver(struct ksim_guest *g, const uint8_t *buf, uint32_t len)
 	}
 }
 
-/* NAPI poll: up to a budget of received packets, each buffer reposted at once. */
+/* NAPI poll: up to a budget of received packets; then refill (and kick) once enough is free. */
 static unsigned guest_rx(struct ksim_guest *g)
 {
 	struct vqs_drv_vq *rx = g->nic->drv[KSIM_RXQ];
@@ -72,11 +74,15 @@ static unsigned guest_rx(struct ksim_guest *g)
 			continue;
 		const uint8_t *buf = ksim_nic_buf(g->nic, KSIM_RXQ, i);
 		deliver(g, buf, len < g->nic->buf_size ? len : g->nic->buf_size);
-		post_rx(g, i);
+		g->rx_refill[g->nrx_refill++] = i;
 		n++;
 	}
-	if (n && vqs_drv_kick_prepare(rx))
-		kick(g, KSIM_RXQ);
+	if (g->nrx_refill >= REFILL_MIN) {
+		while (g->nrx_refill)
+			post_rx(g, g->rx_refill[--g->nrx_refill]);
+		if (vqs_drv_kick_prepare(rx))
+			kick(g, KSIM_RXQ);
+	}
 	return n;
 }
 
@@ -162,7 +168,11 @@ static void halt(struct ksim_guest *g)
 	uint64_t now = vqs_now_ns();
 	uint64_t wake_at = now + HALT_MAX_NS;
 	ksim_park_prepare(&nic->irq);
-	if (work_pending(g, &wake_at) || atomic_load(&nic->world->stop))
+	bool pending = work_pending(g, &wake_at) || atomic_load(&nic->world->stop);
+	/* Halt polling: keep the CPU (no yield) while looking for work, as kvm_vcpu_halt does. */
+	for (uint64_t end = now + c->halt_poll_ns; !pending && vqs_now_ns() < end;)
+		pending = work_pending(g, &wake_at);
+	if (pending)
 		ksim_park_cancel(&nic->irq);
 	else
 		ksim_park_wait(&nic->irq, c->wait, wake_at > now ? wake_at - now : 0, c->wake_ns);

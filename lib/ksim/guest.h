@@ -20,6 +20,8 @@ struct ksim_guest {
 	pthread_t thread;
 	unsigned tx_free[KSIM_QUEUE_NUM];
 	unsigned ntx_free;
+	unsigned rx_refill[KSIM_QUEUE_NUM]; /* received, not yet reposted */
+	unsigned nrx_refill;
 	unsigned resp_pending;
 	uint32_t resp_seq;
 	unsigned next_flow;

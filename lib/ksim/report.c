@@ -2,6 +2,7 @@
 #include "ksim/report.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,15 +88,79 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		       : (double)out->delivered * w->costs.pkt_bytes * 8.0 / secs / 1e6;
 }
 
-void ksim_print_costs(FILE *f, const struct vqs_ksim_costs *c)
+void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c)
 {
 	fprintf(f,
-		"model costs: send %u ns/pkt, receive %u ns/pkt, exit %u ns/kick, wake-up +%u ns "
-		"(%s waits), tun lock %u ns/round, vhost %u ns/pkt, %u B payload, busyloop %u us, "
-		"loss recovery %u us\n",
+		"model costs: send %u ns/pkt, recv %u ns/pkt, exit %u ns/kick, wake +%u ns (%s "
+		"waits), tun lock %u ns/round, vhost %u ns/pkt, %u B payload, busyloop %u us, "
+		"loss recovery %u us, halt poll %u ns\n",
 		c->send_pkt_ns, c->recv_pkt_ns, c->exit_ns, c->wake_ns,
 		c->wait == VQS_KSIM_WAIT_SPIN ? "spinning" : "blocking", c->ring_lock_ns,
-		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us);
+		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->halt_poll_ns);
+}
+
+struct cost_key {
+	const char *name;
+	size_t off;
+	uint32_t max;
+};
+
+static const struct cost_key cost_keys[] = {
+	{"send", offsetof(struct vqs_ksim_costs, send_pkt_ns), 100000000},
+	{"recv", offsetof(struct vqs_ksim_costs, recv_pkt_ns), 100000000},
+	{"exit", offsetof(struct vqs_ksim_costs, exit_ns), 100000000},
+	{"wake", offsetof(struct vqs_ksim_costs, wake_ns), 100000000},
+	{"lock", offsetof(struct vqs_ksim_costs, ring_lock_ns), 100000000},
+	{"vhost", offsetof(struct vqs_ksim_costs, host_pkt_ns), 100000000},
+	{"bytes", offsetof(struct vqs_ksim_costs, pkt_bytes), 9000},
+	{"busyloop", offsetof(struct vqs_ksim_costs, busyloop_us), 1000000},
+	{"recovery", offsetof(struct vqs_ksim_costs, loss_recovery_us), 10000000},
+	{"haltpoll", offsetof(struct vqs_ksim_costs, halt_poll_ns), 100000000},
+};
+
+static int cost_set(struct vqs_ksim_costs *c, const char *key, size_t klen, const char *val)
+{
+	if (klen == 4 && !strncmp(key, "wait", 4)) {
+		if (!strncmp(val, "block", 5))
+			c->wait = VQS_KSIM_WAIT_BLOCK;
+		else if (!strncmp(val, "spin", 4))
+			c->wait = VQS_KSIM_WAIT_SPIN;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cost_keys) / sizeof(cost_keys[0]); i++) {
+		if (strlen(cost_keys[i].name) != klen || strncmp(cost_keys[i].name, key, klen))
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(val, &end, 10);
+		if (errno || end == val || (*end && *end != ',') || v > cost_keys[i].max)
+			return -EINVAL;
+		uint32_t u = (uint32_t)v;
+		memcpy((char *)c + cost_keys[i].off, &u, sizeof(u));
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec)
+{
+	if (!c || !spec)
+		return -EINVAL;
+	for (const char *p = spec; *p;) {
+		const char *eq = strchr(p, '=');
+		const char *comma = strchr(p, ',');
+		if (!eq || (comma && comma < eq))
+			return -EINVAL;
+		int rc = cost_set(c, p, (size_t)(eq - p), eq + 1);
+		if (rc)
+			return rc;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return c->pkt_bytes ? 0 : -EINVAL;
 }
 
 double ksim_ratio(double a, double b) { return b > 0 ? a / b : 0; }

@@ -25,7 +25,6 @@ void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_sna
 void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out);
 
-void ksim_print_costs(FILE *f, const struct vqs_ksim_costs *c);
 double ksim_ratio(double a, double b);
 
 #endif

@@ -210,7 +210,7 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 	fprintf(f, "seed-2017: guest-to-guest streams over a modelled bridge, %u ms per cell, "
 		   "median of %u, window %u packets over all streams\n",
 		o->cell_ms, o->repeats ? o->repeats : 1, o->total_window);
-	ksim_print_costs(f, &o->costs);
+	vqs_ksim_costs_print(f, &o->costs);
 	fprintf(f, "goodput, Mbit/s:\n");
 	print_header(f);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)

@@ -236,7 +236,7 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 		   "%u ms per cell, median of %u\n",
 		o->vcpu_cpu, o->peer_cpu < 0 ? "any CPU" : "CPU ", o->peer_cpu < 0 ? 0 : o->peer_cpu,
 		o->cell_ms, o->repeats ? o->repeats : 1);
-	ksim_print_costs(f, &o->costs);
+	vqs_ksim_costs_print(f, &o->costs);
 	fprintf(f, "%-22s", "workload");
 	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		fprintf(f, " | %14s", col_names[col]);

@@ -12,8 +12,10 @@ void ksim_burn_ns(uint64_t ns)
 {
 	if (!ns)
 		return;
-	uint64_t end = vqs_now_ns() + ns;
-	while (vqs_now_ns() < end)
+	/* CPU time, not wall time: a thread preempted halfway must still do all of its work, or
+	 * two threads sharing a CPU would each get their work done for free. */
+	uint64_t end = vqs_thread_cpu_ns() + ns;
+	while (vqs_thread_cpu_ns() < end)
 		;
 }
 

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <vqsched/ksim.h>
 
-/* Keep the CPU busy for ns nanoseconds (a modelled cost). */
+/* Consume ns nanoseconds of this thread's CPU time (a modelled cost). */
 void ksim_burn_ns(uint64_t ns);
 
 /*
