@@ -118,7 +118,7 @@ int compare_main(int argc, char **argv)
 	}
 
 	unsigned regressions = 0, failures = 0, matched = 0;
-	printf("%-8s %-22s %-24s %-24s %9s %7s  %s\n", "", "figure", "base median [min,max]",
+	printf("%-8s %-22s %-32s %-32s %9s %7s  %s\n", "", "figure", "base median [min,max]",
 	       "new median [min,max]", "worse", "noise", "verdict");
 	for (size_t i = 0; i < nruns->n; i++) {
 		const struct json *nr = &nruns->items[i];
@@ -160,7 +160,7 @@ int compare_main(int argc, char **argv)
 			char bs[64], ns[64];
 			snprintf(bs, sizeof(bs), "%.4g [%.4g,%.4g]", b.med, b.min, b.max);
 			snprintf(ns, sizeof(ns), "%.4g [%.4g,%.4g]", n.med, n.min, n.max);
-			printf("%-8s %-22s %-24s %-24s %+8.1f%% %6.1f%%  %s\n", "", fig_names[k], bs, ns,
+			printf("%-8s %-22s %-32s %-32s %+8.1f%% %6.1f%%  %s\n", "", fig_names[k], bs, ns,
 			       worse * 100, noise * 100,
 			       reg ? "REGRESSION" : better ? "improved" : "same within noise");
 		}
