@@ -233,6 +233,7 @@ static void *driver_main(void *arg)
 			fail(tq, "stalled: a wakeup was lost");
 		}
 	}
+	atomic_fetch_sub(&tq->t->drivers, 1);
 	return NULL;
 }
 
@@ -299,8 +300,11 @@ int traffic_init(struct traffic *t, struct vqs_sched *s, const struct traffic_cf
 	return 0;
 }
 
+bool traffic_running(struct traffic *t) { return atomic_load(&t->drivers) > 0; }
+
 void traffic_start(struct traffic *t)
 {
+	atomic_store(&t->drivers, t->cfg.nqueues);
 	for (unsigned i = 0; i < t->cfg.nqueues; i++)
 		pthread_create(&t->tq[i].th, NULL, driver_main, &t->tq[i]);
 }

@@ -65,12 +65,15 @@ struct traffic {
 	struct vqs_queue **wakes;
 	unsigned npending, nwakes, cap;
 	bool stop;
+	_Atomic unsigned drivers; /* driver threads still running */
 };
 
 /* Build the rings and attach every queue to s (not started). */
 int traffic_init(struct traffic *t, struct vqs_sched *s, const struct traffic_cfg *cfg);
 /* Start the driver threads. */
 void traffic_start(struct traffic *t);
+/* Whether some driver thread is still sending or waiting. */
+bool traffic_running(struct traffic *t);
 /* Join the driver threads; 0 when every request came back exactly once, else -1 (printed). */
 int traffic_join(struct traffic *t);
 /* Detach what is attached, stop the completer, free everything. */

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live changes while traffic flows (several driver threads, sync and async completions): moving
+ * queues between workers, switching the policy, pausing and resuming, detaching and re-attaching
+ * (to the same or another scheduler), replacing the eventfds. Every request must still come back
+ * exactly once and no driver may stall.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "scale.h"
+#include "traffic.h"
+
+#define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX))
+
+static struct vqs_sched *sched(enum vqs_policy p, unsigned nworkers)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = p;
+	so.nworkers = nworkers;
+	so.poll_timeout_us = 20;
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	return s;
+}
+
+static struct traffic_cfg cfg_for(unsigned long total)
+{
+	struct traffic_cfg c = {.nqueues = 3,
+				.total = vqs_test_scaled(total),
+				.num = 128,
+				.features = FEATURES,
+				.mode = TRAFFIC_MIXED,
+				.delays = true,
+				.group = -1};
+	return c;
+}
+
+static void detach_round(struct traffic *t, unsigned round);
+
+/* Run traffic on s while `change` is applied every `every_us`; returns how many changes ran. */
+static unsigned run_with(struct vqs_sched *s, struct traffic_cfg cfg,
+			 void (*change)(struct traffic *t, unsigned round), unsigned every_us)
+{
+	static struct traffic t;
+	assert_int_equal(traffic_init(&t, s, &cfg), 0);
+	traffic_start(&t);
+	unsigned round = 0;
+	while (traffic_running(&t)) {
+		usleep(every_us);
+		change(&t, round++);
+	}
+	int rc = traffic_join(&t);
+	bool counted = true;
+	for (unsigned i = 0; i < cfg.nqueues; i++) {
+		struct vqs_queue_stats st = {.size = sizeof(st)};
+		vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st);
+		/* Counters survive moves, pauses and policy changes (a re-attach starts afresh). */
+		counted &= st.reqs > 0 || change == detach_round;
+	}
+	traffic_fini(&t);
+	assert_true(counted);
+	assert_int_equal(rc, 0);
+	return round;
+}
+
+static void move_round(struct traffic *t, unsigned round)
+{
+	unsigned nw = vqs_sched_nworkers(t->s);
+	for (unsigned i = 0; i < t->cfg.nqueues; i++)
+		assert_int_equal(vqs_queue_move(atomic_load(&t->tq[i].q), (round + i) % nw), 0);
+}
+
+static void live_move(enum vqs_policy p)
+{
+	struct vqs_sched *s = sched(p, 2);
+	unsigned n = run_with(s, cfg_for(200000), move_round, 500);
+	printf("%s: %u rounds of moves\n", vqs_policy_name(p), n);
+	assert_true(n > 0);
+	vqs_sched_destroy(s);
+}
+
+static void test_live_move_poll(void **state) { live_move(VQS_POLICY_POLL); }
+static void test_live_move_adaptive(void **state) { live_move(VQS_POLICY_ADAPTIVE); }
+static void test_live_move_dedicated(void **state) { live_move(VQS_POLICY_DEDICATED); }
+
+static void test_live_move_rejects_missing_worker(void **state)
+{
+	struct vqs_sched *s = sched(VQS_POLICY_POLL, 2);
+	static struct traffic t;
+	struct traffic_cfg c = cfg_for(10);
+	c.nqueues = 1;
+	assert_int_equal(traffic_init(&t, s, &c), 0);
+	assert_int_equal(vqs_queue_move(atomic_load(&t.tq[0].q), 2), -EINVAL);
+	traffic_start(&t);
+	assert_int_equal(traffic_join(&t), 0);
+	traffic_fini(&t);
+	vqs_sched_destroy(s);
+}
+
+static void policy_round(struct traffic *t, unsigned round)
+{
+	assert_int_equal(vqs_sched_set_policy(t->s, (enum vqs_policy)(round % 4)), 0);
+}
+
+static void test_live_policy_change_cycles_all_policies(void **state)
+{
+	struct vqs_sched *s = sched(VQS_POLICY_ADAPTIVE, 2);
+	unsigned n = run_with(s, cfg_for(200000), policy_round, 2000);
+	printf("%u policy changes\n", n);
+	assert_true(n >= 4);
+	vqs_sched_destroy(s);
+}
+
+static void pause_round(struct traffic *t, unsigned round)
+{
+	struct vqs_queue *q = atomic_load(&t->tq[round % t->cfg.nqueues].q);
+	assert_int_equal(vqs_queue_pause(q), 0);
+	usleep(200);
+	assert_int_equal(vqs_queue_resume(q), 0);
+}
+
+static void test_live_pause_resume(void **state)
+{
+	struct vqs_sched *s = sched(VQS_POLICY_POOL, 2);
+	unsigned n = run_with(s, cfg_for(200000), pause_round, 500);
+	printf("%u pauses\n", n);
+	assert_true(n > 0);
+	vqs_sched_destroy(s);
+}
+
+static struct vqs_sched *other; /* detach_round re-attaches here every other round */
+
+static void detach_round(struct traffic *t, unsigned round)
+{
+	struct traffic_queue *tq = &t->tq[round % t->cfg.nqueues];
+	struct vqs_queue *q = atomic_exchange(&tq->q, NULL);
+	assert_int_equal(vqs_sched_detach(q), 0);
+	usleep(200); /* requests pile up unserved meanwhile */
+	struct vqs_queue_opts o;
+	traffic_queue_opts(tq, &o);
+	assert_int_equal(vqs_sched_attach(round % 2 ? other : t->s, &o, &q), 0);
+	atomic_store(&tq->q, q);
+}
+
+static void test_live_detach_reattach_mid_stream(void **state)
+{
+	struct vqs_sched *s = sched(VQS_POLICY_DEDICATED, 1);
+	other = sched(VQS_POLICY_ADAPTIVE, 1);
+	unsigned n = run_with(s, cfg_for(200000), detach_round, 1000);
+	printf("%u detach/attach rounds\n", n);
+	assert_true(n > 0);
+	vqs_sched_destroy(s);
+	vqs_sched_destroy(other);
+}
+
+static void idle_round(struct traffic *t, unsigned round) {}
+
+static void test_live_set_fds_mid_stream(void **state)
+{
+	struct vqs_sched *s = sched(VQS_POLICY_POOL, 2);
+	struct traffic_cfg c = cfg_for(200000);
+	c.swap_fds_every = 2000;
+	run_with(s, c, idle_round, 1000);
+	vqs_sched_destroy(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_live_move_poll),
+		cmocka_unit_test(test_live_move_adaptive),
+		cmocka_unit_test(test_live_move_dedicated),
+		cmocka_unit_test(test_live_move_rejects_missing_worker),
+		cmocka_unit_test(test_live_policy_change_cycles_all_policies),
+		cmocka_unit_test(test_live_pause_resume),
+		cmocka_unit_test(test_live_detach_reattach_mid_stream),
+		cmocka_unit_test(test_live_set_fds_mid_stream),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
