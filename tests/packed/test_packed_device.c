@@ -403,6 +403,30 @@ static void device_avail_count_counts_available_chains(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* vhost-user hands ring areas over as frontend virtual addresses; buffers stay guest physical. */
+static void device_resolves_ring_areas_given_as_uaddr(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	pfx_ring_init(&r, &c->m, 4, 0);
+	struct vqs_mem_region reg;
+	vqs_gmem_region(c->m.gmem, &reg);
+	struct vqs_vq_config cfg;
+	pfx_ring_config(&r, &cfg);
+	cfg.addr_space = VQS_ADDR_UADDR;
+	cfg.desc_addr = reg.uaddr + (r.desc_gpa - reg.gpa);
+	cfg.driver_addr = reg.uaddr + (r.driver_gpa - reg.gpa);
+	cfg.device_addr = reg.uaddr + (r.device_gpa - reg.gpa);
+	assert_int_equal(vqs_vq_configure(r.vq, &cfg), 0);
+	pfx_simple(&r, 1, 24, true);
+	assert_int_equal(pfx_complete_one(&r, 24), 1);
+	uint16_t id;
+	uint32_t len;
+	assert_true(pfx_get_used(&r, 1, &id, &len));
+	assert_int_equal(len, 24);
+	pfx_ring_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +443,7 @@ int main(void)
 		cmocka_unit_test(device_state_round_trip_with_wrap_counters),
 		cmocka_unit_test(device_fill_rejects_unknown_id_and_overlong_write),
 		cmocka_unit_test(device_avail_count_counts_available_chains),
+		cmocka_unit_test(device_resolves_ring_areas_given_as_uaddr),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
