@@ -107,6 +107,7 @@ struct goal {
 
 struct report {
 	const char *preset;
+	bool quick;
 	const char *argv_line;
 	struct floors floors;
 	struct result *results;
@@ -120,7 +121,8 @@ struct report {
 int workload_run(const struct point *pt, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
-/* Floor bounding a point (stream: ring throughput at its batch; rr: ring request/response). */
+/* Floor bounding a point: saturating stream/sweep: ring throughput at its batch; rr and offered
+ * rates: ring request/response p50. */
 void floors_attach(const struct floors *f, struct result *r);
 
 void point_key(const struct point *pt, char *buf, size_t len);

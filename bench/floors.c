@@ -268,11 +268,12 @@ void floors_attach(const struct floors *f, struct result *r)
 {
 	r->floor_name = NULL;
 	r->floor_value = r->floor_ratio = 0;
-	if (!f->measured)
+	if (!f->measured || r->pt.workload == WL_IDLE)
 		return;
-	enum workload w = r->pt.workload;
-	if ((w == WL_STREAM || (w == WL_SWEEP && r->pt.rate == 0)) && f->nbatch) {
-		unsigned i = 0; /* largest measured batch not above the point's */
+	bool saturating = r->pt.workload != WL_RR && r->pt.rate == 0;
+	if (saturating && f->nbatch) {
+		/* throughput, bounded by the minimal ring at the largest batch not above the point's */
+		unsigned i = 0;
 		while (i + 1 < f->nbatch && f->batch[i + 1] <= r->pt.batch_max)
 			i++;
 		static char names[8][32];
@@ -280,7 +281,8 @@ void floors_attach(const struct floors *f, struct result *r)
 		r->floor_name = names[i];
 		r->floor_value = f->ring_ops_per_s[i];
 		r->floor_ratio = r->med[FIG_OPS] / r->floor_value;
-	} else if (w == WL_RR && f->ring_rr_p50_ns > 0) {
+	} else if (!saturating && f->ring_rr_p50_ns > 0) {
+		/* latency of a request that finds the ring idle: the minimal ring's round trip */
 		r->floor_name = "ring_rr_p50_ns";
 		r->floor_value = f->ring_rr_p50_ns;
 		r->floor_ratio = r->med[FIG_P50] / r->floor_value;

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t t0 = vqs_now_ns();
-	struct report rep = {.preset = p->name, .argv_line = o.argv_line};
+	struct report rep = {.preset = p->name, .quick = o.quick, .argv_line = o.argv_line};
 	if (!o.no_floors) {
 		struct cpu_list all;
 		cpu_allowed(&all);

@@ -92,8 +92,8 @@ void output_table(FILE *f, const struct report *rep)
 			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
 			r->error ? " (some repeats failed)" : "");
 	}
-	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: stream ops/s over the minimal "
-		   "ring at that batch, rr p50 over the minimal ring request/response)\n");
+	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: at max rate, ops/s over the "
+		   "minimal ring at that batch; otherwise p50 over the minimal ring request/response)\n");
 	if (rep->ngoals) {
 		fprintf(f, "\ngoals (computed from this run):\n");
 		for (unsigned i = 0; i < rep->ngoals; i++) {

@@ -562,7 +562,6 @@ int workload_run(const struct point *pt, struct sample *out)
 	sleep_ms(pt->duration_ms);
 	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 	window_mark(&r, &b);
-	collect(&r, &a, &b, out);
 stop:
 	for (unsigned i = 0; i < pt->drivers; i++)
 		if (r.drv[i].started) {
@@ -571,6 +570,8 @@ stop:
 			out->duplicated += r.drv[i].dup;
 			out->corrupted += r.drv[i].corrupt;
 		}
+	if (!rc) /* after the joins: the drivers' histograms are theirs until then */
+		collect(&r, &a, &b, out);
 	for (unsigned i = 0; i < pt->streams; i++) {
 		if (r.st[i].q)
 			vqs_sched_detach(r.st[i].q);

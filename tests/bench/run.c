@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,6 +65,18 @@ const char *bench_path(const char *name)
 	char *b = bufs[next++ % 8];
 	snprintf(b, PATH_MAX, "%s/%s", bench_tmpdir(), name);
 	return b;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+int bench_cleanup(void **state)
+{
+	if (bench_tmpdir()[0])
+		nftw(bench_tmpdir(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
 }
 
 bool bench_file_nonempty(const char *path)

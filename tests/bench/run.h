@@ -16,6 +16,8 @@ const char *bench_path(const char *name);
  * figures, zero lost/duplicated/corrupted and no error, and some run that completed requests
  * (unless it is all idle). Fails the test otherwise. */
 void bench_check_report(const char *json_path, unsigned min_runs);
+/* Group teardown: remove the directory and everything in it. */
+int bench_cleanup(void **state);
 /* True when file exists and is not empty. */
 bool bench_file_nonempty(const char *path);
 

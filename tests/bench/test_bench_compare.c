@@ -83,5 +83,5 @@ int main(void)
 		cmocka_unit_test(test_speedup_not_flagged),
 		cmocka_unit_test(test_unreadable_input_is_usage_error),
 	};
-	return cmocka_run_group_tests(tests, setup, NULL);
+	return cmocka_run_group_tests(tests, setup, bench_cleanup);
 }

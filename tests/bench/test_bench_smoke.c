@@ -120,5 +120,5 @@ int main(void)
 		cmocka_unit_test(test_rr_outstanding_and_workers),
 		cmocka_unit_test(test_help_lists_presets_and_bad_flags_fail),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, bench_cleanup);
 }
