@@ -113,8 +113,10 @@ static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_tabl
 }
 
 /*
- * Walk one chain whose first descriptor is *d (already snapshotted), building e. Returns
- * VQS_VQ_OK with *ndescs and *id set, or a reason; ch->short_storage when e->iov_cap is short.
+ * Walk one chain whose first descriptor is *d (already snapshotted), building e; with an
+ * inflight region attached, ring descriptors are recorded there as they are read. Returns
+ * VQS_VQ_OK with *ndescs set and *d the last descriptor (it carries the buffer id), or a reason;
+ * ch->short_storage when e->iov_cap is short.
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				  struct desc_cursor *cur, struct vqs_vring_packed_desc *d,
