@@ -7,7 +7,7 @@
  *
  * --quick       short cells (a few seconds in all)
  * --bare-metal  model a host with cheap wake-ups (spinning waits, 3 us per wake-up) instead of
- *               this machine's real ones
+ *               this machine's real ones (same as --cost wait=spin,wake=3000)
  * --cost        override model costs (see vqs_ksim_costs_parse), after --bare-metal's
  * --window      seed-2017 total window / seed-2023 TCP_STREAM window, in packets
  */
@@ -53,21 +53,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "libvqsched too old for this program\n");
 		return 1;
 	}
-	enum vqs_ksim_host host = bare ? VQS_KSIM_HOST_BARE_METAL : VQS_KSIM_HOST_THIS_VM;
-	struct vqs_ksim_costs costs;
-	vqs_ksim_costs_init(&costs, host);
-	if (cost && vqs_ksim_costs_parse(&costs, cost)) {
-		fprintf(stderr, "bad --cost '%s'\n", cost);
-		return 2;
-	}
+	/* Each preset starts from its own costs; --bare-metal and --cost change them. */
+	const char *bare_costs = "wait=spin,wake=3000";
 	int status = 0;
 	if (!only || !strcmp(only, "2017")) {
 		struct vqs_ksim_seed2017_opts o;
 		vqs_ksim_seed2017_opts_init(&o, quick);
-		o.costs = costs;
 		o.repeats = repeats;
 		if (window)
 			o.total_window = window;
+		if ((bare && vqs_ksim_costs_parse(&o.costs, bare_costs)) ||
+		    (cost && vqs_ksim_costs_parse(&o.costs, cost))) {
+			fprintf(stderr, "bad --cost '%s'\n", cost);
+			return 2;
+		}
 		struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
 		int rc = vqs_ksim_seed2017_run(&o, &r);
 		if (rc) {
@@ -81,10 +80,14 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "2023")) {
 		struct vqs_ksim_seed2023_opts o;
 		vqs_ksim_seed2023_opts_init(&o, quick);
-		o.costs = costs;
 		o.repeats = repeats;
 		if (window)
 			o.stream_window = window;
+		if ((bare && vqs_ksim_costs_parse(&o.costs, bare_costs)) ||
+		    (cost && vqs_ksim_costs_parse(&o.costs, cost))) {
+			fprintf(stderr, "bad --cost '%s'\n", cost);
+			return 2;
+		}
 		struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
 		int rc = vqs_ksim_seed2023_run(&o, &r);
 		if (rc) {

@@ -205,7 +205,9 @@ struct vqs_ksim_seed2017_opts {
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
 };
-/* Defaults; quick = a run of a few seconds in all. Threads: any. */
+/* Defaults; quick = a run of a few seconds in all. The costs are this VM's with the scenario's
+ * changes: recv_pkt_ns 4000 (the receiver falls behind), ring_lock_ns 1000 (a contended tun
+ * ring), loss_recovery_us 10000. Threads: any. */
 VQS_API void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick);
 
 struct vqs_ksim_seed2017_result {
@@ -243,8 +245,10 @@ struct vqs_ksim_seed2023_opts {
 	unsigned repeats;           /* default 1 */
 	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
 	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
-	uint32_t stream_window;     /* TCP_STREAM window, packets (default 128) */
+	uint32_t stream_window;     /* TCP_STREAM window, packets (default 512) */
 };
+/* Defaults; the costs are this VM's with recv_pkt_ns 5000 and host_pkt_ns 2000 (busy guest,
+ * busy worker). TCP_RR runs with 64-byte payloads. Threads: any. */
 VQS_API void vqs_ksim_seed2023_opts_init(struct vqs_ksim_seed2023_opts *o, bool quick);
 
 struct vqs_ksim_seed2023_result {
