@@ -427,6 +427,33 @@ static void device_resolves_ring_areas_given_as_uaddr(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* A replaced memory table (same guest memory, new generation) is picked up between pops: the
+ * ring areas are resolved again, and staged used entries still publish. */
+static void device_survives_memory_table_replacement(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	pfx_ring_init(&r, &c->m, 4, 0);
+	pfx_simple(&r, 0, 8, true);
+	pfx_simple(&r, 1, 8, true);
+	struct iovec iov[2];
+	struct vqs_elem a, b;
+	assert_int_equal(pfx_pop(r.vq, &a, iov, 1), 0);
+	assert_int_equal(vqs_vq_fill(r.vq, &a, 8), 0);
+	struct vqs_mem_region reg;
+	vqs_gmem_region(c->m.gmem, &reg);
+	assert_int_equal(vqs_mem_set(c->m.mem, &reg, 1), 0);
+	assert_int_equal(pfx_pop(r.vq, &b, iov + 1, 1), 0);
+	assert_int_equal(vqs_vq_fill(r.vq, &b, 8), 0);
+	assert_int_equal(vqs_vq_flush(r.vq), 2);
+	uint16_t id;
+	uint32_t len;
+	assert_true(pfx_get_used(&r, 1, &id, &len));
+	assert_true(pfx_get_used(&r, 1, &id, &len));
+	assert_int_equal(id, 1);
+	pfx_ring_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +471,7 @@ int main(void)
 		cmocka_unit_test(device_fill_rejects_unknown_id_and_overlong_write),
 		cmocka_unit_test(device_avail_count_counts_available_chains),
 		cmocka_unit_test(device_resolves_ring_areas_given_as_uaddr),
+		cmocka_unit_test(device_survives_memory_table_replacement),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
