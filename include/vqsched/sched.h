@@ -146,6 +146,8 @@ VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
 /* The queue a request came from. Threads: any, until the request is completed. */
 VQS_API struct vqs_queue *vqs_req_queue(const struct vqs_req *r);
 
+/* Worker threads running now (dedicated: one per queue or group attached so far; threads whose
+ * queues left are kept for reuse). Threads: control. */
 VQS_API unsigned vqs_sched_nworkers(const struct vqs_sched *s);
 /* The CPU mask worker i actually runs with (read back from the thread). Threads: control. */
 VQS_API int vqs_sched_worker_cpus(struct vqs_sched *s, unsigned i, cpu_set_t *cpus);

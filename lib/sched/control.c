@@ -213,6 +213,7 @@ static void pause_locked(struct vqs_queue *q)
 /* PAUSED -> READY: one turn looks at the ring and the completions, whatever happened meanwhile. */
 static void resume_locked(struct vqs_queue *q)
 {
+	q->broken = false; /* the caller may have reset the ring; a pop tells again if not */
 	atomic_store_explicit(&q->noticed_ns, vqs_now_ns(), memory_order_relaxed);
 	/* release: the control thread's changes (group, fds, vq) reach the next worker. */
 	atomic_store_explicit(&q->state, Q_READY, memory_order_release);

@@ -141,6 +141,7 @@ struct sched_worker {
 	cpu_set_t mask;        /* the mask it was created with */
 	int numa_node;         /* AUTO: node its memory should come from; -1 = any */
 	struct w_counters c;
+	unsigned turns_since_check;
 	struct vqs_elem giveback[256]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[256];
 };

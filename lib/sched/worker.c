@@ -36,8 +36,8 @@ void group_ring(struct sched_group *g)
 void group_push(struct sched_group *g, struct vqs_queue *q)
 {
 	lf_push(&g->incoming, &q->ready);
-	/* seq_cst: either this load sees a worker announced in worker_wait, or that worker's
-	 * re-check of nready sees this increment (pairs with worker_wait). */
+	/* seq_cst: either this load sees a worker announced in worker_sleep, or that worker's
+	 * re-check of nready sees this increment (pairs with worker_sleep). */
 	atomic_fetch_add(&g->nready, 1);
 	if (atomic_load(&g->sleepers) > 0)
 		group_ring(g);
@@ -352,7 +352,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
-	vqs_tsan_release(&sched_tsan_grace);
 	vqs_mem_read_unlock();
 	return end;
 }
@@ -365,15 +364,21 @@ static void finish(struct vqs_queue *q, enum turn_end end, uint64_t now)
 		again = q->s->pol->keep_polling(q->s, q, now);
 		if (!again) {
 			/* Re-arm; a chain that slipped in while notifications were off would get no
-			 * kick, so enable_notify re-checks and we keep draining instead of sleeping. */
+			 * kick, so enable_notify re-checks and we keep draining instead of sleeping.
+			 * The event fields live in guest memory: inside the read-side section. */
+			vqs_mem_read_lock();
 			q->notify_on = true;
 			if (vqs_vq_enable_notify(q->vq)) {
 				vqs_vq_disable_notify(q->vq);
 				q->notify_on = false;
 				again = true;
 			}
+			vqs_mem_read_unlock();
 		}
 	}
+	/* Once PAUSED, a control thread may detach and free q: read what we need first. */
+	struct vqs_sched *s = q->s;
+	struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
 	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
 	uint32_t next;
 	do {
@@ -389,14 +394,15 @@ static void finish(struct vqs_queue *q, enum turn_end end, uint64_t now)
 	} while (!atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
 							memory_order_relaxed));
 	if ((next & Q_STATE_MASK) == Q_READY)
-		group_push(atomic_load_explicit(&q->group, memory_order_relaxed), q);
+		group_push(g, q);
 	else if ((next & Q_STATE_MASK) == Q_PAUSED)
-		sched_signal(q->s);
+		sched_signal(s);
 }
 
 /* A queue taken off the ready list: READY -> RUNNING, or PAUSED when a pause is requested. */
 static bool take_turn(struct vqs_queue *q)
 {
+	struct vqs_sched *s = q->s; /* q may be freed once PAUSED */
 	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
 	uint32_t next;
 	do
@@ -406,26 +412,11 @@ static bool take_turn(struct vqs_queue *q)
 						      memory_order_relaxed));
 	if (next == Q_RUNNING)
 		return true;
-	sched_signal(q->s);
+	sched_signal(s);
 	return false;
 }
 
-static void run_queue(struct sched_worker *w, struct vqs_queue *q)
-{
-	if (!take_turn(q))
-		return;
-	uint64_t start = vqs_now_ns();
-	if (atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
-		q->parked = false;
-	enum turn_end end = serve(w, q, start);
-	uint64_t now = vqs_now_ns();
-	stat_add(&q->c.turns, 1);
-	stat_add(&q->c.busy_ns, now - start);
-	stat_add(&w->c.turns, 1);
-	finish(q, end, now);
-}
-
-/* ---- waiting ---- */
+/* ---- events ---- */
 
 static struct vqs_queue *lookup(struct vqs_sched *s, uint64_t key)
 {
@@ -437,7 +428,30 @@ static struct vqs_queue *lookup(struct vqs_sched *s, uint64_t key)
 	return q && q->key == key ? q : NULL;
 }
 
-static void worker_wait(struct sched_worker *w)
+/* Turn kick edges into wakes. Queues are looked up by key inside a read-side section: a queue
+ * detached after epoll_wait returned its event is gone from the table, or alive until we leave. */
+static void dispatch(struct sched_worker *w, const struct epoll_event *ev, int n, uint64_t now)
+{
+	urcu_bp_read_lock();
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == SCHED_BELL_KEY) {
+			uint64_t v;
+			if (read(w->g->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				vqs_warn("sched: doorbell read failed: %d", errno);
+			continue;
+		}
+		struct vqs_queue *q = lookup(w->s, ev[i].data.u64);
+		if (!q)
+			continue;
+		atomic_fetch_add_explicit(&q->c.kicks, 1, memory_order_relaxed);
+		sched_queue_wake(q, now);
+	}
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+/* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
+static void worker_sleep(struct sched_worker *w)
 {
 	struct sched_group *g = w->g;
 	struct epoll_event ev[64];
@@ -453,29 +467,42 @@ static void worker_wait(struct sched_worker *w)
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, now - t);
 	stat_add(&w->c.wakeups, 1);
-	if (n < 0) {
-		if (errno != EINTR)
-			vqs_err("sched: epoll_wait failed: %d", errno);
+	if (n < 0 && errno != EINTR)
+		vqs_err("sched: epoll_wait failed: %d", errno);
+	if (n > 0)
+		dispatch(w, ev, n, now);
+}
+
+/* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
+ * queues between turns: after every turn the budget cut short (so a kicked queue gets on the list
+ * before the one that exhausted its budget), and every EVENT_CHECK_TURNS turns otherwise. */
+#define EVENT_CHECK_TURNS 32u
+
+static void check_events(struct sched_worker *w, uint64_t now)
+{
+	struct epoll_event ev[64];
+	int n = epoll_wait(w->g->epfd, ev, 64, 0);
+	if (n > 0)
+		dispatch(w, ev, n, now);
+}
+
+static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+{
+	if (!take_turn(q))
 		return;
+	uint64_t start = vqs_now_ns();
+	if (atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
+		q->parked = false;
+	enum turn_end end = serve(w, q, start);
+	uint64_t now = vqs_now_ns();
+	stat_add(&q->c.turns, 1);
+	stat_add(&q->c.busy_ns, now - start);
+	stat_add(&w->c.turns, 1);
+	if (end == TURN_BUDGET || ++w->turns_since_check >= EVENT_CHECK_TURNS) {
+		w->turns_since_check = 0;
+		check_events(w, now);
 	}
-	/* Queues are looked up by key inside a read-side section: a queue detached after
-	 * epoll_wait returned its event is gone from the table, or still alive until we leave. */
-	urcu_bp_read_lock();
-	for (int i = 0; i < n; i++) {
-		if (ev[i].data.u64 == SCHED_BELL_KEY) {
-			uint64_t v;
-			if (read(g->bell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				vqs_warn("sched: doorbell read failed: %d", errno);
-			continue;
-		}
-		struct vqs_queue *q = lookup(w->s, ev[i].data.u64);
-		if (!q)
-			continue;
-		atomic_fetch_add_explicit(&q->c.kicks, 1, memory_order_relaxed);
-		sched_queue_wake(q, now);
-	}
-	vqs_tsan_release(&sched_tsan_grace);
-	urcu_bp_read_unlock();
+	finish(q, end, now);
 }
 
 void *sched_worker_main(void *arg)
@@ -490,7 +517,7 @@ void *sched_worker_main(void *arg)
 		if (q)
 			run_queue(w, q);
 		else
-			worker_wait(w);
+			worker_sleep(w);
 	}
 	group_ring(w->g); /* pass the stop on to the group's next sleeping worker */
 	return NULL;
