@@ -3,6 +3,8 @@
 #ifndef VQS_BENCH_OPTS_H
 #define VQS_BENCH_OPTS_H
 
+#include <stdio.h>
+
 #include "bench.h"
 
 /* Dimensions a preset group lists and a flag may override (comma-separated lists). */
