@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "port.h"
+
+static const char *const drop_names[SW_DROP__COUNT] = {
+	[SW_DROP_RUNT] = "runt",
+	[SW_DROP_OVERSIZE] = "oversize",
+	[SW_DROP_BAD_CHAIN] = "bad_chain",
+	[SW_DROP_FILTERED] = "filtered",
+	[SW_DROP_LINK_DOWN] = "link_down",
+	[SW_DROP_NO_BUFFERS] = "no_buffers",
+	[SW_DROP_RX_SMALL] = "rx_small",
+};
+
+const char *sw_drop_name(enum sw_drop d)
+{
+	return d < SW_DROP__COUNT ? drop_names[d] : "?";
+}
+
+int sw_port_init(struct sw_port *p, struct sw_switch *sw, unsigned id)
+{
+	memset(p, 0, sizeof(*p));
+	p->sw = sw;
+	p->id = id;
+	p->slots = calloc(SW_STAGE_SLOTS, sizeof(*p->slots));
+	if (!p->slots)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	atomic_init(&p->hdr_len, 12);
+	return 0;
+}
+
+void sw_port_fini(struct sw_port *p)
+{
+	pthread_mutex_destroy(&p->lock);
+	free(p->slots);
+	p->slots = NULL;
+}
+
+static uint64_t get(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+int sw_port_format(struct sw_port *p, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "port=%u path=%s rx_frames=%llu rx_bytes=%llu tx_frames=%llu tx_bytes=%llu",
+			 p->id, p->path, (unsigned long long)get(&p->c.rx_frames),
+			 (unsigned long long)get(&p->c.rx_bytes), (unsigned long long)get(&p->c.tx_frames),
+			 (unsigned long long)get(&p->c.tx_bytes));
+	for (unsigned d = 0; d < SW_DROP__COUNT && n >= 0 && (size_t)n < len; d++)
+		n += snprintf(buf + n, len - (size_t)n, " drop_%s=%llu", drop_names[d],
+			      (unsigned long long)get(&p->c.drop[d]));
+	return n;
+}

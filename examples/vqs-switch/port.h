@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One switch port: a vhost-user net device (queue 0 receive, queue 1 transmit, as virtio-net
+ * numbers them), the frames waiting for its guest's receive buffers, and its counters.
+ *
+ * Frames forwarded to a port are copied out of the sender's transmit buffers into the port's
+ * staging ring (so the sender's buffers go back at once, and the frame is a snapshot the guest can
+ * no longer change), and from there into receive buffers when the port's receive queue runs.
+ * A full staging ring pushes back on the sender; see forward.h.
+ */
+#ifndef VQS_SWITCH_PORT_H
+#define VQS_SWITCH_PORT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <vqsched/vqsched.h>
+
+#define SW_RXQ 0
+#define SW_TXQ 1
+#define SW_FRAME_MAX 2046u  /* Ethernet frame bytes, header excluded: MTU 1500 plus VLAN tags */
+#define SW_STAGE_SLOTS 256u /* power of two */
+
+enum sw_drop {
+	SW_DROP_RUNT,       /* sender: frame shorter than an Ethernet header */
+	SW_DROP_OVERSIZE,   /* sender: frame longer than SW_FRAME_MAX */
+	SW_DROP_BAD_CHAIN,  /* own ring: transmit chain with writable or receive chain with readable
+			     * buffers, or shorter than the net header */
+	SW_DROP_FILTERED,   /* sender: destination learned on the sender's own port */
+	SW_DROP_LINK_DOWN,  /* destination: its receive queue is not running */
+	SW_DROP_NO_BUFFERS, /* destination: staging full and no receive buffers for stall_ms */
+	SW_DROP_RX_SMALL,   /* destination: its receive buffers cannot hold the frame */
+	SW_DROP__COUNT
+};
+const char *sw_drop_name(enum sw_drop d);
+
+struct sw_counters {
+	_Atomic uint64_t rx_frames, rx_bytes; /* taken from the guest's transmit queue */
+	_Atomic uint64_t tx_frames, tx_bytes; /* written into the guest's receive queue */
+	_Atomic uint64_t drop[SW_DROP__COUNT];
+};
+
+struct sw_slot {
+	uint32_t len;
+	uint8_t data[SW_FRAME_MAX];
+};
+
+struct sw_switch;
+
+struct sw_port {
+	struct sw_switch *sw;
+	unsigned id;
+	char path[108];
+	struct vqs_vu_backend *backend;
+
+	/* Negotiated by this port's frontend; written by the backend's control thread before its
+	 * queues start (relaxed: attach publishes it to the workers). */
+	_Atomic uint32_t hdr_len;
+	_Atomic bool mrg_rxbuf;
+
+	pthread_mutex_t lock; /* everything below, up to the counters */
+	struct vqs_queue *rxq, *txq; /* running queues, NULL when stopped */
+	struct sw_slot *slots;
+	unsigned head, count;
+	bool rx_parked;         /* receive handler gave its buffers back for lack of frames */
+	bool rx_starved;        /* a frame needs more receive buffers than were offered at once */
+	uint64_t waiters;       /* ports whose transmit queue waits for room here (bit = port id) */
+	uint64_t last_drain_ns; /* last time the receive queue took frames (or started) */
+
+	/* Owned by this port's transmit handler: the frame it gave back half delivered. */
+	bool partial;
+	uint16_t partial_id;
+	uint64_t partial_done;
+
+	struct sw_counters c;
+};
+
+int sw_port_init(struct sw_port *p, struct sw_switch *sw, unsigned id);
+void sw_port_fini(struct sw_port *p);
+static inline void sw_count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+/* One line "port=N path=... rx_frames=... drop_runt=..." into buf. */
+int sw_port_format(struct sw_port *p, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,98 @@
+# Sourced by the interoperability scripts: a private scratch directory, the processes this script
+# started (and only those) killed on exit, waiting helpers, and DPDK's testpmd with the options
+# that work on this machine (../../../../shared/INTEROP.md: no hugepages, no PCI, own file prefix).
+#
+#   interop_init NAME        -> $WORK (mktemp -d), $VQS_BUILD_DIR checked, trap set
+#   interop_skip MSG         -> exit 77 (the peer truly cannot run here)
+#   spawn LOG cmd...         -> runs cmd in the background, $! remembered, echo its pid
+#   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
+#   wait_for CMD SECONDS     -> poll a shell condition
+#   testpmd NAME LOG args... -> spawns dpdk-testpmd with a unique --file-prefix; NAME tags it
+
+INTEROP_PIDS=()
+
+interop_cleanup() {
+  local pid
+  for pid in "${INTEROP_PIDS[@]}"; do
+    kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
+  done
+  for pid in "${INTEROP_PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  done
+  [ -n "${WORK:-}" ] && [ -z "${VQS_KEEP:-}" ] && rm -rf "$WORK"
+}
+
+interop_init() {
+  INTEROP_NAME=$1
+  VQS_BUILD_DIR=${VQS_BUILD_DIR:-build/test-plain}
+  case $VQS_BUILD_DIR in /*) ;; *) VQS_BUILD_DIR=$PWD/$VQS_BUILD_DIR ;; esac
+  SWITCH=$VQS_BUILD_DIR/examples/vqs-switch/vqs-switch
+  [ -x "$SWITCH" ] || { echo "$INTEROP_NAME: $SWITCH not built (set VQS_BUILD_DIR)" >&2; exit 1; }
+  WORK=$(mktemp -d "/tmp/vqs-$INTEROP_NAME.XXXXXX")
+  trap interop_cleanup EXIT
+  trap 'exit 130' INT TERM
+  SECONDS=0
+}
+
+interop_skip() {
+  echo "$INTEROP_NAME: skipped: $*" >&2
+  exit 77
+}
+
+fail() {
+  echo "$INTEROP_NAME: FAIL: $*" >&2
+  exit 1
+}
+
+spawn() { # spawn LOG cmd... ; sets SPAWNED
+  local log=$1; shift
+  "$@" >"$log" 2>&1 </dev/null &
+  SPAWNED=$!
+  INTEROP_PIDS+=("$SPAWNED")
+}
+
+stop_pid() { # stop_pid PID [SIGNAL]: signal one of our processes, wait up to 20 s
+  local pid=$1 sig=${2:-INT}
+  kill -"$sig" "$pid" 2>/dev/null || return 0
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$INTEROP_NAME: pid $pid did not stop on SIG$sig" >&2
+    kill -KILL "$pid" 2>/dev/null
+    return 1
+  fi
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+wait_for() { # wait_for 'shell condition' SECONDS
+  local cond=$1 limit=$2 i
+  for ((i = 0; i < limit * 10; i++)); do
+    eval "$cond" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+need_peer_packages() { # install the peer; exit 77 only when that is impossible
+  bash "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/deps.sh" "$@" ||
+    interop_skip "cannot install $*"
+}
+
+TESTPMD_N=0
+testpmd() { # testpmd LOG LCORES EAL-VDEV-ARGS... -- TESTPMD-ARGS...
+  local log=$1 lcores=$2; shift 2
+  TESTPMD_N=$((TESTPMD_N + 1))
+  spawn "$log" dpdk-testpmd --no-huge -m 1024 --no-pci --no-shconf --no-telemetry \
+    --file-prefix="vqs-$INTEROP_NAME-$$-$TESTPMD_N" --lcores "$lcores" "$@"
+}
+
+# Counter `key` (rx_frames, drop_no_buffers, ...) of port N from the switch's last printout.
+switch_counter() { # switch_counter LOG PORT KEY
+  grep -a "port=$2 " "$1" | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p"
+}
+
+# testpmd's per-port totals printed when it stops: "RX-packets: N" / "TX-packets: N".
+testpmd_total() { # testpmd_total LOG RX|TX
+  grep -a -oE "$2-packets: *[0-9]+" "$1" | tail -1 | grep -oE '[0-9]+$'
+}
