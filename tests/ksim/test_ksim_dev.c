@@ -107,7 +107,7 @@ static void test_work_queued_twice_runs_once(void **state)
 	vqs_ksim_dev_destroy(d);
 }
 
-static void test_work_requeued_from_its_fn_runs_again(void **state)
+static void test_work_requeued_on_budget_from_its_fn_runs_again(void **state)
 {
 	int rc;
 	struct vqs_ksim_dev *d = dev_new(VQS_KSIM_FORK_KTHREAD, &rc);
@@ -308,7 +308,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_work_queued_twice_runs_once),
-		cmocka_unit_test(test_work_requeued_from_its_fn_runs_again),
+		cmocka_unit_test(test_work_requeued_on_budget_from_its_fn_runs_again),
 		cmocka_unit_test(test_kick_racing_sleep_is_never_missed),
 		cmocka_unit_test(test_worker_new_attach_get_free),
 		cmocka_unit_test(test_task_mode_worker_carries_owner_cpu_mask),
