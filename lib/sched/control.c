@@ -23,8 +23,6 @@
 #include "util/log.h"
 #include "util/tsan.h"
 
-extern char sched_tsan_grace;
-
 #define SCHED_MAX_WORKERS 256u
 
 void vqs_sched_opts_init(struct vqs_sched_opts *o)

@@ -176,6 +176,9 @@ struct vqs_sched {
 };
 
 /* ---- worker.c ---- */
+/* TSan stand-in for the RCU grace period that keeps a queue alive for wakers and kick events:
+ * read-side sections release it before leaving, detach acquires it after synchronize_rcu. */
+extern char sched_tsan_grace;
 void *sched_worker_main(void *arg);
 /* Make q schedulable (kick, completion, wake, resume). Threads: any, inside an RCU read-side
  * section or while q cannot be freed. */

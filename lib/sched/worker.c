@@ -16,7 +16,6 @@
 #include "util/log.h"
 #include "util/tsan.h"
 
-/* TSan stand-in for the RCU grace period that keeps queues alive for wakers (see control.c). */
 char sched_tsan_grace;
 
 /* The queue whose handler runs on this thread right now: completions for it fill directly. */
@@ -509,7 +508,7 @@ void *sched_worker_main(void *arg)
 {
 	struct sched_worker *w = arg;
 	if (w->numa_node >= 0 && numa_available() >= 0)
-		numa_set_preferred(w->numa_node); /* worker-local allocations on its node */
+		numa_set_preferred(w->numa_node); /* what it and its handlers allocate: its node */
 	atomic_store(&w->tid, (int)gettid());
 	sched_signal(w->s);
 	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
