@@ -18,7 +18,8 @@
  *   PENDING flag: work arrived while RUNNING or PAUSED; the next transition serves it again.
  *   PAUSE_REQ flag: a control thread waits for the queue to stop; the worker that would serve it
  *   next parks it in PAUSED instead.
- * Only the IDLE->READY transition pushes the queue on a list, so it is never queued twice and
+ * "Requeued" is READY again after a turn (budget spent, or still polled).
+ * Only the IDLE->READY transition (and a turn's end) pushes the queue on a list, so it is never queued twice and
  * never runs on two workers at once. Every transition is a CAS with acq_rel ordering: the worker
  * (or control thread) that gets the queue next sees everything the previous owner wrote.
  * "Broken" (the ring broke a rule) and "parked" (the handler gave requests back) are owner-side

@@ -51,6 +51,11 @@ static void stress(enum vqs_policy p, unsigned nworkers, int group, uint64_t fea
 		assert_int_equal(vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st), 0);
 		assert_int_equal(st.reqs, t.tq[i].total);
 		assert_true(st.async_completions > 0);
+		if (features & VQS_BIT(VQS_F_EVENT_IDX)) {
+			/* Calls are coalesced per batch and suppressed while the driver is busy. */
+			assert_true(st.calls_suppressed > 0);
+			assert_true(st.calls < st.reqs);
+		}
 	}
 	traffic_fini(&t);
 	vqs_sched_destroy(s);
