@@ -115,7 +115,10 @@ struct report {
 	struct goal goals[MAX_GOALS];
 	unsigned ngoals;
 	double elapsed_s;
+	double loadavg_start, loadavg_end; /* 1-minute load average of the machine, -1 unknown */
 };
+/* The machine's 1-minute load average (other programs competing for the CPUs), -1 unknown. */
+double machine_loadavg(void);
 
 /* Run one repeat of a point. Threads: the main thread. */
 int workload_run(const struct point *pt, struct sample *out);

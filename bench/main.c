@@ -80,7 +80,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t t0 = vqs_now_ns();
-	struct report rep = {.preset = p->name, .quick = o.quick, .argv_line = o.argv_line};
+	struct report rep = {.preset = p->name, .quick = o.quick, .argv_line = o.argv_line,
+			     .loadavg_start = machine_loadavg()};
+	if (rep.loadavg_start > 0.5)
+		fprintf(stderr, "vqs-bench: the machine is busy (load average %.2f): figures will be "
+				"noisy\n", rep.loadavg_start);
 	if (!o.no_floors) {
 		struct cpu_list all;
 		cpu_allowed(&all);
@@ -94,6 +98,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rep.elapsed_s = (double)(vqs_now_ns() - t0) / 1e9;
+	rep.loadavg_end = machine_loadavg();
 	goals_evaluate(&rep);
 	output_table(stdout, &rep);
 

@@ -50,9 +50,23 @@ static void print_floors(FILE *f, const struct floors *fl)
 	}
 }
 
+double machine_loadavg(void)
+{
+	double v = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 void output_table(FILE *f, const struct report *rep)
 {
-	fprintf(f, "\nvqs-bench preset %s\n", rep->preset);
+	fprintf(f, "\nvqs-bench preset %s (machine load average %.2f before the run, %.2f at its end, "
+		   "which counts its own spinning threads)\n", rep->preset, rep->loadavg_start,
+		rep->loadavg_end);
 	print_floors(f, &rep->floors);
 	fprintf(f, "\n%-7s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
 		"load", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
@@ -151,7 +165,7 @@ static void read_line(const char *path, const char *prefix, char *out, size_t le
 	fclose(f);
 }
 
-static void json_machine(FILE *f)
+static void json_machine(FILE *f, const struct report *rep)
 {
 	struct utsname u;
 	char model[512], date[64];
@@ -174,6 +188,10 @@ static void json_machine(FILE *f)
 	json_str(f, u.nodename);
 	fprintf(f, ", \"vqsched_version\": ");
 	json_str(f, vqs_version_string());
+	fprintf(f, ", \"loadavg_start\": ");
+	json_num(f, rep->loadavg_start);
+	fprintf(f, ", \"loadavg_end\": ");
+	json_num(f, rep->loadavg_end);
 	fprintf(f, ", \"date_utc\": \"%s\"},\n", date);
 }
 
@@ -260,7 +278,7 @@ int output_json(const char *path, const struct report *rep)
 	fprintf(f, ",\n  \"elapsed_s\": ");
 	json_num(f, rep->elapsed_s);
 	fprintf(f, ",\n");
-	json_machine(f);
+	json_machine(f, rep);
 	json_floors(f, &rep->floors);
 	fprintf(f, "  \"runs\": [\n");
 	for (unsigned i = 0; i < rep->nresults; i++) {
