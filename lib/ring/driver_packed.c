@@ -36,6 +36,12 @@ struct vqs_drv_packed {
 	uint16_t last_used;  /* next slot to look for a used descriptor in */
 	bool used_wrap;
 	uint16_t in_flight;  /* chains added and not yet consumed */
+	/* IN_ORDER: ids in the order they were made available (a ring of num), and the batch a
+	 * used descriptor naming a later id completes (2.8.9); batch_end -1 when none. */
+	uint16_t *order;
+	unsigned order_head;
+	int32_t batch_end;
+	uint32_t batch_len;
 	bool cb_disabled;
 	bool len_warned;
 };
@@ -54,6 +60,7 @@ static void packed_destroy(struct vqs_drv_vq *dq)
 {
 	struct vqs_drv_packed *p = to_packed(dq);
 	free(p->next_id);
+	free(p->order);
 	vqs_drv_base_fini(dq);
 	free(p);
 }
@@ -67,10 +74,13 @@ static int packed_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config
 	struct vqs_drv_vq *dq = &p->base;
 	dq->ops = &vqs_drv_packed_ops; /* so packed_destroy can run on failure */
 	int rc = vqs_drv_base_init(dq, cfg);
-	if (rc || !(p->next_id = calloc(num, sizeof(*p->next_id)))) {
+	bool in_order = cfg->features & VQS_BIT(VQS_F_IN_ORDER);
+	if (rc || !(p->next_id = calloc(num, sizeof(*p->next_id))) ||
+	    (in_order && !(p->order = calloc(num, sizeof(*p->order))))) {
 		packed_destroy(dq);
 		return rc ? rc : -ENOMEM;
 	}
+	p->batch_end = -1;
 	size_t ev = sizeof(struct vqs_vring_packed_event);
 	dq->desc_gpa = vqs_gmem_alloc(cfg->gmem, vqs_vring_packed_desc_size(num),
 				      VQS_VRING_PACKED_DESC_ALIGN);
@@ -165,6 +175,8 @@ static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, uns
 	slot->in_len = in_len;
 	slot->ndescs = (uint16_t)ndescs;
 	p->free_id = p->next_id[id];
+	if (p->order)
+		p->order[(p->order_head + p->in_flight) % dq->num] = id;
 	dq->num_free -= ndescs;
 	p->in_flight++;
 	return 0;
@@ -218,29 +230,53 @@ static void request_event(struct vqs_drv_packed *p, uint16_t idx, bool wrap)
 static bool packed_has_used(const struct vqs_drv_vq *dq)
 {
 	const struct vqs_drv_packed *p = to_cpacked(dq);
-	return vqs_packed_desc_is_used(vqs_packed_flags_acquire(&p->desc[p->last_used]),
+	return p->batch_end >= 0 ||
+	       vqs_packed_desc_is_used(vqs_packed_flags_acquire(&p->desc[p->last_used]),
 				       p->used_wrap);
 }
 
-static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+/* The next used descriptor: true with its id and written length, false when there is none. */
+static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 {
-	struct vqs_drv_packed *p = to_packed(dq);
 	struct vqs_vring_packed_desc *d = &p->desc[p->last_used];
 	/* Pairs with the device's release store of these flags in flush (2.8.21.2: it writes
 	 * them after id and len). */
 	uint16_t flags = vqs_packed_flags_acquire(d);
 	if (!vqs_packed_desc_is_used(flags, p->used_wrap))
-		return NULL;
-	uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
-						   memory_order_relaxed));
+		return false;
+	*id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
+					   memory_order_relaxed));
 	/* 2.8.7: len is meaningful only with WRITE set in the used descriptor. */
-	uint32_t written = (flags & VQS_VRING_DESC_F_WRITE)
-				   ? le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)&d->len,
-								  memory_order_relaxed))
-				   : 0;
-	if (id >= dq->num || !dq->slots[id].token) {
+	*written = (flags & VQS_VRING_DESC_F_WRITE)
+			   ? le32toh(atomic_load_explicit((_Atomic uint32_t *)(void *)&d->len,
+							  memory_order_relaxed))
+			   : 0;
+	return true;
+}
+
+static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	uint16_t id = 0;
+	uint32_t written = 0;
+	if (p->batch_end < 0 && !read_used(p, &id, &written))
+		return NULL;
+	if (p->batch_end < 0 && (id >= dq->num || !dq->slots[id].token)) {
 		vqs_drv_break(dq, "used buffer id not in flight", id);
 		return NULL;
+	}
+	if (p->order) {
+		/* IN_ORDER: the used descriptor completes every buffer up to its id, the earlier
+		 * ones with nothing written; hand them out one per call. */
+		if (p->batch_end < 0) {
+			p->batch_end = id;
+			p->batch_len = written;
+		}
+		id = p->order[p->order_head];
+		p->order_head = (p->order_head + 1) % dq->num;
+		written = id == p->batch_end ? p->batch_len : 0;
+		if (id == p->batch_end)
+			p->batch_end = -1;
 	}
 	struct vqs_drv_slot *slot = &dq->slots[id];
 	if (written > slot->in_len) {
@@ -251,7 +287,7 @@ static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 		p->len_warned = true;
 		written = slot->in_len;
 	}
-	/* The device skips the rest of the chain's slots (2.8.7). */
+	/* The device skips the rest of the chain's slots (2.8.7), or of the batch's. */
 	vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);
 	void *token = slot->token;
 	slot->token = NULL;
@@ -261,7 +297,7 @@ static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 	p->in_flight--;
 	*len = written;
 	/* While interrupts are wanted, want the one for the next used descriptor. */
-	if (dq->event_idx && !p->cb_disabled)
+	if (dq->event_idx && !p->cb_disabled && p->batch_end < 0)
 		request_event(p, p->last_used, p->used_wrap);
 	return token;
 }

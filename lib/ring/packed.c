@@ -272,15 +272,23 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wri
 	struct vqs_packed_ring *p = ring(vq);
 	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
 		return -EINVAL;
-	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_idx];
+	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
+	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
+	 * taken over by this fill instead of this fill taking a descriptor of its own. */
+	bool fold = has(vq, VQS_F_IN_ORDER) && p->staged && p->stage_last_empty;
+	if (!fold) {
+		p->stage_last = p->stage_idx;
+		p->stage_last_wrap = p->stage_wrap;
+	}
+	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_last];
 	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
-	uint16_t flags = p->stage_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
+	uint16_t flags = p->stage_last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
 	if (written)
 		flags |= VQS_VRING_DESC_F_WRITE;
 	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(written),
 			      memory_order_relaxed);
-	if (p->staged == 0)
+	if (p->stage_last == p->used_idx) /* the batch's first used descriptor */
 		p->stage_first_flags = flags;
 	else
 		/* Pairs with the driver's acquire load of these flags; the driver looks at this
@@ -291,6 +299,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wri
 	p->ids[e->id] = VQS_PACKED_ID_FREE;
 	p->unfilled_descs -= e->ndescs;
 	p->staged++;
+	p->stage_last_empty = written == 0;
 	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
 	return 0;
 }

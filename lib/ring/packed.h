@@ -38,6 +38,9 @@ struct vqs_packed_ring {
 	bool stage_wrap;
 	uint16_t staged;        /* entries staged since the last flush */
 	uint16_t stage_first_flags;
+	uint16_t stage_last;    /* slot of the last staged used descriptor (IN_ORDER folding) */
+	bool stage_last_wrap;
+	bool stage_last_empty;  /* ... and it reports 0 bytes */
 
 	/* need_call: used position when the driver was last considered for a call. */
 	uint16_t signalled_idx;

@@ -438,6 +438,111 @@ static void driver_and_device_wrap_over_many_rounds(void **state)
 	fx_fini(&f);
 }
 
+#define F_INORDER VQS_BIT(VQS_F_IN_ORDER)
+
+/* 2.8.9 (IN_ORDER): the device writes one used descriptor for a run of buffers that report no
+ * bytes and the buffer after them, skipping all their slots; the driver completes every buffer
+ * up to the id named, in order, the earlier ones with length 0. */
+static void in_order_device_batches_used_descriptors_and_driver_completes_all(void **state)
+{
+	struct fx f;
+	fx_init(&f, 8, F_INORDER);
+	add_one(&f, 1, 0, &tok[0], false);
+	add_one(&f, 2, 0, &tok[1], false);
+	add_one(&f, 1, 0, &tok[2], false);
+	add_one(&f, 1, 1, &tok[3], false);
+	vqs_drv_kick_prepare(f.p.drv);
+	struct iovec iov[8];
+	struct vqs_elem e[4];
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(dev_pop(&f, &e[i], iov + 2 * i, 2), 0);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(vqs_vq_fill(f.p.dev, &e[i], i == 3 ? 16 : 0), 0);
+	assert_int_equal(vqs_vq_flush(f.p.dev), 4);
+	/* One used descriptor, at slot 0, naming the last buffer; the rest are skipped. */
+	assert_int_equal(f.desc[0].id, e[3].id);
+	assert_int_equal(f.desc[0].len, 16);
+	assert_int_equal(flags_at(&f, 0), PFX_F_AVAIL | PFX_F_USED | VQS_VRING_DESC_F_WRITE);
+	assert_false(flags_at(&f, 2) & PFX_F_USED); /* chain 2's slot still as the driver wrote it */
+	struct vqs_vq_state st;
+	vqs_vq_get_state(f.p.dev, &st);
+	assert_int_equal(st.used_idx, 6);
+	for (unsigned i = 0; i < 4; i++) {
+		uint32_t len = 99;
+		assert_true(vqs_drv_has_used(f.p.drv));
+		assert_ptr_equal(vqs_drv_get_used(f.p.drv, &len), &tok[i]);
+		assert_int_equal(len, i == 3 ? 16 : 0);
+	}
+	assert_false(vqs_drv_has_used(f.p.drv));
+	assert_int_equal(vqs_drv_free_count(f.p.drv), 8);
+	fx_fini(&f);
+}
+
+/* A buffer that reports bytes keeps its own used descriptor: only empty ones are folded. */
+static void in_order_device_keeps_used_descriptor_of_buffer_with_bytes(void **state)
+{
+	struct fx f;
+	fx_init(&f, 8, F_INORDER);
+	for (unsigned i = 0; i < 3; i++)
+		add_one(&f, 1, 1, &tok[i], false);
+	vqs_drv_kick_prepare(f.p.drv);
+	struct iovec iov[6];
+	struct vqs_elem e[3];
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(dev_pop(&f, &e[i], iov + 2 * i, 2), 0);
+	const uint32_t written[3] = {8, 0, 0};
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(vqs_vq_fill(f.p.dev, &e[i], written[i]), 0);
+	assert_int_equal(vqs_vq_flush(f.p.dev), 3);
+	assert_int_equal(f.desc[0].id, e[0].id);
+	assert_int_equal(f.desc[2].id, e[2].id); /* e[1] folded into e[2]'s descriptor */
+	for (unsigned i = 0; i < 3; i++) {
+		uint32_t len;
+		assert_ptr_equal(vqs_drv_get_used(f.p.drv, &len), &tok[i]);
+		assert_int_equal(len, written[i]);
+	}
+	fx_fini(&f);
+}
+
+/* IN_ORDER over many rounds of a 5-entry ring: batches of mixed sizes and lengths, flushed at
+ * varying points, every token back in order with its length. */
+static void in_order_many_rounds_tokens_in_order(void **state)
+{
+	struct fx f;
+	fx_init(&f, 5, F_INORDER | F_EVIDX);
+	static int toks[3000];
+	unsigned next = 0, done = 0;
+	struct iovec iov[20];
+	struct vqs_elem e[5];
+	while (done < 3000) {
+		while (next < 3000) {
+			struct vqs_drv_buf b[3] = {{f.bufs, 16}, {f.bufs + 64, 16}, {f.bufs + 128, 16}};
+			if (vqs_drv_add(f.p.drv, b, 1 + next % 2, 1, &toks[next], false) == -ENOSPC)
+				break;
+			next++;
+		}
+		vqs_drv_kick_prepare(f.p.drv);
+		unsigned got = 0;
+		while (got < 5 && dev_pop(&f, &e[got], iov + 4 * got, 4) == 0)
+			got++;
+		for (unsigned i = 0; i < got; i++) {
+			uint16_t id = e[i].id;
+			assert_int_equal(vqs_vq_fill(f.p.dev, &e[i], id % 3 ? 0 : 1 + id % 16), 0);
+			if ((i + done) % 3 == 0)
+				vqs_vq_flush(f.p.dev);
+		}
+		vqs_vq_flush(f.p.dev);
+		uint32_t len;
+		int *t;
+		while ((t = vqs_drv_get_used(f.p.drv, &len)))
+			assert_int_equal(t - toks, done++);
+		assert_true(got > 0);
+	}
+	assert_int_equal(vqs_drv_free_count(f.p.drv), 5);
+	assert_false(vqs_vq_is_broken(f.p.dev));
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +559,9 @@ int main(void)
 		cmocka_unit_test(driver_disable_cb_suppresses_device_calls),
 		cmocka_unit_test(driver_enable_cb_delayed_waits_for_three_quarters),
 		cmocka_unit_test(driver_and_device_wrap_over_many_rounds),
+		cmocka_unit_test(in_order_device_batches_used_descriptors_and_driver_completes_all),
+		cmocka_unit_test(in_order_device_keeps_used_descriptor_of_buffer_with_bytes),
+		cmocka_unit_test(in_order_many_rounds_tokens_in_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
