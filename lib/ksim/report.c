@@ -28,31 +28,41 @@ static int cmp_rate(const void *a, const void *b)
 	return (x->rate > y->rate) - (x->rate < y->rate);
 }
 
-void ksim_cell_median(ksim_cell_fn fn, const void *opts, unsigned row, unsigned col,
-		      unsigned repeats, struct vqs_ksim_cell *out)
+void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned cols,
+		    unsigned repeats, struct vqs_ksim_cell *cells)
 {
 	if (repeats < 1)
 		repeats = 1;
-	struct vqs_ksim_cell *runs = calloc(repeats, sizeof(*runs));
-	memset(out, 0, sizeof(*out));
-	if (!runs) {
-		out->err = -ENOMEM;
-		return;
+	size_t ncells = (size_t)rows * cols;
+	struct vqs_ksim_cell *runs = calloc(ncells * repeats, sizeof(*runs));
+	unsigned *ok = calloc(ncells, sizeof(*ok));
+	memset(cells, 0, ncells * sizeof(*cells));
+	if (!runs || !ok) {
+		for (size_t i = 0; i < ncells; i++)
+			cells[i].err = -ENOMEM;
+		goto out;
 	}
-	unsigned ok = 0;
-	for (unsigned i = 0; i < repeats; i++) {
-		struct vqs_ksim_cell c = {0};
-		c.err = fn(opts, row, col, &c);
-		if (c.err)
-			out->err = c.err;
-		else
-			runs[ok++] = c;
+	/* Repeats outermost: a burst of load from elsewhere then hits every column alike. */
+	for (unsigned rep = 0; rep < repeats; rep++)
+		for (size_t i = 0; i < ncells; i++) {
+			struct vqs_ksim_cell c = {0};
+			c.err = fn(opts, (unsigned)(i / cols), (unsigned)(i % cols), &c);
+			if (c.err)
+				cells[i].err = c.err;
+			else
+				runs[i * repeats + ok[i]++] = c;
+		}
+	for (size_t i = 0; i < ncells; i++) {
+		if (!ok[i])
+			continue;
+		qsort(&runs[i * repeats], ok[i], sizeof(*runs), cmp_rate);
+		int err = cells[i].err;
+		cells[i] = runs[i * repeats + ok[i] / 2];
+		cells[i].err = err;
+		cells[i].repeats = ok[i];
 	}
-	if (ok) {
-		qsort(runs, ok, sizeof(*runs), cmp_rate);
-		*out = runs[ok / 2];
-	}
-	out->repeats = ok;
+out:
+	free(ok);
 	free(runs);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What both reproductions share: running a cell several times and keeping the median, measuring
+/* What both reproductions share: running a table several times and keeping medians, measuring
  * an interval, printing the costs a table was measured with. */
 #ifndef VQS_KSIM_REPORT_H
 #define VQS_KSIM_REPORT_H
@@ -9,9 +9,13 @@
 
 typedef int (*ksim_cell_fn)(const void *opts, unsigned row, unsigned col,
 			    struct vqs_ksim_cell *out);
-/* Run fn `repeats` times (at least once) and store the run with the median rate. */
-void ksim_cell_median(ksim_cell_fn fn, const void *opts, unsigned row, unsigned col,
-		      unsigned repeats, struct vqs_ksim_cell *out);
+/*
+ * Run every cell of a rows x cols table `repeats` times (at least once), whole table per repeat,
+ * and store in cells[row * cols + col] the run with the median rate; err is the last failure
+ * (the figures come from the runs that worked).
+ */
+void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned cols,
+		    unsigned repeats, struct vqs_ksim_cell *cells);
 
 /* Sleep ms milliseconds (the coordinating thread, while the model runs). */
 void ksim_sleep_ms(uint32_t ms);

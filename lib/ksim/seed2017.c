@@ -175,11 +175,10 @@ int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 			return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->size = sizeof(*r);
-	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		r->streams[row] = o->streams[row];
-		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++)
-			ksim_cell_median(run_cell, o, row, col, o->repeats, &r->cell[row][col]);
-	}
+	ksim_table_run(run_cell, o, VQS_KSIM_SEED2017_ROWS, VQS_KSIM_SEED2017_COLS, o->repeats,
+		       &r->cell[0][0]);
 	verdicts(r);
 	return 0;
 }

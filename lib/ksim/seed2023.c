@@ -121,7 +121,7 @@ static void *owner_main(void *p)
 /* What a cell reports besides its figures. */
 struct cell_ctx {
 	const struct vqs_ksim_seed2023_opts *o;
-	int *worker_pinned;
+	int *worker_pinned; /* per column */
 };
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
@@ -167,7 +167,7 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 	ksim_sleep_ms(o->cell_ms);
 	ksim_snap_take(w, atomic_load(&peer->transactions), &b);
 	ksim_snap_cell(w, &a, &b, row == ROW_RR, out);
-	*ctx->worker_pinned = ow->worker_pinned;
+	ctx->worker_pinned[col] = ow->worker_pinned;
 out:
 	if (w)
 		atomic_store(&w->stop, true);
@@ -210,12 +210,11 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	r->size = sizeof(*r);
-	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
+	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		r->worker_cpu_pinned[col] = -1;
-		struct cell_ctx ctx = {.o = o, .worker_pinned = &r->worker_cpu_pinned[col]};
-		for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
-			ksim_cell_median(run_cell, &ctx, row, col, o->repeats, &r->cell[row][col]);
-	}
+	struct cell_ctx ctx = {.o = o, .worker_pinned = r->worker_cpu_pinned};
+	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2023_ROWS, VQS_KSIM_SEED2023_COLS, o->repeats,
+		       &r->cell[0][0]);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
 		const struct vqs_ksim_cell *c = r->cell[row];
 		r->task_drop[row] = !c[COL_TASK].err && !c[COL_KTHREAD].err &&
