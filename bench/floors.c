@@ -246,6 +246,11 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	struct mring *r = aligned_alloc(64, sizeof(*r));
 	if (!r)
 		return;
+	/* the minimal ring indexes with a mask: the largest power of two not above the queue size */
+	if (ring < 2 || ring > VQS_VQ_MAX_SIZE)
+		ring = 256;
+	while (ring & (ring - 1))
+		ring &= ring - 1;
 	r->num = ring;
 	static const unsigned batches[] = {1, 4, 16, 64};
 	for (unsigned i = 0; i < sizeof(batches) / sizeof(batches[0]) && batches[i] <= ring; i++) {
