@@ -14,6 +14,19 @@
  *     call these.
  *
  * Every figure in a result is measured by the run; verdicts are computed from those figures.
+ *
+ * Running a reproduction (what vqs-bench's presets seed-2017 / seed-2023 do):
+ *
+ *	struct vqs_ksim_seed2017_opts o;
+ *	vqs_ksim_seed2017_opts_init(&o, true);          // quick: a few seconds in all
+ *	vqs_ksim_costs_parse(&o.costs, "recv=6000");    // optional: change the model's costs
+ *	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+ *	if (!vqs_ksim_seed2017_run(&o, &r))
+ *		vqs_ksim_seed2017_print(stdout, &o, &r); // or walk r.cell[row][col] for JSON
+ *
+ * Each cell carries its rate, counters and err; the verdict booleans sit in the result. Runs
+ * spawn real threads and take as long as cell_ms * cells * repeats plus setup: keep other
+ * CPU-heavy work off the machine meanwhile, figures are wall-clock throughput.
  */
 #ifndef VQSCHED_KSIM_H
 #define VQSCHED_KSIM_H
@@ -41,6 +54,7 @@ extern "C" {
  *           too, so that a test running as root can observe it.
  */
 enum vqs_ksim_fork { VQS_KSIM_FORK_KTHREAD = 0, VQS_KSIM_FORK_TASK = 1 };
+/* "kthread" or "task". Threads: any. */
 VQS_API const char *vqs_ksim_fork_name(enum vqs_ksim_fork f);
 
 /*
@@ -79,6 +93,7 @@ struct vqs_ksim_dev_opts {
 	enum vqs_ksim_wait wait; /* how idle workers wait (default BLOCK) */
 	uint32_t wake_ns;        /* modelled cost of each worker wake-up (default 0) */
 };
+/* Fill defaults (size set). Threads: any. */
 VQS_API void vqs_ksim_dev_opts_init(struct vqs_ksim_dev_opts *o);
 
 struct vqs_ksim_dev;
@@ -94,7 +109,8 @@ VQS_API void vqs_ksim_dev_destroy(struct vqs_ksim_dev *d);
 /* VHOST_NEW_WORKER: a new idle worker, forked per the device's mode; its id in *id.
  * -EAGAIN (task mode, over RLIMIT_NPROC), -ENOSPC (VQS_KSIM_MAX_WORKERS). Threads: control. */
 VQS_API int vqs_ksim_worker_new(struct vqs_ksim_dev *d, unsigned *id);
-/* VHOST_FREE_WORKER: -EBUSY while a vq is attached to it, -ENOENT for an unknown id. */
+/* VHOST_FREE_WORKER: -EBUSY while a vq is attached to it, -ENOENT for an unknown id.
+ * Threads: control. */
 VQS_API int vqs_ksim_worker_free(struct vqs_ksim_dev *d, unsigned id);
 /* VHOST_ATTACH_VRING_WORKER: later work of vq runs on worker id (its poll moves with it); work
  * already queued on the old worker is flushed first. Threads: control. */
@@ -235,6 +251,7 @@ VQS_API void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opt
 
 #define VQS_KSIM_SEED2023_ROWS 2 /* TCP_STREAM-like, TCP_RR-like */
 #define VQS_KSIM_SEED2023_COLS 3 /* task mode, kthread mode, vqsched auto placement */
+/* "TCP_STREAM", "TCP_RR" / "task mode", "kthread mode", "vqsched auto". Threads: any. */
 VQS_API const char *vqs_ksim_seed2023_row_name(unsigned row);
 VQS_API const char *vqs_ksim_seed2023_col_name(unsigned col);
 
@@ -265,6 +282,7 @@ struct vqs_ksim_seed2023_result {
  * it creates. */
 VQS_API int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 				  struct vqs_ksim_seed2023_result *r);
+/* Print the table side by side and one verdict line per workload. Threads: any. */
 VQS_API void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 				     const struct vqs_ksim_seed2023_result *r);
 
