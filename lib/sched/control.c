@@ -213,8 +213,10 @@ static void resume_locked(struct vqs_queue *q)
 {
 	q->broken = false; /* the caller may have reset the ring; a pop tells again if not */
 	atomic_store_explicit(&q->noticed_ns, vqs_now_ns(), memory_order_relaxed);
-	/* release: the control thread's changes (group, fds, vq) reach the next worker. */
-	atomic_store_explicit(&q->state, Q_READY, memory_order_release);
+	/* An RMW, not a store: acquire takes in what wakers published while the queue was paused
+	 * (their RMWs set PENDING), release hands that and the control thread's changes (group,
+	 * fds, vq) to the worker whose take_turn reads READY. */
+	atomic_exchange_explicit(&q->state, Q_READY, memory_order_acq_rel);
 	group_push(atomic_load_explicit(&q->group, memory_order_relaxed), q);
 }
 

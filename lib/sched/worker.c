@@ -82,35 +82,34 @@ void sched_signal(struct vqs_sched *s)
 
 void sched_queue_wake(struct vqs_queue *q, uint64_t now)
 {
+	struct vqs_sched *s = q->s;
 	uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
-	for (;;) {
-		uint32_t next;
+	uint32_t next;
+	do {
 		switch (st & Q_STATE_MASK) {
 		case Q_IDLE:
 			next = (st & ~Q_STATE_MASK) | Q_READY;
 			break;
 		case Q_READY:
-			return; /* already queued: the coming turn sees this work */
-		default:        /* RUNNING or PAUSED: the owner looks again before letting go */
-			if (st & Q_PENDING) {
-				if ((st & Q_STATE_MASK) == Q_PAUSED)
-					sched_signal(q->s); /* detach may wait for this completion */
-				return;
-			}
+			next = st; /* already queued: the coming turn sees this work */
+			break;
+		default:           /* RUNNING or PAUSED: the owner looks again before letting go */
 			next = st | Q_PENDING;
 			break;
 		}
-		/* acq_rel: pairs with the owner's transitions (finish_turn, control.c). */
-		if (atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
-							  memory_order_relaxed)) {
-			if ((next & Q_STATE_MASK) == Q_READY) {
-				atomic_store_explicit(&q->noticed_ns, now, memory_order_relaxed);
-				group_push(atomic_load_explicit(&q->group, memory_order_acquire), q);
-			} else if ((next & Q_STATE_MASK) == Q_PAUSED) {
-				sched_signal(q->s); /* detach may be waiting for completions */
-			}
-			return;
-		}
+		/*
+		 * Always a read-modify-write, even when nothing changes: acq_rel RMWs of the state
+		 * are totally ordered, so the owner's next transition (finish, take_turn,
+		 * resume_locked; acquire) sees what the waker published before (a completion on
+		 * q->done, wake_req), whichever of the two came first.
+		 */
+	} while (!atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
+							memory_order_relaxed));
+	if ((st & Q_STATE_MASK) == Q_IDLE) {
+		atomic_store_explicit(&q->noticed_ns, now, memory_order_relaxed);
+		group_push(atomic_load_explicit(&q->group, memory_order_acquire), q);
+	} else if ((st & Q_STATE_MASK) == Q_PAUSED) {
+		sched_signal(s); /* detach may be waiting for this completion */
 	}
 }
 
