@@ -157,7 +157,8 @@ static void mring_producer(void *p)
 			atomic_store_explicit(&r->prod, prod, memory_order_release); /* pairs with consumer acquire */
 		}
 		unsigned d;
-		while ((d = atomic_load_explicit(&r->done, memory_order_acquire)) == done && /* pairs with consumer release */
+		/* acquire pairs with the consumer's release of done: its used[] writes are visible */
+		while ((d = atomic_load_explicit(&r->done, memory_order_acquire)) == done &&
 		       (r->rr || prod - done == r->num))
 			cpu_relax();
 		for (; done != d; done++)
@@ -178,7 +179,8 @@ static void mring_consumer(void *p)
 	struct mring *r = p;
 	unsigned cons = 0, mask = r->num - 1;
 	for (;;) {
-		unsigned avail = atomic_load_explicit(&r->prod, memory_order_acquire) - cons; /* pairs with producer */
+		/* acquire pairs with the producer's release of prod: its entries are visible */
+		unsigned avail = atomic_load_explicit(&r->prod, memory_order_acquire) - cons;
 		if (!avail) {
 			if (atomic_load_explicit(&r->stop, memory_order_acquire))
 				return;

@@ -21,7 +21,8 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	struct plan plan;
 	int rc = plan_build(o, p, &plan);
 	if (rc) {
-		fprintf(stderr, "vqs-bench: preset %s: a list item, --ring, --drivers or --outstanding is out of range\n", p->name);
+		fprintf(stderr, "vqs-bench: preset %s: a list item, --ring, --drivers or --outstanding "
+				"is out of range\n", p->name);
 		return rc;
 	}
 	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;

@@ -8,7 +8,9 @@
 #include "bench.h"
 
 /* Dimensions a preset group lists and a flag may override (comma-separated lists). */
-enum dim { DIM_WORKLOADS, DIM_POLICIES, DIM_STREAMS, DIM_BATCHES, DIM_PLACEMENTS, DIM_RATES, DIM__COUNT };
+enum dim {
+	DIM_WORKLOADS, DIM_POLICIES, DIM_STREAMS, DIM_BATCHES, DIM_PLACEMENTS, DIM_RATES, DIM__COUNT
+};
 
 /* Scalar parameters; -1 = not given (the preset or the default decides). */
 enum scalar {

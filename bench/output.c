@@ -106,8 +106,9 @@ void output_table(FILE *f, const struct report *rep)
 			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
 			r->error ? " (some repeats failed)" : "");
 	}
-	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: at max rate, ops/s over the "
-		   "minimal ring at that batch; otherwise p50 over the minimal ring request/response)\n");
+	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: "
+		   "at max rate, ops/s over the minimal ring at that batch; otherwise p50 over the "
+		   "minimal ring request/response)\n");
 	if (rep->ngoals) {
 		fprintf(f, "\ngoals (computed from this run):\n");
 		for (unsigned i = 0; i < rep->ngoals; i++) {
@@ -311,8 +312,8 @@ int output_csv(const char *path, const struct report *rep)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,streams,batch_max,"
-		   "ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
+	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,streams,"
+		   "batch_max,ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
 	for (unsigned k = 0; k < FIG__COUNT; k++)
 		fprintf(f, ",%s,%s_min,%s_max", fig_names[k], fig_names[k], fig_names[k]);
 	fprintf(f, ",lost,duplicated,corrupted,floor,floor_value,floor_ratio\n");
@@ -321,7 +322,8 @@ int output_csv(const char *path, const struct report *rep)
 		const struct point *pt = &r->pt;
 		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
 			workload_name(pt->workload), vqs_policy_name(pt->policy),
-			vqs_placement_name(pt->placement), r->worker_cpus, pt->shared_cpu, pt->packed ? "packed" : "split",
+			vqs_placement_name(pt->placement), r->worker_cpus, pt->shared_cpu,
+			pt->packed ? "packed" : "split",
 			pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->ring,
 			pt->outstanding, pt->payload, touch_name(pt->touch), (unsigned long long)pt->rate,
 			pt->handler_ns, pt->exit_ns, pt->inject_ns, r->repeats, r->error);

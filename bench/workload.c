@@ -207,7 +207,8 @@ out:
 
 static void sleep_until(uint64_t t_ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u), .tv_nsec = (long)(t_ns % 1000000000u)};
+	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u),
+			      .tv_nsec = (long)(t_ns % 1000000000u)};
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
