@@ -254,9 +254,14 @@ VQS_API void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f);
 /* Connect to (or accept) the backend, retrying until timeout_ms. No messages sent. */
 VQS_API int vqs_vu_frontend_connect(struct vqs_vu_frontend *f);
 /*
- * Full handshake: owner, features, protocol features, memory table, inflight region (when
- * INFLIGHT_SHMFD is negotiated: GET_INFLIGHT_FD the first time, the same fd again after a
- * reconnect), then per queue NUM, BASE, ADDR, CALL, KICK, ENABLE, then STATUS DRIVER_OK.
+ * First half of the handshake: SET_OWNER, features, protocol features (and GET_QUEUE_NUM with
+ * MQ), SET_MEM_TABLE. Tests use it to misbehave from a known state. 0 or -errno.
+ */
+VQS_API int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f);
+/*
+ * Full handshake: vqs_vu_frontend_negotiate, the inflight region (when INFLIGHT_SHMFD is
+ * negotiated: GET_INFLIGHT_FD the first time, the same fd again after a reconnect), then per
+ * queue NUM, BASE, ADDR, CALL, KICK, ENABLE, then STATUS DRIVER_OK.
  * After a reconnect the driver queues keep their state: BASE is the used index found in the
  * ring, and the backend resubmits what the inflight region says was in flight (split rings).
  * 0 or -errno (-EPROTO for a refused message).

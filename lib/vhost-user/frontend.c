@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The driver side of vhost-user, as a VMM would be: guest memory in a memfd arena, driver rings
+ * in it, kick/call eventfds, and the message sequence QEMU sends. The driver rings outlive
+ * connections, so a harness can keep its requests in flight across a backend restart.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "vhost-user/msg.h"
+#include "vhost-user/sock.h"
+
+#define RING_FEATURES                                                                            \
+	(VQS_BIT(VQS_F_RING_PACKED) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_INDIRECT_DESC) |   \
+	 VQS_BIT(VQS_F_IN_ORDER))
+/* virtio status bits: ACKNOWLEDGE | DRIVER | FEATURES_OK | DRIVER_OK */
+#define STATUS_RUNNING (1u | 2u | 8u | 4u)
+
+struct vqs_vu_frontend {
+	struct vqs_vu_frontend_opts o;
+	char path[108];
+	int sock, listen_fd;
+	struct vqs_gmem *gmem;
+	struct vqs_drv_vq **vqs; /* NULL entries until the first setup */
+	int *kick, *call;
+	uint64_t features, protocol;
+	int inflight_fd;         /* kept across reconnects; -1 when none */
+	struct vqs_vu_inflight inflight;
+};
+
+void vqs_vu_frontend_opts_init(struct vqs_vu_frontend_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->num_queues = 1;
+	o->queue_size = 256;
+	o->protocol_features = VQS_VU_PROTOCOL_SUPPORTED;
+	o->mem_size = 4u << 20;
+	o->gpa_base = 0x100000;
+	o->timeout_ms = 2000;
+}
+
+void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f)
+{
+	if (!f)
+		return;
+	vqs_vu_frontend_disconnect(f, false);
+	if (f->listen_fd >= 0) {
+		close(f->listen_fd);
+		unlink(f->path);
+	}
+	for (unsigned i = 0; i < f->o.num_queues; i++) {
+		if (f->vqs && f->vqs[i])
+			vqs_drv_vq_destroy(f->vqs[i]);
+		if (f->kick && f->kick[i] >= 0)
+			close(f->kick[i]);
+		if (f->call && f->call[i] >= 0)
+			close(f->call[i]);
+	}
+	if (f->inflight_fd >= 0)
+		close(f->inflight_fd);
+	free(f->vqs);
+	free(f->kick);
+	free(f->call);
+	vqs_gmem_destroy(f->gmem);
+	free(f);
+}
+
+int vqs_vu_frontend_create(struct vqs_vu_frontend **out, const struct vqs_vu_frontend_opts *o)
+{
+	if (!o || o->size < sizeof(*o) || !o->path || !o->num_queues || !o->queue_size ||
+	    o->queue_size > VQS_VQ_MAX_SIZE || !o->mem_size)
+		return -EINVAL;
+	if (strlen(o->path) >= sizeof(((struct vqs_vu_frontend *)0)->path))
+		return -ENAMETOOLONG;
+	struct vqs_vu_frontend *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->o = *o;
+	strcpy(f->path, o->path);
+	f->o.path = f->path;
+	f->sock = f->listen_fd = f->inflight_fd = -1;
+	f->vqs = calloc(o->num_queues, sizeof(*f->vqs));
+	f->kick = malloc(o->num_queues * sizeof(int));
+	f->call = malloc(o->num_queues * sizeof(int));
+	int err = f->vqs && f->kick && f->call ? 0 : -ENOMEM;
+	for (unsigned i = 0; f->kick && f->call && i < o->num_queues; i++)
+		f->kick[i] = f->call[i] = -1;
+	for (unsigned i = 0; err == 0 && i < o->num_queues; i++) {
+		f->kick[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		f->call[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (f->kick[i] < 0 || f->call[i] < 0)
+			err = -errno;
+	}
+	if (err == 0)
+		err = vqs_gmem_create(&f->gmem, o->gpa_base, o->mem_size);
+	if (err < 0) {
+		vqs_vu_frontend_destroy(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+int vqs_vu_frontend_connect(struct vqs_vu_frontend *f)
+{
+	if (f->sock >= 0)
+		return -EISCONN;
+	int tmo = (int)f->o.timeout_ms;
+	if (f->o.server) {
+		if (f->listen_fd < 0 && (f->listen_fd = vu_sock_listen(f->path)) < 0)
+			return f->listen_fd;
+		int r = vu_wait_readable(f->listen_fd, tmo);
+		if (r < 0)
+			return r;
+		f->sock = vu_sock_accept(f->listen_fd, tmo);
+		return f->sock < 0 ? f->sock : 0;
+	}
+	uint64_t deadline = vqs_now_ns() + (uint64_t)tmo * 1000000u;
+	for (;;) {
+		f->sock = vu_sock_connect(f->path, tmo);
+		if (f->sock >= 0 || vqs_now_ns() >= deadline)
+			return f->sock < 0 ? f->sock : 0;
+		poll(NULL, 0, 5);
+	}
+}
+
+int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
+{
+	if (f->sock < 0)
+		return 0;
+	int err = 0;
+	for (unsigned i = 0; clean && i < f->o.num_queues && f->vqs[i]; i++) {
+		struct vqs_vu_vring_state st = { i, 0 }, rep;
+		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						false, &rep, sizeof(rep), NULL);
+		if (r < 0 && err == 0)
+			err = r;
+	}
+	close(f->sock);
+	f->sock = -1;
+	return err;
+}
+
+int vqs_vu_frontend_send_raw(struct vqs_vu_frontend *f, const void *buf, size_t len,
+			     const int *fds, unsigned nfds)
+{
+	return f->sock < 0 ? -ENOTCONN : vu_send_bytes(f->sock, buf, len, fds, nfds);
+}
+
+int vqs_vu_frontend_recv_raw(struct vqs_vu_frontend *f, struct vqs_vu_hdr *hdr, void *payload,
+			     uint32_t cap, uint32_t timeout_ms)
+{
+	struct vu_msg m;
+	if (f->sock < 0)
+		return -ENOTCONN;
+	int r = vu_msg_recv(f->sock, &m, (int)timeout_ms);
+	if (r < 0)
+		return r == -EBADMSG ? -ECONNRESET : r;
+	vu_msg_close_fds(&m);
+	*hdr = m.hdr;
+	memcpy(payload, m.p.bytes, m.hdr.size < cap ? m.hdr.size : cap);
+	return (int)m.hdr.size;
+}
+
+int vqs_vu_frontend_request(struct vqs_vu_frontend *f, uint32_t request, const void *payload,
+			    uint32_t len, const int *fds, unsigned nfds, bool ack, void *reply,
+			    uint32_t reply_len, int *reply_fd)
+{
+	if (reply_fd)
+		*reply_fd = -1;
+	if (f->sock < 0)
+		return -ENOTCONN;
+	bool has_reply = vu_request_has_reply(request);
+	ack = ack && !has_reply && (f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK));
+	struct vqs_vu_hdr h = { request, VQS_VU_VERSION | (ack ? VQS_VU_FLAG_NEED_REPLY : 0), len };
+	int r = vu_msg_send(f->sock, &h, payload, fds, nfds);
+	if (r < 0 || (!has_reply && !ack))
+		return r == -EPIPE ? -ECONNRESET : r;
+	struct vu_msg m;
+	r = vu_msg_recv(f->sock, &m, (int)f->o.timeout_ms);
+	if (r < 0)
+		return r == -EBADMSG ? -ECONNRESET : r;
+	if (m.hdr.request != request || !(m.hdr.flags & VQS_VU_FLAG_REPLY) ||
+	    (ack && m.hdr.size != sizeof(uint64_t)) || (!ack && m.hdr.size > reply_len)) {
+		vu_msg_close_fds(&m);
+		return -EPROTO;
+	}
+	if (ack) {
+		vu_msg_close_fds(&m);
+		return m.p.u64 ? -EPROTO : 0;
+	}
+	memcpy(reply, m.p.bytes, m.hdr.size);
+	if (reply_fd && m.nfds == 1) {
+		*reply_fd = m.fds[0];
+		m.nfds = 0;
+	}
+	vu_msg_close_fds(&m);
+	return (int)m.hdr.size;
+}
+
+static int get_u64(struct vqs_vu_frontend *f, uint32_t request, uint64_t *v)
+{
+	int r = vqs_vu_frontend_request(f, request, NULL, 0, NULL, 0, false, v, sizeof(*v), NULL);
+	return r < 0 ? r : r == sizeof(*v) ? 0 : -EPROTO;
+}
+
+static int set_u64(struct vqs_vu_frontend *f, uint32_t request, uint64_t v)
+{
+	return vqs_vu_frontend_request(f, request, &v, sizeof(v), NULL, 0, true, NULL, 0, NULL);
+}
+
+static int negotiate(struct vqs_vu_frontend *f)
+{
+	uint64_t offered, proto = 0, features;
+	int r = vqs_vu_frontend_request(f, VQS_VU_SET_OWNER, NULL, 0, NULL, 0, false, NULL, 0,
+					NULL);
+	if (r == 0)
+		r = get_u64(f, VQS_VU_GET_FEATURES, &offered);
+	if (r < 0)
+		return r;
+	features = offered & (f->o.features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES));
+	f->protocol = 0;
+	if (features & VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES)) {
+		r = get_u64(f, VQS_VU_GET_PROTOCOL_FEATURES, &proto);
+		if (r == 0)
+			r = set_u64(f, VQS_VU_SET_PROTOCOL_FEATURES, proto &= f->o.protocol_features);
+		if (r < 0)
+			return r;
+		f->protocol = proto;
+	}
+	if (f->o.num_queues > 1) {
+		uint64_t nq = 0;
+		if (!(proto & VQS_BIT(VQS_VU_PROTOCOL_F_MQ)))
+			return -ENOTSUP;
+		if ((r = get_u64(f, VQS_VU_GET_QUEUE_NUM, &nq)) < 0)
+			return r;
+		if (nq < f->o.num_queues)
+			return -ENOTSUP;
+	}
+	/* The driver rings were built for one feature set: a reconnect must get the same. */
+	if (f->vqs[0] && features != f->features)
+		return -EPROTO;
+	f->features = features;
+	return set_u64(f, VQS_VU_SET_FEATURES, features);
+}
+
+static uint64_t uaddr(const struct vqs_vu_frontend *f, uint64_t gpa)
+{
+	return (uint64_t)(uintptr_t)vqs_gmem_host(f->gmem, gpa, 1);
+}
+
+static int send_mem_table(struct vqs_vu_frontend *f)
+{
+	struct vqs_vu_memory mem = { .nregions = 1 };
+	mem.regions[0] = (struct vqs_vu_mem_region){
+		.guest_phys_addr = vqs_gmem_base(f->gmem),
+		.memory_size = vqs_gmem_size(f->gmem),
+		.userspace_addr = uaddr(f, vqs_gmem_base(f->gmem)),
+		.mmap_offset = 0,
+	};
+	int fd = vqs_gmem_fd(f->gmem);
+	return vqs_vu_frontend_request(f, VQS_VU_SET_MEM_TABLE, &mem,
+				       8 + sizeof(struct vqs_vu_mem_region), &fd, 1, true, NULL, 0,
+				       NULL);
+}
+
+/* Keep the backend's inflight region for the whole life of the frontend: after a backend
+ * restart, the same fd goes back so the new backend finds what the old one had in flight. */
+static int send_inflight(struct vqs_vu_frontend *f)
+{
+	if (!(f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD)))
+		return 0;
+	if (f->inflight_fd < 0) {
+		struct vqs_vu_inflight q = { .num_queues = f->o.num_queues,
+					     .queue_size = f->o.queue_size };
+		int r = vqs_vu_frontend_request(f, VQS_VU_GET_INFLIGHT_FD, &q, sizeof(q), NULL, 0,
+						false, &f->inflight, sizeof(f->inflight),
+						&f->inflight_fd);
+		if (r < 0)
+			return r;
+		if (r != sizeof(q) || f->inflight_fd < 0)
+			return -EPROTO;
+	}
+	return vqs_vu_frontend_request(f, VQS_VU_SET_INFLIGHT_FD, &f->inflight, sizeof(f->inflight),
+				       &f->inflight_fd, 1, true, NULL, 0, NULL);
+}
+
+/* Where the backend resumes: on the first connect 0; after a reconnect the used index the
+ * ring shows (the backend finds the rest in the inflight region). */
+static int ring_base(struct vqs_vu_frontend *f, unsigned i, uint32_t *base)
+{
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
+	if (f->features & VQS_BIT(VQS_F_RING_PACKED)) {
+		*base = 0;
+		return vqs_drv_free_count(f->vqs[i]) == f->o.queue_size ? 0 : -ENOTSUP;
+	}
+	const _Atomic uint16_t *used_idx = vqs_gmem_host(f->gmem, dev + 2, 2);
+	/* The backend is gone or stopped; acquire pairs with its last release store of used idx. */
+	*base = atomic_load_explicit(used_idx, memory_order_acquire);
+	return 0;
+}
+
+static int setup_ring(struct vqs_vu_frontend *f, unsigned i)
+{
+	uint32_t base = 0;
+	int r = 0;
+	if (!f->vqs[i]) {
+		struct vqs_drv_vq_config c = { .size = sizeof(c), .num = f->o.queue_size,
+					       .features = f->features & RING_FEATURES,
+					       .gmem = f->gmem };
+		r = vqs_drv_vq_create(&f->vqs[i], &c);
+	} else {
+		r = ring_base(f, i, &base);
+	}
+	if (r < 0)
+		return r;
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
+	struct vqs_vu_vring_state num = { i, f->o.queue_size }, st = { i, base }, en = { i, 1 };
+	struct vqs_vu_vring_addr a = { .index = i, .desc_user_addr = uaddr(f, desc),
+				       .avail_user_addr = uaddr(f, drv),
+				       .used_user_addr = uaddr(f, dev) };
+	r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0, true, NULL,
+				    0, NULL);
+	if (r == 0)
+		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_BASE, &st, sizeof(st), NULL, 0, true,
+					    NULL, 0, NULL);
+	if (r == 0)
+		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0, true,
+					    NULL, 0, NULL);
+	uint64_t idx = i;
+	if (r == 0)
+		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_CALL, &idx, 8, &f->call[i], 1, true,
+					    NULL, 0, NULL);
+	if (r == 0)
+		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &f->kick[i], 1, true,
+					    NULL, 0, NULL);
+	if (r == 0 && (f->features & VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES)))
+		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_ENABLE, &en, sizeof(en), NULL, 0,
+					    true, NULL, 0, NULL);
+	return r;
+}
+
+int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f)
+{
+	int r = negotiate(f);
+	return r < 0 ? r : send_mem_table(f);
+}
+
+int vqs_vu_frontend_setup(struct vqs_vu_frontend *f)
+{
+	int r = vqs_vu_frontend_negotiate(f);
+	if (r == 0)
+		r = send_inflight(f);
+	for (unsigned i = 0; r == 0 && i < f->o.num_queues; i++)
+		r = setup_ring(f, i);
+	if (r == 0 && (f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_STATUS)))
+		r = set_u64(f, VQS_VU_SET_STATUS, STATUS_RUNNING);
+	if (r < 0)
+		vqs_info("vhost-user frontend: setup failed: %s", strerror(-r));
+	return r;
+}
+
+struct vqs_gmem *vqs_vu_frontend_gmem(struct vqs_vu_frontend *f) { return f->gmem; }
+
+struct vqs_drv_vq *vqs_vu_frontend_vq(struct vqs_vu_frontend *f, unsigned i)
+{
+	return i < f->o.num_queues ? f->vqs[i] : NULL;
+}
+
+int vqs_vu_frontend_kick_fd(const struct vqs_vu_frontend *f, unsigned i)
+{
+	return i < f->o.num_queues ? f->kick[i] : -EINVAL;
+}
+
+int vqs_vu_frontend_call_fd(const struct vqs_vu_frontend *f, unsigned i)
+{
+	return i < f->o.num_queues ? f->call[i] : -EINVAL;
+}
+
+uint64_t vqs_vu_frontend_features(const struct vqs_vu_frontend *f) { return f->features; }
+uint64_t vqs_vu_frontend_protocol_features(const struct vqs_vu_frontend *f) { return f->protocol; }
+int vqs_vu_frontend_sock(const struct vqs_vu_frontend *f) { return f->sock; }

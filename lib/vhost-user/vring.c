@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A vhost-user ring runs on the scheduler once it has a size, addresses, a kick (or NOFD), is
+ * enabled, and its areas are wholly mapped; messages may arrive in any order (DPDK sends CALL
+ * before the memory table, a hostile peer KICK before ADDR), so every ring message ends with
+ * vu_vring_update() deciding whether the ring can start now.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "vhost-user/backend_internal.h"
+
+bool vu_any_running(const struct vqs_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->ops->num_queues; i++)
+		if (b->rings[i].sq)
+			return true;
+	return false;
+}
+
+static bool enabled(const struct vqs_vu_backend *b, const struct vu_vring *r)
+{
+	/* Without PROTOCOL_FEATURES a ring is enabled from the start (vhost-user.rst "Ring states"). */
+	return r->enabled || !(b->features & VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES));
+}
+
+/* Every byte of the three ring areas must lie in mapped memory before the ring may start. */
+static int check_areas(struct vqs_vu_backend *b, const struct vu_vring *r)
+{
+	bool is_packed = (b->features & VQS_BIT(VQS_F_RING_PACKED)) != 0;
+	bool event_idx = (b->features & VQS_BIT(VQS_F_EVENT_IDX)) != 0;
+	uint64_t len[3], at[3] = { r->addr.desc_user_addr, r->addr.avail_user_addr,
+				    r->addr.used_user_addr };
+	if (is_packed) {
+		len[0] = vqs_vring_packed_desc_size(r->num);
+		len[1] = len[2] = sizeof(struct vqs_vring_packed_event);
+	} else {
+		len[0] = vqs_vring_desc_size(r->num);
+		len[1] = vqs_vring_avail_size(r->num) - (event_idx ? 0 : 2);
+		len[2] = vqs_vring_used_size(r->num) - (event_idx ? 0 : 2);
+	}
+	int err = 0;
+	vqs_mem_read_lock();
+	const struct vqs_mem_table *t = vqs_mem_current(b->mem);
+	for (unsigned k = 0; k < 3; k++)
+		if (!vqs_mem_uaddr_to_host(t, at[k], len[k]))
+			err = -EFAULT;
+	vqs_mem_read_unlock();
+	return err;
+}
+
+static int start(struct vqs_vu_backend *b, unsigned i)
+{
+	struct vu_vring *r = &b->rings[i];
+	int err = check_areas(b, r);
+	if (err < 0) {
+		vqs_info("vhost-user: ring %u areas are not mapped", i);
+		return err;
+	}
+	struct vqs_vq_config cfg = {
+		.size = sizeof(cfg),
+		.num = r->num,
+		.features = b->features,
+		.addr_space = VQS_ADDR_UADDR,
+		.desc_addr = r->addr.desc_user_addr,
+		.driver_addr = r->addr.avail_user_addr,
+		.device_addr = r->addr.used_user_addr,
+		.mem = b->mem,
+	};
+	err = vqs_vq_configure(r->vq, &cfg);
+	if (err == 0)
+		err = vqs_vq_set_state(r->vq, &r->base);
+	void *region = err == 0 ? vu_inflight_queue(b, i, r->num, &err) : NULL;
+	if (err == 0 && region)
+		err = vqs_vq_set_inflight(r->vq, region, b->inflight.queue_len, b->inflight.restore);
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.vq = r->vq;
+	qo.kick_fd = r->kick_fd;
+	qo.call_fd = r->call_fd;
+	qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
+	if (err == 0 && !qo.handler)
+		err = -EINVAL;
+	if (err == 0)
+		err = vqs_sched_attach(b->opts.sched, &qo, &r->sq);
+	if (err < 0) {
+		vqs_vq_reset(r->vq);
+		r->sq = NULL;
+		return err;
+	}
+	atomic_fetch_add_explicit(&b->st_starts, 1, memory_order_relaxed);
+	if (b->ops->queue_state)
+		b->ops->queue_state(b->opaque, i, r->sq);
+	return 0;
+}
+
+int vu_vring_update(struct vqs_vu_backend *b, unsigned i)
+{
+	struct vu_vring *r = &b->rings[i];
+	bool ready = r->num && r->addr_set && r->kicked && enabled(b, r);
+	if (ready && !r->sq)
+		return start(b, i);
+	if (!ready && r->sq)
+		vu_vring_stop(b, i);
+	return 0;
+}
+
+void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
+{
+	struct vu_vring *r = &b->rings[i];
+	if (!r->sq)
+		return;
+	/* Detach waits until no worker runs the queue and every request it handed out completed,
+	 * so the position read next is final. */
+	vqs_sched_detach(r->sq);
+	r->sq = NULL;
+	vqs_vq_get_state(r->vq, &r->base);
+	vqs_vq_set_inflight(r->vq, NULL, 0, false);
+	vqs_vq_reset(r->vq);
+	atomic_fetch_add_explicit(&b->st_stops, 1, memory_order_relaxed);
+	if (b->ops->queue_state)
+		b->ops->queue_state(b->opaque, i, NULL);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void vu_vring_reset(struct vqs_vu_backend *b, unsigned i)
+{
+	struct vu_vring *r = &b->rings[i];
+	vu_vring_stop(b, i);
+	close_fd(&r->kick_fd);
+	close_fd(&r->call_fd);
+	close_fd(&r->err_fd);
+	struct vqs_vq *vq = r->vq;
+	*r = (struct vu_vring){ .vq = vq, .kick_fd = -1, .call_fd = -1, .err_fd = -1 };
+}

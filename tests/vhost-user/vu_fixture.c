@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+#include "vu_fixture.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static unsigned echo_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			     void *opaque)
+{
+	struct vu_echo *e = opaque;
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_elem *el = &reqs[i]->elem;
+		uint32_t written = 0;
+		unsigned in = el->out_num;
+		size_t in_off = 0;
+		for (unsigned o = 0; o < el->out_num; o++) {
+			const char *src = el->iov[o].iov_base;
+			size_t left = el->iov[o].iov_len;
+			while (left && in < el->out_num + el->in_num) {
+				size_t room = el->iov[in].iov_len - in_off;
+				size_t c = left < room ? left : room;
+				memcpy((char *)el->iov[in].iov_base + in_off, src, c);
+				src += c;
+				left -= c;
+				written += (uint32_t)c;
+				in_off += c;
+				if (in_off == el->iov[in].iov_len) {
+					in++;
+					in_off = 0;
+				}
+			}
+		}
+		if (e->async) {
+			pthread_mutex_lock(&e->lock);
+			bool queued = e->npending < sizeof(e->pending) / sizeof(e->pending[0]);
+			if (queued) {
+				e->written[e->npending] = written;
+				e->pending[e->npending++] = reqs[i];
+			}
+			pthread_mutex_unlock(&e->lock);
+			if (queued)
+				continue;
+		}
+		if (e->delay_us)
+			usleep(e->delay_us);
+		vqs_req_complete(reqs[i], written);
+		atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
+	}
+	return n;
+}
+
+static void *completer(void *arg)
+{
+	struct vu_echo *e = arg;
+	for (;;) {
+		usleep(e->delay_us ? e->delay_us : 100);
+		pthread_mutex_lock(&e->lock);
+		struct vqs_req *r = e->npending ? e->pending[--e->npending] : NULL;
+		uint32_t written = r ? e->written[e->npending] : 0;
+		pthread_mutex_unlock(&e->lock);
+		if (r) {
+			vqs_req_complete(r, written);
+			atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
+		}
+	}
+	return NULL;
+}
+
+int vu_echo_start_async(struct vu_echo *e)
+{
+	pthread_mutex_init(&e->lock, NULL);
+	e->async = true;
+	return -pthread_create(&e->completer, NULL, completer, e);
+}
+
+static vqs_handler_fn echo_queue_handler(void *opaque, unsigned qidx, void **handler_opaque)
+{
+	*handler_opaque = opaque;
+	return echo_handler;
+}
+
+static int echo_get_config(void *opaque, uint32_t off, void *buf, uint32_t len)
+{
+	struct vu_echo *e = opaque;
+	memcpy(buf, e->config + off, len);
+	return 0;
+}
+
+static int echo_set_config(void *opaque, uint32_t off, const void *buf, uint32_t len)
+{
+	struct vu_echo *e = opaque;
+	memcpy(e->config + off, buf, len);
+	return 0;
+}
+
+void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
+{
+	memset(e, 0, sizeof(*e));
+	e->ops = (struct vqs_vu_device_ops){
+		.size = sizeof(e->ops),
+		.features = features,
+		.protocol_features = VQS_VU_PROTOCOL_SUPPORTED,
+		.num_queues = num_queues,
+		.config_size = VU_CONFIG_SIZE,
+		.queue_handler = echo_queue_handler,
+		.get_config = echo_get_config,
+		.set_config = echo_set_config,
+	};
+	for (unsigned i = 0; i < VU_CONFIG_SIZE; i++)
+		e->config[i] = (uint8_t)i;
+}
+
+int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client)
+{
+	static _Atomic unsigned seq;
+	memset(env, 0, sizeof(*env));
+	snprintf(env->path, sizeof(env->path), "/tmp/vqs-vu-%d-%u.sock", (int)getpid(),
+		 atomic_fetch_add(&seq, 1));
+	vu_echo_init(&env->echo, num_queues, VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX));
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_POOL;
+	so.nworkers = 1;
+	int r = vqs_sched_create(&env->sched, &so);
+	if (r < 0)
+		return r;
+	struct vqs_vu_backend_opts bo;
+	vqs_vu_backend_opts_init(&bo);
+	bo.path = env->path;
+	bo.client = client;
+	bo.sched = env->sched;
+	bo.ops = &env->echo.ops;
+	bo.opaque = &env->echo;
+	bo.msg_timeout_ms = 300;
+	r = vqs_vu_backend_create(&env->backend, &bo);
+	if (r < 0) {
+		vqs_sched_destroy(env->sched);
+		env->sched = NULL;
+	}
+	return r;
+}
+
+void vu_env_stop(struct vu_env *env)
+{
+	vqs_vu_backend_destroy(env->backend);
+	if (env->sched)
+		vqs_sched_destroy(env->sched);
+	unlink(env->path);
+}
+
+bool vu_env_wait_disconnects(struct vu_env *env, uint64_t n)
+{
+	for (int i = 0; i < 1000; i++) {
+		struct vqs_vu_backend_stats s;
+		vqs_vu_backend_stats(env->backend, &s);
+		if (s.disconnects >= n)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts *o)
+{
+	vqs_vu_frontend_opts_init(o);
+	o->path = env->path;
+	o->queue_size = 64;
+	o->features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX);
+	o->mem_size = 1u << 20;
+}
+
+/* Wait for a completion on queue q: call eventfd, bounded. */
+static void *wait_used(struct vqs_vu_frontend *f, unsigned q, uint32_t *len)
+{
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, q);
+	for (int tries = 0; tries < 400; tries++) {
+		void *tok = vqs_drv_get_used(dq, len);
+		if (tok)
+			return tok;
+		if (vqs_drv_enable_cb(dq))
+			continue;
+		struct pollfd p = { .fd = vqs_vu_frontend_call_fd(f, q), .events = POLLIN };
+		if (poll(&p, 1, 10) > 0) {
+			uint64_t v;
+			if (read(p.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len)
+{
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, q);
+	if (!dq)
+		return -ENOENT;
+	uint64_t out = vqs_gmem_alloc(g, len, 64), in = vqs_gmem_alloc(g, len, 64);
+	if (!out || !in)
+		return -ENOMEM;
+	uint8_t *po = vqs_gmem_host(g, out, len), *pi = vqs_gmem_host(g, in, len);
+	for (unsigned k = 0; k < count; k++) {
+		for (uint32_t b = 0; b < len; b++)
+			po[b] = (uint8_t)(k * 7 + b + q);
+		memset(pi, 0, len);
+		struct vqs_drv_buf bufs[2] = { { out, len }, { in, len } };
+		int r = vqs_drv_add(dq, bufs, 1, 1, po, false);
+		if (r < 0)
+			return r;
+		if (vqs_drv_kick_prepare(dq)) {
+			uint64_t one = 1;
+			if (write(vqs_vu_frontend_kick_fd(f, q), &one, sizeof(one)) < 0)
+				return -errno;
+		}
+		uint32_t got = 0;
+		void *tok = wait_used(f, q, &got);
+		if (tok != po)
+			return -ETIMEDOUT;
+		if (got != len || memcmp(po, pi, len) != 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+static unsigned count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	unsigned n = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* opendir holds one fd while counting: not counted. */
+unsigned vu_count_fds(void) { return count_dir("/proc/self/fd") - 1; }
+unsigned vu_count_threads(void) { return count_dir("/proc/self/task"); }
+
+unsigned vu_count_maps(void)
+{
+	FILE *fp = fopen("/proc/self/maps", "r");
+	unsigned n = 0;
+	if (!fp)
+		return 0;
+	for (int c; (c = fgetc(fp)) != EOF;)
+		n += c == '\n';
+	fclose(fp);
+	return n;
+}
+
+unsigned vu_wait_fds(unsigned want)
+{
+	unsigned n = vu_count_fds();
+	for (int i = 0; i < 400 && n != want; i++) {
+		usleep(5000);
+		n = vu_count_fds();
+	}
+	return n;
+}

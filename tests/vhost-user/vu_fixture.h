@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the vhost-user tests: an echo device (each request's readable bytes are copied into
+ * its writable buffers), a backend serving it on a scheduler, a frontend driving it, and the
+ * process-wide counters (open fds, threads, mappings) the leak checks compare. Public API only.
+ */
+#ifndef VQS_TEST_VU_FIXTURE_H
+#define VQS_TEST_VU_FIXTURE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <vqsched/vqsched.h>
+
+#define VU_CONFIG_SIZE 16
+
+struct vu_echo {
+	struct vqs_vu_device_ops ops;
+	uint8_t config[VU_CONFIG_SIZE];
+	_Atomic uint64_t completed;
+	/* Completion delay per request, to keep requests in flight (inflight tests). */
+	uint32_t delay_us;
+	/*
+	 * Asynchronous mode (vu_echo_start_async): handlers only queue the echoed requests; a
+	 * completer thread completes the newest first, one per delay_us. The used ring then is no
+	 * prefix of the avail ring, so only inflight tracking can tell what a dead backend left
+	 * undone.
+	 */
+	bool async;
+	pthread_t completer;
+	pthread_mutex_t lock;
+	unsigned npending;
+	struct vqs_req *pending[1024];
+	uint32_t written[1024];
+};
+/* An echo device with num_queues queues offering `features` and every protocol feature. */
+void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features);
+/* Switch e to asynchronous completion (runs until the process exits). 0 or -errno. */
+int vu_echo_start_async(struct vu_echo *e);
+
+struct vu_env {
+	char path[108];
+	struct vqs_sched *sched;
+	struct vqs_vu_backend *backend;
+	struct vu_echo echo;
+};
+/* Scheduler (pool, one worker) + backend on a fresh socket path. client: the backend connects. */
+int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client);
+void vu_env_stop(struct vu_env *env);
+/* Wait (bounded) until the backend counted `n` disconnects. */
+bool vu_env_wait_disconnects(struct vu_env *env, uint64_t n);
+/* Frontend options for env's socket: 1 queue of 64, EVENT_IDX + VERSION_1, 1 MiB arena. */
+void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts *o);
+
+/* Echo `count` requests of `len` bytes through queue q, checking every byte. 0 or -errno. */
+int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
+
+unsigned vu_count_fds(void);
+unsigned vu_count_threads(void);
+unsigned vu_count_maps(void);
+/* Wait (bounded) until the fd count is back to `want`; returns the last count seen. */
+unsigned vu_wait_fds(unsigned want);
+
+#endif

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vhost-user end to end over real sockets: our frontend drives our backend serving an echo
+ * device on the scheduler. Handshake and data (split rings), server and client modes,
+ * multiqueue, config space, stopping and restarting a ring, memory table changes, and repeated
+ * frontend disconnects with fds and threads back to where they were.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "scale.h"
+#include "vu_fixture.h"
+
+static struct vqs_vu_frontend *connect_frontend(struct vu_env *env, uint16_t nq)
+{
+	struct vqs_vu_frontend_opts o;
+	struct vqs_vu_frontend *f;
+	vu_env_frontend_opts(env, &o);
+	o.num_queues = nq;
+	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	return f;
+}
+
+static void test_server_mode_handshake_and_echo(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	uint64_t want = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
+			VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES);
+	assert_int_equal(vqs_vu_frontend_features(f), want);
+	assert_int_equal(vqs_vu_backend_features(env.backend), want);
+	assert_true(vqs_vu_frontend_protocol_features(f) &
+		    VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK));
+	assert_int_equal(vu_echo_roundtrip(f, 0, 200, 64), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 10, 3000), 0);
+	assert_int_equal(atomic_load(&env.echo.completed), 210);
+	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
+	vqs_vu_frontend_destroy(f);
+	assert_true(vu_env_wait_disconnects(&env, 1));
+	vu_env_stop(&env);
+}
+
+static void test_client_mode_backend_connects_with_retry(void **state)
+{
+	struct vu_env env;
+	/* The backend starts first and retries until the frontend listens. */
+	assert_int_equal(vu_env_start(&env, 1, true), 0);
+	usleep(30000);
+	struct vqs_vu_frontend_opts o;
+	struct vqs_vu_frontend *f;
+	vu_env_frontend_opts(&env, &o);
+	o.server = true;
+	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
+	for (int cycle = 0; cycle < 3; cycle++) {
+		assert_int_equal(vqs_vu_frontend_connect(f), 0);
+		assert_int_equal(vqs_vu_frontend_setup(f), 0);
+		assert_int_equal(vu_echo_roundtrip(f, 0, 50, 128), 0);
+		/* The backend reconnects after the frontend drops it. */
+		assert_int_equal(vqs_vu_frontend_disconnect(f, cycle & 1), 0);
+		assert_true(vu_env_wait_disconnects(&env, (uint64_t)cycle + 1));
+	}
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
+static void test_multiqueue_each_queue_echoes(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 4, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 4);
+	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_MQ));
+	uint64_t nq = 0;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_QUEUE_NUM, NULL, 0, NULL, 0, false,
+						 &nq, sizeof(nq), NULL),
+			 8);
+	assert_int_equal(nq, 4);
+	for (unsigned q = 0; q < 4; q++)
+		assert_int_equal(vu_echo_roundtrip(f, q, 20, 100), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
+static void test_config_space_get_and_set(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	struct vqs_vu_config c = { .offset = 4, .size = 8 }, rep;
+	uint8_t newval[4] = { 0xa1, 0xa2, 0xa3, 0xa4 };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_CONFIG, &c, 12 + 8, NULL, 0, false,
+						 &rep, sizeof(rep), NULL),
+			 12 + 8);
+	assert_int_equal(rep.offset, 4);
+	assert_int_equal(rep.size, 8);
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(rep.region[i], 4 + i);
+	c = (struct vqs_vu_config){ .offset = 12, .size = 4 };
+	memcpy(c.region, newval, 4);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_CONFIG, &c, 12 + 4, NULL, 0, true,
+						 NULL, 0, NULL),
+			 0);
+	assert_memory_equal(env.echo.config + 12, newval, 4);
+	/* Past the end of config space: refused with an error ack, the session goes on. */
+	c = (struct vqs_vu_config){ .offset = 14, .size = 4 };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_CONFIG, &c, 12 + 4, NULL, 0, true,
+						 NULL, 0, NULL),
+			 -EPROTO);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 5, 32), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
+static void test_get_vring_base_stops_ring_and_kick_restarts(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 37, 16), 0);
+	struct vqs_vu_vring_state st = { 0, 0 }, rep;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						 false, &rep, sizeof(rep), NULL),
+			 sizeof(rep));
+	assert_int_equal(rep.index, 0);
+	assert_int_equal(rep.num, 37);
+	struct vqs_vu_backend_stats s;
+	vqs_vu_backend_stats(env.backend, &s);
+	assert_int_equal(s.queue_starts, 1);
+	assert_int_equal(s.queue_stops, 1);
+	/* A new kick starts the ring again where it stopped. */
+	uint64_t idx = 0;
+	int kick = vqs_vu_frontend_kick_fd(f, 0);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true,
+						 NULL, 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 5, 16), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
+static void test_mem_table_replaced_and_slots_added_while_running(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	unsigned maps0 = vu_count_maps();
+	/* Same memory again, as a VMM does after hotplug: rings keep running. */
+	struct vqs_vu_memory mem = { .nregions = 1 };
+	mem.regions[0] = (struct vqs_vu_mem_region){
+		vqs_gmem_base(g), vqs_gmem_size(g),
+		(uint64_t)(uintptr_t)vqs_gmem_host(g, vqs_gmem_base(g), 1), 0 };
+	int fd = vqs_gmem_fd(g);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_MEM_TABLE, &mem, 8 + 32, &fd,
+							 1, true, NULL, 0, NULL),
+				 0);
+		assert_int_equal(vu_echo_roundtrip(f, 0, 10, 64), 0);
+	}
+	/* One more slot, then removed again. */
+	int extra = memfd_create("vu-extra", MFD_CLOEXEC);
+	assert_true(extra >= 0);
+	assert_int_equal(ftruncate(extra, 65536), 0);
+	uint64_t max = 0;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_MAX_MEM_SLOTS, NULL, 0, NULL, 0,
+						 false, &max, 8, NULL),
+			 8);
+	assert_int_equal(max, VQS_VU_MAX_MEM_SLOTS);
+	struct vqs_vu_mem_reg reg = { 0, { 0x40000000, 65536, 0x7f0000000000ull, 0 } };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_ADD_MEM_REG, &reg, sizeof(reg), &extra, 1,
+						 true, NULL, 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 10, 64), 0);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_REM_MEM_REG, &reg, sizeof(reg), NULL, 0,
+						 true, NULL, 0, NULL),
+			 0);
+	/* Removing it twice is refused. */
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_REM_MEM_REG, &reg, sizeof(reg), NULL, 0,
+						 true, NULL, 0, NULL),
+			 -EPROTO);
+	close(extra);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 10, 64), 0);
+	assert_int_equal(vu_count_maps(), maps0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
+/* >= 20 frontends in a row, half leaving cleanly, half dropping the socket mid-stream. */
+static void test_frontend_disconnect_cycles_leave_no_fds_or_threads(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 2, false), 0);
+	unsigned fds0 = vu_count_fds(), threads0 = vu_count_threads(), maps0 = vu_count_maps();
+	unsigned cycles = (unsigned)vqs_test_scaled(24);
+	if (cycles < 20)
+		cycles = 20;
+	for (unsigned c = 0; c < cycles; c++) {
+		struct vqs_vu_frontend *f = connect_frontend(&env, 2);
+		assert_int_equal(vu_echo_roundtrip(f, c & 1, 20, 256), 0);
+		if (c % 3 == 2) {
+			/* Mid-message: half a header, then gone. */
+			static const uint8_t half[6] = { VQS_VU_SET_VRING_NUM, 0, 0, 0, 1, 0 };
+			assert_int_equal(vqs_vu_frontend_send_raw(f, half, sizeof(half), NULL, 0), 0);
+		}
+		assert_int_equal(vqs_vu_frontend_disconnect(f, c % 3 == 0), 0);
+		vqs_vu_frontend_destroy(f);
+		assert_true(vu_env_wait_disconnects(&env, c + 1));
+	}
+	assert_int_equal(vu_wait_fds(fds0), fds0);
+	assert_int_equal(vu_count_threads(), threads0);
+	assert_int_equal(vu_count_maps(), maps0);
+	vu_env_stop(&env);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_server_mode_handshake_and_echo),
+		cmocka_unit_test(test_client_mode_backend_connects_with_retry),
+		cmocka_unit_test(test_multiqueue_each_queue_echoes),
+		cmocka_unit_test(test_config_space_get_and_set),
+		cmocka_unit_test(test_get_vring_base_stops_ring_and_kick_restarts),
+		cmocka_unit_test(test_mem_table_replaced_and_slots_added_while_running),
+		cmocka_unit_test(test_frontend_disconnect_cycles_leave_no_fds_or_threads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
