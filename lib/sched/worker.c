@@ -224,6 +224,11 @@ void vqs_queue_wake(struct vqs_queue *q)
 
 enum turn_end { TURN_DRAINED, TURN_BUDGET, TURN_STALLED };
 
+/* What one turn consumed of the queue's budget. */
+struct turn_budget {
+	uint64_t pkts, bytes;
+};
+
 /* Pop up to want chains into free slots of the worker's batch. Returns how many; *empty when the
  * ring had nothing more. */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned want,
@@ -293,13 +298,14 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
  * take more (no free slot, handler gave back, ring broken). */
-static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t now)
+static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t now,
+			   struct turn_budget *used)
 {
 	struct vqs_sched *s = q->s;
 	const struct sched_policy *pol = s->pol;
 	uint64_t noticed = atomic_exchange_explicit(&q->noticed_ns, 0, memory_order_relaxed);
 	uint64_t t0 = noticed && noticed < now ? noticed : now;
-	uint64_t pkts = 0, bytes = 0;
+	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
 	vqs_mem_read_lock();
@@ -351,29 +357,30 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		}
 	}
 	vqs_mem_read_unlock();
+	used->pkts = pkts;
+	used->bytes = bytes;
 	return end;
 }
 
-/* After a turn: stay polled, go back on the list, or re-arm and go idle; or stop for a pause. */
-static void finish(struct vqs_queue *q, enum turn_end end, uint64_t now)
+/* Re-arm notifications on a ring found empty. A chain that slipped in while they were off
+ * would get no kick, so enable_notify re-checks: true means keep draining (notifications are off
+ * again). The event fields live in guest memory: inside the read-side section. */
+static bool rearm_finds_more(struct vqs_queue *q)
 {
-	bool again = end == TURN_BUDGET;
-	if (end == TURN_DRAINED) {
-		again = q->s->pol->keep_polling(q->s, q, now);
-		if (!again) {
-			/* Re-arm; a chain that slipped in while notifications were off would get no
-			 * kick, so enable_notify re-checks and we keep draining instead of sleeping.
-			 * The event fields live in guest memory: inside the read-side section. */
-			vqs_mem_read_lock();
-			q->notify_on = true;
-			if (vqs_vq_enable_notify(q->vq)) {
-				vqs_vq_disable_notify(q->vq);
-				q->notify_on = false;
-				again = true;
-			}
-			vqs_mem_read_unlock();
-		}
+	vqs_mem_read_lock();
+	q->notify_on = true;
+	bool more = vqs_vq_enable_notify(q->vq);
+	if (more) {
+		vqs_vq_disable_notify(q->vq);
+		q->notify_on = false;
 	}
+	vqs_mem_read_unlock();
+	return more;
+}
+
+/* End of a turn: back on the list (again, or work arrived meanwhile), idle, or paused. */
+static void finish(struct vqs_queue *q, bool again)
+{
 	/* Once PAUSED, a control thread may detach and free q: read what we need first. */
 	struct vqs_sched *s = q->s;
 	struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
@@ -475,6 +482,8 @@ static void worker_sleep(struct sched_worker *w)
  * queues between turns: after every turn the budget cut short (so a kicked queue gets on the list
  * before the one that exhausted its budget), and every EVENT_CHECK_TURNS turns otherwise. */
 #define EVENT_CHECK_TURNS 32u
+/* Re-arm races served within one turn before the queue goes back on the list. */
+#define MAX_REARMS 4u
 
 static void check_events(struct sched_worker *w, uint64_t now)
 {
@@ -488,11 +497,30 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
 	if (!take_turn(q))
 		return;
-	uint64_t start = vqs_now_ns();
+	uint64_t start = vqs_now_ns(), now = start;
 	if (atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
 		q->parked = false;
-	enum turn_end end = serve(w, q, start);
-	uint64_t now = vqs_now_ns();
+	struct turn_budget used = {0, 0};
+	enum turn_end end;
+	bool again;
+	for (unsigned rearms = 0;; rearms++) {
+		end = serve(w, q, now, &used);
+		now = vqs_now_ns();
+		if (end != TURN_DRAINED) {
+			again = end == TURN_BUDGET;
+			break;
+		}
+		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
+		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
+		 * that keeps saying "more" without yielding any goes back on the list instead. */
+		again = q->s->pol->keep_polling(q->s, q, now);
+		if (again || !rearm_finds_more(q))
+			break;
+		if (rearms == MAX_REARMS) {
+			again = true;
+			break;
+		}
+	}
 	stat_add(&q->c.turns, 1);
 	stat_add(&q->c.busy_ns, now - start);
 	stat_add(&w->c.turns, 1);
@@ -500,7 +528,7 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 		w->turns_since_check = 0;
 		check_events(w, now);
 	}
-	finish(q, end, now);
+	finish(q, again);
 }
 
 void *sched_worker_main(void *arg)
