@@ -281,13 +281,19 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	if (used < n) {
 		if (!b->count) {
 			b->rx_parked = true; /* the next push wakes us */
-		} else if (short_batch && used) {
-			vqs_queue_wake(q); /* a fresh batch starts with the buffers given back */
+		} else if (short_batch && (used || ++b->rx_short_turns <= SW_RX_SHORT_RETRIES)) {
+			/* A fresh batch starts with the buffers given back; policies that size
+			 * batches by demand grow it when the last one came back full. */
+			vqs_queue_wake(q);
 		} else if (short_batch) {
-			b->rx_starved = true; /* fewer buffers than the frame needs: housekeeping retries */
+			/* The ring itself holds fewer buffers than the frame needs: retry on the
+			 * housekeeping tick instead of spinning. */
+			b->rx_starved = true;
 			atomic_store_explicit(&sw->attention, true, memory_order_relaxed);
 		}
 	}
+	if (used)
+		b->rx_short_turns = 0;
 	pthread_mutex_unlock(&b->lock);
 	sw_wake_senders(sw, wake);
 	sw_count(&b->c.tx_frames, frames);

@@ -20,6 +20,7 @@
 #define SW_TXQ 1
 #define SW_FRAME_MAX 2046u  /* Ethernet frame bytes, header excluded: MTU 1500 plus VLAN tags */
 #define SW_STAGE_SLOTS 256u /* power of two */
+#define SW_RX_SHORT_RETRIES 16u /* immediate retries for a frame larger than the batch */
 
 enum sw_drop {
 	SW_DROP_RUNT,       /* sender: frame shorter than an Ethernet header */
@@ -63,7 +64,8 @@ struct sw_port {
 	struct sw_slot *slots;
 	unsigned head, count;
 	bool rx_parked;         /* receive handler gave its buffers back for lack of frames */
-	bool rx_starved;        /* a frame needs more receive buffers than were offered at once */
+	bool rx_starved;        /* a frame needs more receive buffers than the ring offers */
+	unsigned rx_short_turns; /* turns in a row that could not place the first frame */
 	uint64_t waiters;       /* ports whose transmit queue waits for room here (bit = port id) */
 	uint64_t last_drain_ns; /* last time the receive queue took frames (or started) */
 
