@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-switch's forwarding core against the library's vhost-user frontend, under every scheduler
+ * policy (split rings; packed rings are covered against DPDK in tests/interop/dpdk_switch.sh): flooding of unknown and broadcast destinations, learning, frames
+ * spread over several mergeable receive buffers, backpressure without loss when the receiver has
+ * fewer buffers than frames in flight, and frames the switch must refuse counted where they
+ * belong.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <vqsched/vqsched.h>
+
+#include "net_hdr.h"
+#include "switch.h"
+
+#define NPORTS 3
+#define QSIZE 64
+#define HDR 12u
+
+struct fe {
+	struct vqs_vu_frontend *f;
+	struct vqs_gmem *g;
+	struct vqs_drv_vq *rx, *tx;
+	unsigned rx_posted;
+};
+
+struct env {
+	char dir[64];
+	char paths[NPORTS][108];
+	const char *pp[NPORTS];
+	struct vqs_sched *sched;
+	struct sw_switch *sw;
+	struct fe fe[NPORTS];
+	pthread_t keeper; /* the housekeeping vqs-switch's main thread does */
+	_Atomic bool stop;
+};
+
+static void *keeper_main(void *arg)
+{
+	struct env *e = arg;
+	while (!atomic_load(&e->stop)) {
+		unsigned ms = sw_housekeep(e->sw, vqs_now_ns());
+		for (unsigned i = 0; i < ms && !atomic_load(&e->stop); i++)
+			usleep(1000);
+	}
+	return NULL;
+}
+
+static const uint8_t MAC[NPORTS][6] = {
+	{ 2, 0, 0, 0, 0, 1 }, { 2, 0, 0, 0, 0, 2 }, { 2, 0, 0, 0, 0, 3 }
+};
+static const uint8_t BCAST[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t UNKNOWN[6] = { 2, 0, 0, 0, 0, 0x77 };
+
+static void kick(struct fe *fe, struct vqs_drv_vq *dq, unsigned q)
+{
+	if (vqs_drv_kick_prepare(dq)) {
+		uint64_t one = 1;
+		assert_int_equal(write(vqs_vu_frontend_kick_fd(fe->f, q), &one, sizeof(one)), 8);
+	}
+}
+
+/* Post n receive buffers of len bytes each. */
+static void post_rx(struct fe *fe, unsigned n, uint32_t len)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_drv_buf b = { .gpa = vqs_gmem_alloc(fe->g, len, 64), .len = len };
+		assert_true(b.gpa != 0);
+		assert_int_equal(vqs_drv_add(fe->rx, &b, 0, 1, (void *)(uintptr_t)b.gpa, false), 0);
+		fe->rx_posted++;
+	}
+	kick(fe, fe->rx, SW_RXQ);
+}
+
+/* Reclaim transmit buffers the switch completed. */
+static void reap_tx(struct fe *fe)
+{
+	uint32_t len;
+	while (vqs_drv_get_used(fe->tx, &len))
+		;
+}
+
+/* Send a frame dst <- src of `len` bytes whose payload starts with seq. -ENOSPC when the
+ * transmit ring is full. */
+static int send_frame(struct fe *fe, const uint8_t *dst, const uint8_t *src, uint32_t len,
+		      uint32_t seq)
+{
+	reap_tx(fe);
+	uint64_t gpa = vqs_gmem_alloc(fe->g, HDR + len, 64);
+	assert_true(gpa != 0);
+	uint8_t *p = vqs_gmem_host(fe->g, gpa, HDR + len);
+	memset(p, 0, HDR);
+	memcpy(p + HDR, dst, 6);
+	memcpy(p + HDR + 6, src, 6);
+	p[HDR + 12] = 0x88;
+	p[HDR + 13] = 0xb5; /* local experimental ethertype */
+	for (uint32_t i = 14; i < len; i++)
+		p[HDR + i] = (uint8_t)(seq + i);
+	memcpy(p + HDR + 14, &seq, sizeof(seq));
+	struct vqs_drv_buf b = { .gpa = gpa, .len = HDR + len };
+	int err = vqs_drv_add(fe->tx, &b, 1, 0, (void *)(uintptr_t)gpa, false);
+	if (err == 0)
+		kick(fe, fe->tx, SW_TXQ);
+	return err;
+}
+
+/* Next received frame into out (without the header); its length, or -ETIMEDOUT. Checks the
+ * header: num_buffers buffers carry the frame. */
+static int recv_frame(struct fe *fe, uint8_t *out, size_t cap, unsigned timeout_ms, uint16_t *nbufs)
+{
+	uint64_t deadline = vqs_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint32_t len;
+	void *tok;
+	while (!(tok = vqs_drv_get_used(fe->rx, &len))) {
+		if (vqs_now_ns() > deadline)
+			return -ETIMEDOUT;
+		usleep(200);
+	}
+	fe->rx_posted--;
+	assert_true(len >= HDR);
+	uint8_t *p = vqs_gmem_host(fe->g, (uint64_t)(uintptr_t)tok, len);
+	struct sw_net_hdr h;
+	memcpy(&h, p, HDR);
+	assert_int_equal(h.flags, 0);
+	assert_int_equal(h.gso_type, 0);
+	*nbufs = h.num_buffers;
+	size_t got = len - HDR;
+	assert_true(got <= cap);
+	memcpy(out, p + HDR, got);
+	for (unsigned i = 1; i < h.num_buffers; i++) {
+		while (!(tok = vqs_drv_get_used(fe->rx, &len))) {
+			if (vqs_now_ns() > deadline)
+				return -ETIMEDOUT;
+			usleep(200);
+		}
+		fe->rx_posted--;
+		assert_true(got + len <= cap);
+		memcpy(out + got, vqs_gmem_host(fe->g, (uint64_t)(uintptr_t)tok, len), len);
+		got += len;
+	}
+	return (int)got;
+}
+
+static void expect_frame(struct fe *fe, const uint8_t *dst, const uint8_t *src, uint32_t len,
+			 uint32_t seq)
+{
+	uint8_t buf[SW_FRAME_MAX];
+	uint16_t nb;
+	int got = recv_frame(fe, buf, sizeof(buf), 3000, &nb);
+	assert_int_equal(got, (int)len);
+	assert_memory_equal(buf, dst, 6);
+	assert_memory_equal(buf + 6, src, 6);
+	uint32_t s;
+	memcpy(&s, buf + 14, sizeof(s));
+	assert_int_equal(s, seq);
+	for (uint32_t i = 18; i < len; i++)
+		assert_int_equal(buf[i], (uint8_t)(seq + i));
+}
+
+static void expect_nothing(struct fe *fe, unsigned ms)
+{
+	uint8_t buf[SW_FRAME_MAX];
+	uint16_t nb;
+	assert_int_equal(recv_frame(fe, buf, sizeof(buf), ms, &nb), -ETIMEDOUT);
+}
+
+static uint64_t counter(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static void env_start(struct env *e, enum vqs_policy pol, bool packed)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "/tmp/vqs-switch-test.XXXXXX");
+	assert_non_null(mkdtemp(e->dir));
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = pol;
+	so.nworkers = 2;
+	assert_int_equal(vqs_sched_create(&e->sched, &so), 0);
+	struct sw_opts o;
+	sw_opts_init(&o);
+	for (unsigned i = 0; i < NPORTS; i++) {
+		snprintf(e->paths[i], sizeof(e->paths[i]), "%s/p%u", e->dir, i);
+		e->pp[i] = e->paths[i];
+	}
+	o.nports = NPORTS;
+	o.paths = e->pp;
+	o.packed = packed;
+	o.sched = e->sched;
+	assert_int_equal(sw_create(&e->sw, &o), 0);
+	assert_int_equal(pthread_create(&e->keeper, NULL, keeper_main, e), 0);
+	for (unsigned i = 0; i < NPORTS; i++) {
+		struct fe *fe = &e->fe[i];
+		struct vqs_vu_frontend_opts fo;
+		vqs_vu_frontend_opts_init(&fo);
+		fo.path = e->paths[i];
+		fo.num_queues = 2;
+		fo.queue_size = QSIZE;
+		fo.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(SW_NET_F_MRG_RXBUF) |
+			      VQS_BIT(VQS_F_EVENT_IDX) | (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
+		fo.mem_size = 4u << 20;
+		assert_int_equal(vqs_vu_frontend_create(&fe->f, &fo), 0);
+		assert_int_equal(vqs_vu_frontend_connect(fe->f), 0);
+		assert_int_equal(vqs_vu_frontend_setup(fe->f), 0);
+		assert_int_equal(!!(vqs_vu_frontend_features(fe->f) & VQS_BIT(VQS_F_RING_PACKED)), packed);
+		fe->g = vqs_vu_frontend_gmem(fe->f);
+		fe->rx = vqs_vu_frontend_vq(fe->f, SW_RXQ);
+		fe->tx = vqs_vu_frontend_vq(fe->f, SW_TXQ);
+	}
+}
+
+static void env_stop(struct env *e)
+{
+	for (unsigned i = 0; i < NPORTS; i++) {
+		vqs_vu_frontend_disconnect(e->fe[i].f, true);
+		vqs_vu_frontend_destroy(e->fe[i].f);
+	}
+	atomic_store(&e->stop, true);
+	pthread_join(e->keeper, NULL);
+	sw_destroy(e->sw);
+	vqs_sched_destroy(e->sched);
+	for (unsigned i = 0; i < NPORTS; i++)
+		unlink(e->paths[i]);
+	rmdir(e->dir);
+}
+
+/* Unknown and broadcast destinations reach every other port; once learned, a unicast frame
+ * reaches only its port; a frame to the sender's own address is filtered and counted. */
+static void flood_learn_filter(struct env *e)
+{
+	for (unsigned i = 0; i < NPORTS; i++)
+		post_rx(&e->fe[i], 16, 2048);
+	assert_int_equal(send_frame(&e->fe[0], UNKNOWN, MAC[0], 60, 1), 0);
+	expect_frame(&e->fe[1], UNKNOWN, MAC[0], 60, 1);
+	expect_frame(&e->fe[2], UNKNOWN, MAC[0], 60, 1);
+	assert_int_equal(send_frame(&e->fe[1], BCAST, MAC[1], 100, 2), 0);
+	expect_frame(&e->fe[0], BCAST, MAC[1], 100, 2);
+	expect_frame(&e->fe[2], BCAST, MAC[1], 100, 2);
+	/* Both addresses are learned now. */
+	assert_int_equal(send_frame(&e->fe[1], MAC[0], MAC[1], 1514, 3), 0);
+	expect_frame(&e->fe[0], MAC[0], MAC[1], 1514, 3);
+	assert_int_equal(send_frame(&e->fe[0], MAC[1], MAC[0], 64, 4), 0);
+	expect_frame(&e->fe[1], MAC[1], MAC[0], 64, 4);
+	expect_nothing(&e->fe[2], 100);
+	/* An address that shows up on another port moves there. */
+	assert_int_equal(send_frame(&e->fe[2], MAC[1], MAC[0], 64, 5), 0);
+	expect_frame(&e->fe[1], MAC[1], MAC[0], 64, 5);
+	assert_int_equal(send_frame(&e->fe[1], MAC[0], MAC[1], 64, 6), 0);
+	expect_frame(&e->fe[2], MAC[0], MAC[1], 64, 6);
+	expect_nothing(&e->fe[0], 100);
+	/* A frame whose destination lives on the sender's own port goes nowhere, counted. */
+	struct sw_port *p0 = e->sw->ports[0];
+	uint64_t filtered = counter(&p0->c.drop[SW_DROP_FILTERED]);
+	assert_int_equal(send_frame(&e->fe[0], MAC[0], MAC[0], 64, 7), 0);
+	uint64_t deadline = vqs_now_ns() + 3000000000ull;
+	while (counter(&p0->c.drop[SW_DROP_FILTERED]) == filtered && vqs_now_ns() < deadline)
+		usleep(1000);
+	assert_int_equal(counter(&p0->c.drop[SW_DROP_FILTERED]), filtered + 1);
+	expect_nothing(&e->fe[1], 50);
+	expect_nothing(&e->fe[2], 10);
+}
+
+/* A frame larger than one receive buffer is spread over several with num_buffers set. */
+static void mergeable_buffers(struct env *e)
+{
+	post_rx(&e->fe[1], 40, 64);
+	assert_int_equal(send_frame(&e->fe[0], MAC[1], MAC[0], 1000, 7), 0);
+	uint8_t buf[SW_FRAME_MAX];
+	uint16_t nb;
+	assert_int_equal(recv_frame(&e->fe[1], buf, sizeof(buf), 3000, &nb), 1000);
+	assert_int_equal(nb, (1000 + HDR + 63) / 64);
+	uint32_t s;
+	memcpy(&s, buf + 14, sizeof(s));
+	assert_int_equal(s, 7);
+}
+
+/* More frames in flight than the receiver has buffers: the sender is held back, nothing is lost
+ * or reordered, nothing is counted as dropped. */
+static void backpressure_no_loss(struct env *e, unsigned total)
+{
+	struct fe *a = &e->fe[0], *b = &e->fe[1];
+	/* Teach the switch where MAC1 is, so the frames go to port 1 only. */
+	post_rx(a, 4, 2048);
+	assert_int_equal(send_frame(b, MAC[0], MAC[1], 60, 0), 0);
+	expect_frame(a, MAC[0], MAC[1], 60, 0);
+	post_rx(b, 4, 256);
+	struct sw_port *p1 = e->sw->ports[1];
+	uint64_t before = counter(&p1->c.tx_frames);
+	unsigned sent = 0, got = 0;
+	uint64_t deadline = vqs_now_ns() + 20000000000ull;
+	while (got < total) {
+		assert_true(vqs_now_ns() < deadline);
+		while (sent < total && sent - got < 600 && send_frame(a, MAC[1], MAC[0], 128, 1000 + sent) == 0)
+			sent++;
+		/* Take a few, give a few back: the receiver is always short of buffers. */
+		uint8_t buf[SW_FRAME_MAX];
+		uint16_t nb;
+		int len = recv_frame(b, buf, sizeof(buf), 3000, &nb);
+		assert_int_equal(len, 128);
+		uint32_t s;
+		memcpy(&s, buf + 14, sizeof(s));
+		assert_int_equal(s, 1000 + got);
+		got++;
+		if (b->rx_posted < 2)
+			post_rx(b, 3, 256);
+	}
+	for (unsigned d = 0; d < SW_DROP__COUNT; d++)
+		assert_int_equal(counter(&p1->c.drop[d]), 0);
+	assert_int_equal(counter(&p1->c.tx_frames), before + total);
+}
+
+/* Frames the switch cannot forward are counted on the port that sent them. */
+static void refused_frames_counted(struct env *e)
+{
+	struct sw_port *p0 = e->sw->ports[0];
+	assert_int_equal(send_frame(&e->fe[0], MAC[1], MAC[0], 10, 8), 0);
+	assert_int_equal(send_frame(&e->fe[0], MAC[1], MAC[0], SW_FRAME_MAX + 1, 9), 0);
+	uint64_t deadline = vqs_now_ns() + 3000000000ull;
+	while (counter(&p0->c.drop[SW_DROP_OVERSIZE]) == 0 && vqs_now_ns() < deadline)
+		usleep(1000);
+	assert_int_equal(counter(&p0->c.drop[SW_DROP_RUNT]), 1);
+	assert_int_equal(counter(&p0->c.drop[SW_DROP_OVERSIZE]), 1);
+	expect_nothing(&e->fe[1], 50);
+}
+
+static void run_all(enum vqs_policy pol, bool packed)
+{
+	struct env e;
+	env_start(&e, pol, packed);
+	flood_learn_filter(&e);
+	refused_frames_counted(&e);
+	env_stop(&e);
+	env_start(&e, pol, packed);
+	mergeable_buffers(&e);
+	/* The bump allocator never frees: 1500 frames of small buffers fit in 4 MiB. */
+	backpressure_no_loss(&e, 1500);
+	env_stop(&e);
+}
+
+static void switch_dedicated_split(void **st) { run_all(VQS_POLICY_DEDICATED, false); }
+static void switch_pool_split(void **st) { run_all(VQS_POLICY_POOL, false); }
+static void switch_poll_split(void **st) { run_all(VQS_POLICY_POLL, false); }
+static void switch_adaptive_split(void **st) { run_all(VQS_POLICY_ADAPTIVE, false); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(switch_dedicated_split), cmocka_unit_test(switch_pool_split),
+		cmocka_unit_test(switch_poll_split),      cmocka_unit_test(switch_adaptive_split),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
