@@ -195,6 +195,8 @@ struct vqs_ksim_cell {
 	uint64_t retransmits;    /* TCP-like resends after drops */
 	uint64_t kicks;          /* guest kicks (VM exits) */
 	uint64_t elapsed_ns;     /* measured interval */
+	double cpus_used;        /* CPU time of the whole process over the interval / elapsed: how
+				  * much of the machine the model got (low = starved by other load) */
 	unsigned repeats;        /* runs behind this cell (rate is their median) */
 };
 

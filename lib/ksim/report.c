@@ -77,6 +77,9 @@ void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_sna
 {
 	memset(s, 0, sizeof(*s));
 	s->t = vqs_now_ns();
+	struct timespec ts;
+	if (!clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		s->cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	for (unsigned i = 0; i < w->nflows; i++)
 		s->delivered += atomic_load_explicit(&w->flows[i].delivered, memory_order_relaxed);
 	s->delivered += transactions;
@@ -94,6 +97,7 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 	out->drops_ring = b->drops_ring - a->drops_ring;
 	out->kicks = b->kicks - a->kicks;
 	double secs = (double)out->elapsed_ns / 1e9;
+	out->cpus_used = (double)(b->cpu - a->cpu) / (double)out->elapsed_ns;
 	out->rate = rr ? (double)out->delivered / secs
 		       : (double)out->delivered * w->costs.pkt_bytes * 8.0 / secs / 1e6;
 }

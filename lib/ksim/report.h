@@ -22,7 +22,7 @@ void ksim_sleep_ms(uint32_t ms);
 
 /* A snapshot of the world's counters, to measure deltas over an interval. */
 struct ksim_snap {
-	uint64_t t, delivered, drops_batch, drops_ring, kicks;
+	uint64_t t, cpu, delivered, drops_batch, drops_ring, kicks;
 };
 void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_snap *s);
 /* Fill out from two snapshots; rate = Mbit/s of payload, or transactions/s when rr. */

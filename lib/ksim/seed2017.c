@@ -192,7 +192,7 @@ static void print_row(FILE *f, const struct vqs_ksim_seed2017_result *r, unsigne
 		if (c->err)
 			fprintf(f, " | %16s", "error");
 		else if (field == 0)
-			fprintf(f, " | %16.0f", c->rate);
+			fprintf(f, " | %10.0f (%3.1f)", c->rate, c->cpus_used);
 		else
 			fprintf(f, " | %6llu/%4llu/%4llu", (unsigned long long)c->drops_batch,
 				(unsigned long long)c->drops_ring,
@@ -217,7 +217,7 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		   "median of %u, window %u packets over all streams\n",
 		o->cell_ms, o->repeats ? o->repeats : 1, o->total_window);
 	vqs_ksim_costs_print(f, &o->costs);
-	fprintf(f, "goodput, Mbit/s:\n");
+	fprintf(f, "goodput, Mbit/s (CPUs the model used):\n");
 	print_header(f);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		print_row(f, r, row, 0);

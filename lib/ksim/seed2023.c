@@ -240,7 +240,7 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 		o->vcpu_cpu, o->peer_cpu < 0 ? "any CPU" : "CPU ", o->peer_cpu < 0 ? 0 : o->peer_cpu,
 		o->cell_ms, o->repeats ? o->repeats : 1);
 	vqs_ksim_costs_print(f, &o->costs);
-	fprintf(f, "%-22s", "workload");
+	fprintf(f, "rates (CPUs the model used)\n%-22s", "workload");
 	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		fprintf(f, " | %14s", col_names[col]);
 	fprintf(f, "\n%-22s", "worker mask");
@@ -254,7 +254,7 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 			if (c->err)
 				fprintf(f, " | %14s", "error");
 			else
-				fprintf(f, " | %14.0f", c->rate);
+				fprintf(f, " | %8.0f (%3.1f)", c->rate, c->cpus_used);
 		}
 		fprintf(f, "\n");
 	}
