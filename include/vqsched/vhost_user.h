@@ -201,9 +201,16 @@ struct vqs_vu_backend_opts {
 	uint32_t reconnect_max_ms;  /* client: backoff cap (default 1000) */
 	uint32_t msg_timeout_ms;    /* rest of a started message must arrive within this (default 1000) */
 };
+/* Fill defaults (size set, everything else 0 or its documented default). Threads: any. */
 VQS_API void vqs_vu_backend_opts_init(struct vqs_vu_backend_opts *o);
 
-/* Start the control thread and listen/connect. Threads: any, not a scheduler worker. */
+/*
+ * Start the control thread and listen/connect. One frontend is served at a time: a second one's
+ * connection waits in the listen backlog until the first has gone and been cleaned up.
+ * A message that cannot be parsed, or is refused while no ack was asked (NEED_REPLY with
+ * REPLY_ACK negotiated), closes the connection; a refused message with an ack asked gets a
+ * non-zero ack and the session goes on. Threads: any, not a scheduler worker.
+ */
 VQS_API int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backend_opts *o);
 /*
  * Stop the control thread, stop every queue (detached from the scheduler), unmap guest memory,
@@ -212,7 +219,8 @@ VQS_API int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_
  */
 VQS_API void vqs_vu_backend_destroy(struct vqs_vu_backend *b);
 
-/* Counters, for tools and tests (each read relaxed; the set is not one snapshot). */
+/* Counters, for tools and tests (each read relaxed; the set is not one snapshot).
+ * Threads: any, while the backend exists. */
 struct vqs_vu_backend_stats {
 	uint64_t connections;    /* frontends accepted or connected */
 	uint64_t disconnects;    /* connections closed and fully cleaned up */
@@ -222,7 +230,8 @@ struct vqs_vu_backend_stats {
 	uint64_t queue_stops;
 };
 VQS_API void vqs_vu_backend_stats(const struct vqs_vu_backend *b, struct vqs_vu_backend_stats *s);
-/* Virtio features negotiated with the current frontend (0 when none). Threads: any. */
+/* Virtio features negotiated with the current frontend (0 when none). Threads: any, while the
+ * backend exists. */
 VQS_API uint64_t vqs_vu_backend_features(const struct vqs_vu_backend *b);
 
 /* ---- frontend (the driver side, as QEMU or DPDK virtio-user would be) ---- */
@@ -241,17 +250,20 @@ struct vqs_vu_frontend_opts {
 	uint64_t gpa_base;     /* guest physical base of the arena; default 0x100000 */
 	uint32_t timeout_ms;   /* connect/accept and each reply; default 2000 */
 };
+/* Fill defaults (size set, each field its documented default). Threads: any. */
 VQS_API void vqs_vu_frontend_opts_init(struct vqs_vu_frontend_opts *o);
 
 /*
- * Allocate guest memory, kick/call eventfds; no connection yet. Threads: any. A frontend has one
- * owner thread: every call below comes from it (the driver queues may be used by one other
- * thread each while no connect/setup/disconnect runs).
+ * Allocate guest memory, kick/call eventfds; no connection yet. Threads: any.
+ * Threads, for every vqs_vu_frontend_* call below: the frontend's one owner thread. The driver
+ * queues (vqs_vu_frontend_vq) may each be handed to one other thread while no connect, setup or
+ * disconnect runs; the getters of fds, features and gmem may be called from any thread then.
  */
 VQS_API int vqs_vu_frontend_create(struct vqs_vu_frontend **out,
 				   const struct vqs_vu_frontend_opts *o);
 VQS_API void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f);
-/* Connect to (or accept) the backend, retrying until timeout_ms. No messages sent. */
+/* Connect to (or accept) the backend, retrying until timeout_ms. No messages sent. 0, -ETIMEDOUT
+ * (server mode), or the last connect error (-ENOENT, -ECONNREFUSED). */
 VQS_API int vqs_vu_frontend_connect(struct vqs_vu_frontend *f);
 /*
  * First half of the handshake: SET_OWNER, features, protocol features (and GET_QUEUE_NUM with
@@ -288,9 +300,9 @@ VQS_API int vqs_vu_frontend_sock(const struct vqs_vu_frontend *f);
  * reply carries (GET_INFLIGHT_FD), else -1. Returns the reply payload size, -EPROTO for a
  * non-zero ack, -ECONNRESET when the backend closed.
  */
-VQS_API int vqs_vu_frontend_request(struct vqs_vu_frontend *f, uint32_t request, const void *payload,
-				    uint32_t len, const int *fds, unsigned nfds, bool ack,
-				    void *reply, uint32_t reply_len, int *reply_fd);
+VQS_API int vqs_vu_frontend_request(struct vqs_vu_frontend *f, uint32_t request,
+				    const void *payload, uint32_t len, const int *fds, unsigned nfds,
+				    bool ack, void *reply, uint32_t reply_len, int *reply_fd);
 /* Send raw bytes (possibly a malformed message) with fds attached to the first byte. Tests. */
 VQS_API int vqs_vu_frontend_send_raw(struct vqs_vu_frontend *f, const void *buf, size_t len,
 				     const int *fds, unsigned nfds);

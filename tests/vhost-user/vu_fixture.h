@@ -56,7 +56,8 @@ int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uin
 
 unsigned vu_count_fds(void);
 unsigned vu_count_threads(void);
-unsigned vu_count_maps(void);
+/* Mappings of memfds (guest memory, inflight regions) in this process. */
+unsigned vu_count_memfd_maps(void);
 /* Wait (bounded) until the fd count is back to `want`; returns the last count seen. */
 unsigned vu_wait_fds(unsigned want);
 
