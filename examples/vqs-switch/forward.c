@@ -90,7 +90,7 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from, 
 		return 0;
 	}
 	if (to->count == SW_STAGE_SLOTS) {
-		if (now - to->last_drain_ns <= sw->o.stall_ns) {
+		if (!sw_stalled(to, now)) {
 			to->waiters |= bit(from->id);
 			pthread_mutex_unlock(&to->lock);
 			atomic_store_explicit(&sw->attention, true, memory_order_relaxed);
@@ -233,7 +233,7 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		if (have < need) {
 			short_batch = mrg && used + k == n;
 			/* Buffers that cannot ever hold it (no MRG_RXBUF), or a stall: drop the frame. */
-			if (short_batch && now - b->last_drain_ns <= sw->o.stall_ns)
+			if (short_batch && !sw_stalled(b, now))
 				break;
 			short_batch = false;
 			sw_count(&b->c.drop[SW_DROP_RX_SMALL], 1);

@@ -171,7 +171,7 @@ unsigned sw_housekeep(struct sw_switch *sw, uint64_t now)
 		uint64_t wake = 0;
 		pthread_mutex_lock(&p->lock);
 		/* A destination that stalled makes its waiters drop instead of wait (see forward.c). */
-		if (p->waiters && (p->count < SW_STAGE_SLOTS || now - p->last_drain_ns > sw->o.stall_ns)) {
+		if (p->waiters && (p->count < SW_STAGE_SLOTS || sw_stalled(p, now))) {
 			wake = p->waiters;
 			p->waiters = 0;
 		}

@@ -50,6 +50,13 @@ unsigned sw_housekeep(struct sw_switch *sw, uint64_t now);
 /* Every port's counters, one line each, prefixed. Threads: any. */
 void sw_print(struct sw_switch *sw, FILE *f, const char *prefix);
 
+/* Has p's staging made no progress for stall_ns? Under p->lock. `now` may predate the last
+ * drain (taken before the lock by another thread), hence the signed difference. */
+static inline bool sw_stalled(const struct sw_port *p, uint64_t now)
+{
+	return (int64_t)(now - p->last_drain_ns) > (int64_t)p->sw->o.stall_ns;
+}
+
 /* forward.c: the queue handlers and the step between them. */
 unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque);
 unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque);
