@@ -335,6 +335,7 @@ static void queue_free(struct vqs_queue *q)
 	for (unsigned i = 0; i < q->nslots; i++)
 		free(q->slot_mem[i]);
 	free(q->slot_mem);
+	free(q->pin_mem);
 	free(q);
 }
 
@@ -395,8 +396,13 @@ void vqs_sched_destroy(struct vqs_sched *s)
 static int slots_alloc(struct vqs_queue *q, unsigned n)
 {
 	q->slot_mem = calloc(n, sizeof(*q->slot_mem));
-	if (!q->slot_mem)
+	q->pin_mem = calloc(n, sizeof(*q->pin_mem));
+	if (!q->slot_mem || !q->pin_mem)
 		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		q->pin_mem[i].next_free = q->free_pins;
+		q->free_pins = &q->pin_mem[i];
+	}
 	for (unsigned i = 0; i < n; i++) {
 		struct req_slot *r = calloc(1, sizeof(*r) + q->iov_per_req * sizeof(struct iovec));
 		if (!r)

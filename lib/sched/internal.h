@@ -55,6 +55,14 @@ enum slot_state {
 	SLOT_OUT,       /* with the handler beyond its call; pins the memory table */
 };
 
+/* One memory-table pin shared by the requests of a batch that outlive their handler call.
+ * Owner of the queue only (plain counter). */
+struct pin_ref {
+	const struct vqs_mem_table *t;
+	unsigned refs;
+	struct pin_ref *next_free;
+};
+
 struct req_slot {
 	struct vqs_req req; /* first: vqs_req pointers convert back */
 	struct lf_node done; /* link in q->done once completed from another thread */
@@ -62,7 +70,7 @@ struct req_slot {
 	struct vqs_queue *q;
 	enum slot_state st;
 	uint32_t written;                 /* set by a remote completer before the push */
-	const struct vqs_mem_table *pin;  /* SLOT_OUT: keeps the iovecs mapped */
+	struct pin_ref *pin;              /* SLOT_OUT: keeps the iovecs mapped */
 	uint64_t t0_ns;                   /* when the worker noticed the request */
 	struct iovec iov[];
 };
@@ -109,6 +117,7 @@ struct vqs_queue {
 	struct req_slot **slot_mem;    /* every slot, for freeing */
 	struct req_slot *free_slots;
 	unsigned nslots, nfree;
+	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	struct adapt_state ad;

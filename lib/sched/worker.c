@@ -125,10 +125,13 @@ static struct req_slot *slot_get(struct vqs_queue *q)
 
 static void slot_put(struct vqs_queue *q, struct req_slot *r)
 {
-	if (r->pin) {
-		vqs_mem_table_put(r->pin);
-		r->pin = NULL;
+	struct pin_ref *pin = r->pin;
+	if (pin && !--pin->refs) {
+		vqs_mem_table_put(pin->t);
+		pin->next_free = q->free_pins;
+		q->free_pins = pin;
 	}
+	r->pin = NULL;
 	r->st = SLOT_FREE;
 	r->free_next = q->free_slots;
 	q->free_slots = r;
@@ -261,9 +264,44 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	return n;
 }
 
+/* Give batch[from..n) back to the ring unconsumed. */
+static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n)
+{
+	for (unsigned i = from; i < n; i++)
+		w->giveback[i - from] = w->batch[i]->req.elem;
+	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
+		vqs_err("sched: could not give back %u requests", n - from);
+	for (unsigned i = from; i < n; i++)
+		slot_put(q, w->batch[i]);
+}
+
+/*
+ * pop_batch, with the memory table the chains were translated through pinned in *pin: each pop
+ * translates through the table current at that moment, so if the table was replaced meanwhile,
+ * the chains go back and are popped again; then every iovec of the batch lies in *pin.
+ */
+static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			   uint64_t t0, bool *empty, const struct vqs_mem_table **pin)
+{
+	struct vqs_mem *mem = q->vq->cfg.mem;
+	for (;;) {
+		const struct vqs_mem_table *t = vqs_mem_table_get(mem);
+		unsigned n = pop_batch(w, q, want, t0, empty);
+		if (n && vqs_mem_table_gen(vqs_mem_current(mem)) == vqs_mem_table_gen(t)) {
+			*pin = t;
+			return n;
+		}
+		vqs_mem_table_put(t);
+		if (!n)
+			return 0;
+		give_back(w, q, 0, n);
+	}
+}
+
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Inside vqs_mem_read_lock. */
-static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
+ * Requests it keeps beyond the call share the batch's pin. Inside vqs_mem_read_lock. */
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
+			  const struct vqs_mem_table *t)
 {
 	tls_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -273,15 +311,11 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		taken = n;
 	}
 	if (taken < n) {
-		for (unsigned i = taken; i < n; i++)
-			w->giveback[i - taken] = w->batch[i]->req.elem;
-		if (vqs_vq_unpop(q->vq, w->giveback, n - taken) < 0)
-			vqs_err("sched: could not give back %u requests", n - taken);
-		for (unsigned i = taken; i < n; i++)
-			slot_put(q, w->batch[i]);
+		give_back(w, q, taken, n);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
+	struct pin_ref *pin = NULL;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE) {
@@ -290,9 +324,18 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		}
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
 		 * which only q's owner reaps, later): keep its buffers mapped until then. */
-		r->pin = vqs_mem_table_get(q->vq->cfg.mem);
+		if (!pin) {
+			pin = q->free_pins;
+			q->free_pins = pin->next_free;
+			pin->t = t;
+			pin->refs = 0;
+		}
+		pin->refs++;
+		r->pin = pin;
 		r->st = SLOT_OUT;
 	}
+	if (!pin)
+		vqs_mem_table_put(t);
 	return taken;
 }
 
@@ -328,7 +371,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
 		bool empty;
-		unsigned n = pop_batch(w, q, want, t0, &empty);
+		const struct vqs_mem_table *t;
+		unsigned n = pop_pinned(w, q, want, t0, &empty, &t);
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -345,7 +389,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		uint64_t b = 0;
 		for (unsigned i = 0; i < n; i++)
 			b += (uint64_t)w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
-		unsigned taken = hand_over(w, q, n);
+		unsigned taken = hand_over(w, q, n, t);
 		flush_call(q);
 		pkts += taken;
 		bytes += b;

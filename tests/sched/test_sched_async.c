@@ -76,6 +76,92 @@ static void test_giveback_wake_pool(void **state) { giveback(VQS_POLICY_POOL); }
 static void test_giveback_wake_poll(void **state) { giveback(VQS_POLICY_POLL); }
 static void test_giveback_wake_adaptive(void **state) { giveback(VQS_POLICY_ADAPTIVE); }
 
+/* ---- the memory table stays pinned while requests are out ---- */
+
+static _Atomic bool region_released;
+
+static void on_release(void *opaque, const struct vqs_mem_region *r)
+{
+	atomic_store(&region_released, true);
+}
+
+struct held {
+	struct vqs_req *reqs[16];
+	_Atomic unsigned n;
+};
+
+static unsigned hold_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			     void *opaque)
+{
+	struct held *h = opaque;
+	for (unsigned i = 0; i < n; i++)
+		h->reqs[atomic_load(&h->n) + i] = reqs[i];
+	atomic_fetch_add(&h->n, n); /* publishes the pointers to the test thread */
+	return n;
+}
+
+static bool wait_until(_Atomic bool *flag, struct held *h, unsigned want)
+{
+	for (uint64_t t0 = vqs_now_ns(); vqs_now_ns() - t0 < 10000000000ull; sleep_ms(1))
+		if (flag ? atomic_load(flag) : atomic_load(&h->n) >= want)
+			return true;
+	return false;
+}
+
+static void test_async_pin_keeps_replaced_memory_until_completion(void **state)
+{
+	struct vqs_pair p;
+	assert_int_equal(vqs_pair_init(&p, 16, FEATURES, 0x100000, 1 << 16), 0);
+	struct vqs_mem_region r;
+	vqs_gmem_region(p.gmem, &r);
+	r.release = on_release;
+	assert_int_equal(vqs_mem_set(p.mem, &r, 1), 0);
+	atomic_store(&region_released, false);
+
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	static struct held h;
+	atomic_store(&h.n, 0);
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.vq = p.dev;
+	qo.handler = hold_handler;
+	qo.opaque = &h;
+	struct vqs_queue *q;
+	assert_int_equal(vqs_sched_attach(s, &qo, &q), 0);
+	uint64_t buf = vqs_gmem_alloc(p.gmem, 64, 8);
+	int token;
+	for (unsigned i = 0; i < 8; i++) {
+		struct vqs_drv_buf b = {buf, 8};
+		assert_int_equal(vqs_drv_add(p.drv, &b, 0, 1, &token, false), 0);
+	}
+	vqs_drv_kick_prepare(p.drv);
+	vqs_queue_wake(q); /* no kick fd: poke it */
+	assert_true(wait_until(NULL, &h, 8));
+
+	/* The region the requests' buffers were translated through leaves the map. */
+	struct vqs_mem_region plain;
+	vqs_gmem_region(p.gmem, &plain);
+	assert_int_equal(vqs_mem_set(p.mem, &plain, 1), 0);
+	sleep_ms(200); /* grace periods pass; only the pins keep it */
+	assert_false(atomic_load(&region_released));
+	for (unsigned i = 0; i < 8; i++) {
+		memset(h.reqs[i]->elem.iov[0].iov_base, 0xab, 8); /* still mapped */
+		vqs_req_complete(h.reqs[i], 8);
+	}
+	assert_true(wait_until(&region_released, NULL, 0));
+	unsigned used = 0;
+	uint32_t len;
+	for (uint64_t t0 = vqs_now_ns(); used < 8 && vqs_now_ns() - t0 < 10000000000ull;)
+		used += vqs_drv_get_used(p.drv, &len) != NULL;
+	assert_int_equal(used, 8);
+	assert_int_equal(vqs_sched_detach(q), 0);
+	vqs_sched_destroy(s);
+	vqs_pair_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -87,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_giveback_wake_pool),
 		cmocka_unit_test(test_giveback_wake_poll),
 		cmocka_unit_test(test_giveback_wake_adaptive),
+		cmocka_unit_test(test_async_pin_keeps_replaced_memory_until_completion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
