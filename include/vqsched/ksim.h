@@ -162,6 +162,8 @@ struct vqs_ksim_costs {
 	uint32_t busyloop_us;    /* vhost-net busyloop timeout (module parameter; default 0) */
 	uint32_t loss_recovery_us; /* TCP-like sender: time from a drop to its retransmit, during
 				    * which the stream sends nothing new (default 500) */
+	uint32_t rto_us;         /* TCP-like sender: stall when a retransmission is lost again (a
+				  * retransmission timeout; default 200000, Linux's TCP_RTO_MIN) */
 	uint32_t halt_poll_ns;   /* KVM halt polling: an idle vCPU spins this long for work before
 				  * it sleeps (default 0; KVM's x86 default is 200000) */
 };
@@ -171,7 +173,7 @@ enum vqs_ksim_host { VQS_KSIM_HOST_THIS_VM = 0, VQS_KSIM_HOST_BARE_METAL = 1 };
 VQS_API void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host);
 /*
  * Override costs from "key=value[,key=value...]": send, recv, exit, wake, lock, vhost (ns);
- * bytes; busyloop, recovery (us); haltpoll (ns); wait=block|spin. -EINVAL on an unknown key or a
+ * bytes; busyloop, recovery, rto (us); haltpoll (ns); wait=block|spin. -EINVAL on an unknown key or a
  * bad value (c is then partly updated). Threads: any.
  */
 VQS_API int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec);
@@ -225,7 +227,7 @@ struct vqs_ksim_seed2017_opts {
 };
 /* Defaults; quick = a run of a few seconds in all. The costs are this VM's with the scenario's
  * changes: recv_pkt_ns 4000 (the receiver falls behind), ring_lock_ns 1000 (a contended tun
- * ring), loss_recovery_us 10000. Threads: any. */
+ * ring). Threads: any. */
 VQS_API void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick);
 
 struct vqs_ksim_seed2017_result {

@@ -144,7 +144,7 @@ void ksim_net_drop(struct ksim_world *w, struct ksim_skb *skb, _Atomic uint64_t 
 	struct ksim_pkt_tag tag;
 	ksim_pkt_tag(skb->data, &tag);
 	if (tag.kind == KSIM_PKT_DATA && tag.flow < w->nflows)
-		ksim_flow_lost(&w->flows[tag.flow]);
+		ksim_flow_lost(&w->flows[tag.flow], tag.seq);
 	ksim_skb_free(skb);
 }
 

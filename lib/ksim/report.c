@@ -18,6 +18,7 @@ void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host)
 	c->host_pkt_ns = 300;
 	c->pkt_bytes = 1500;
 	c->loss_recovery_us = 500;
+	c->rto_us = 200000;
 	c->wait = host == VQS_KSIM_HOST_BARE_METAL ? VQS_KSIM_WAIT_SPIN : VQS_KSIM_WAIT_BLOCK;
 	c->wake_ns = host == VQS_KSIM_HOST_BARE_METAL ? 3000 : 0;
 }
@@ -107,10 +108,10 @@ void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c)
 	fprintf(f,
 		"model costs: send %u ns/pkt, recv %u ns/pkt, exit %u ns/kick, wake +%u ns (%s "
 		"waits), tun lock %u ns/round, vhost %u ns/pkt, %u B payload, busyloop %u us, "
-		"loss recovery %u us, halt poll %u ns\n",
+		"loss recovery %u us, rto %u us, halt poll %u ns\n",
 		c->send_pkt_ns, c->recv_pkt_ns, c->exit_ns, c->wake_ns,
 		c->wait == VQS_KSIM_WAIT_SPIN ? "spinning" : "blocking", c->ring_lock_ns,
-		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->halt_poll_ns);
+		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->rto_us, c->halt_poll_ns);
 }
 
 struct cost_key {
@@ -129,6 +130,7 @@ static const struct cost_key cost_keys[] = {
 	{"bytes", offsetof(struct vqs_ksim_costs, pkt_bytes), 9000},
 	{"busyloop", offsetof(struct vqs_ksim_costs, busyloop_us), 1000000},
 	{"recovery", offsetof(struct vqs_ksim_costs, loss_recovery_us), 10000000},
+	{"rto", offsetof(struct vqs_ksim_costs, rto_us), 10000000},
 	{"haltpoll", offsetof(struct vqs_ksim_costs, halt_poll_ns), 100000000},
 };
 

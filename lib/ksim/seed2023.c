@@ -147,7 +147,8 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 				 o->peer_cpu)))
 		goto out;
 	peer_up = true;
-	ksim_flow_init(&flow, o->stream_window, o->costs.loss_recovery_us, &peer->park);
+	ksim_flow_init(&flow, o->stream_window, o->costs.loss_recovery_us, o->costs.rto_us,
+		       &peer->park);
 	w->flows = &flow;
 	w->nflows = row == ROW_STREAM ? 1 : 0;
 	*ow = (struct owner){.o = o, .row = row, .col = col, .nic = nic};
