@@ -32,6 +32,8 @@ struct vqs_vu_frontend {
 	int *kick, *call;
 	uint64_t features, protocol;
 	int inflight_fd;         /* kept across reconnects; -1 when none */
+	uint32_t *stop_base;     /* per ring: GET_VRING_BASE answer of the last clean stop */
+	bool *stopped_clean;
 	struct vqs_vu_inflight inflight;
 };
 
@@ -67,6 +69,8 @@ void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f)
 	if (f->inflight_fd >= 0)
 		close(f->inflight_fd);
 	free(f->vqs);
+	free(f->stop_base);
+	free(f->stopped_clean);
 	free(f->kick);
 	free(f->call);
 	vqs_gmem_destroy(f->gmem);
@@ -88,9 +92,11 @@ int vqs_vu_frontend_create(struct vqs_vu_frontend **out, const struct vqs_vu_fro
 	f->o.path = f->path;
 	f->sock = f->listen_fd = f->inflight_fd = -1;
 	f->vqs = calloc(o->num_queues, sizeof(*f->vqs));
+	f->stop_base = calloc(o->num_queues, sizeof(*f->stop_base));
+	f->stopped_clean = calloc(o->num_queues, sizeof(*f->stopped_clean));
 	f->kick = malloc(o->num_queues * sizeof(int));
 	f->call = malloc(o->num_queues * sizeof(int));
-	int err = f->vqs && f->kick && f->call ? 0 : -ENOMEM;
+	int err = f->vqs && f->kick && f->call && f->stop_base && f->stopped_clean ? 0 : -ENOMEM;
 	for (unsigned i = 0; f->kick && f->call && i < o->num_queues; i++)
 		f->kick[i] = f->call[i] = -1;
 	for (unsigned i = 0; err == 0 && i < o->num_queues; i++) {
@@ -137,11 +143,14 @@ int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
 	if (f->sock < 0)
 		return 0;
 	int err = 0;
-	for (unsigned i = 0; clean && i < f->o.num_queues && f->vqs[i]; i++) {
+	for (unsigned i = 0; i < f->o.num_queues && f->vqs[i]; i++) {
 		struct vqs_vu_vring_state st = { i, 0 }, rep;
-		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
-						false, &rep, sizeof(rep), NULL);
-		if (r < 0 && err == 0)
+		int r = clean ? vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st),
+							NULL, 0, false, &rep, sizeof(rep), NULL)
+			      : -ECANCELED;
+		f->stopped_clean[i] = r == sizeof(rep) && rep.index == i;
+		f->stop_base[i] = rep.num;
+		if (clean && r < 0 && err == 0)
 			err = r;
 	}
 	close(f->sock);
@@ -293,15 +302,21 @@ static int send_inflight(struct vqs_vu_frontend *f)
 				       &f->inflight_fd, 1, true, NULL, 0, NULL);
 }
 
-/* Where the backend resumes: on the first connect 0; after a reconnect the used index the
- * ring shows (the backend finds the rest in the inflight region). */
+/* Packed: slot 0 with the wrap counter set (bit 15), as a fresh packed ring starts. */
+#define PACKED_FRESH_BASE (1u << 15)
+
+/*
+ * Where the backend resumes after a reconnect. Split: the used index the ring shows (the backend
+ * finds the rest in the inflight region). Packed: only after a clean stop, where the last
+ * GET_VRING_BASE said (the packed position cannot be read back from the ring).
+ */
 static int ring_base(struct vqs_vu_frontend *f, unsigned i, uint32_t *base)
 {
 	uint64_t desc, drv, dev;
 	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
 	if (f->features & VQS_BIT(VQS_F_RING_PACKED)) {
-		*base = 0;
-		return vqs_drv_free_count(f->vqs[i]) == f->o.queue_size ? 0 : -ENOTSUP;
+		*base = f->stop_base[i];
+		return f->stopped_clean[i] ? 0 : -ENOTSUP;
 	}
 	const _Atomic uint16_t *used_idx = vqs_gmem_host(f->gmem, dev + 2, 2);
 	/* The backend is gone or stopped; acquire pairs with its last release store of used idx. */
@@ -311,7 +326,7 @@ static int ring_base(struct vqs_vu_frontend *f, unsigned i, uint32_t *base)
 
 static int setup_ring(struct vqs_vu_frontend *f, unsigned i)
 {
-	uint32_t base = 0;
+	uint32_t base = (f->features & VQS_BIT(VQS_F_RING_PACKED)) ? PACKED_FRESH_BASE : 0;
 	int r = 0;
 	if (!f->vqs[i]) {
 		struct vqs_drv_vq_config c = { .size = sizeof(c), .num = f->o.queue_size,

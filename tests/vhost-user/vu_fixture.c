@@ -122,7 +122,9 @@ int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client)
 	memset(env, 0, sizeof(*env));
 	snprintf(env->path, sizeof(env->path), "/tmp/vqs-vu-%d-%u.sock", (int)getpid(),
 		 atomic_fetch_add(&seq, 1));
-	vu_echo_init(&env->echo, num_queues, VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX));
+	/* Packed rings offered; frontends take them only when they ask. */
+	vu_echo_init(&env->echo, num_queues,
+		     VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_RING_PACKED));
 	struct vqs_sched_opts so;
 	vqs_sched_opts_init(&so);
 	so.policy = VQS_POLICY_POOL;

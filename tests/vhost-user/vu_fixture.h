@@ -43,7 +43,8 @@ struct vu_env {
 	struct vqs_vu_backend *backend;
 	struct vu_echo echo;
 };
-/* Scheduler (pool, one worker) + backend on a fresh socket path. client: the backend connects. */
+/* Scheduler (pool, one worker) + backend on a fresh socket path, offering VERSION_1, EVENT_IDX
+ * and RING_PACKED. client: the backend connects. */
 int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client);
 void vu_env_stop(struct vu_env *env);
 /* Wait (bounded) until the backend counted `n` disconnects. */

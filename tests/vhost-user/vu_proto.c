@@ -6,6 +6,7 @@
  * frontend disconnects with fds and threads back to where they were.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,12 +41,47 @@ static void test_server_mode_handshake_and_echo(void **state)
 	assert_int_equal(vqs_vu_backend_features(env.backend), want);
 	assert_true(vqs_vu_frontend_protocol_features(f) &
 		    VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK));
+	uint64_t status = 0;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_STATUS, NULL, 0, NULL, 0, false,
+						 &status, 8, NULL),
+			 8);
+	assert_int_equal(status, 0xf); /* ACKNOWLEDGE | DRIVER | DRIVER_OK | FEATURES_OK */
 	assert_int_equal(vu_echo_roundtrip(f, 0, 200, 64), 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 10, 3000), 0);
 	assert_int_equal(atomic_load(&env.echo.completed), 210);
 	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
 	vqs_vu_frontend_destroy(f);
 	assert_true(vu_env_wait_disconnects(&env, 1));
+	vu_env_stop(&env);
+}
+
+static void test_packed_ring_handshake_and_echo(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend_opts o;
+	struct vqs_vu_frontend *f;
+	vu_env_frontend_opts(&env, &o);
+	o.features |= VQS_BIT(VQS_F_RING_PACKED);
+	o.queue_size = 100; /* packed rings need no power of two */
+	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	assert_true(vqs_vu_backend_features(env.backend) & VQS_BIT(VQS_F_RING_PACKED));
+	assert_int_equal(vu_echo_roundtrip(f, 0, 230, 64), 0);
+	/* 230 chains of 2 descriptors in a ring of 100: next slot 60, the wrap counter flipped 4
+	 * times (still set). */
+	struct vqs_vu_vring_state st = { 0, 0 }, rep;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						 false, &rep, sizeof(rep), NULL),
+			 sizeof(rep));
+	assert_int_equal(rep.num, 60u | (1u << 15));
+	/* A clean stop, then the same rings on a new connection resume where they stopped. */
+	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 120, 64), 0);
+	vqs_vu_frontend_destroy(f);
 	vu_env_stop(&env);
 }
 
@@ -193,6 +229,79 @@ static void test_mem_table_replaced_and_slots_added_while_running(void **state)
 	vu_env_stop(&env);
 }
 
+struct traffic {
+	struct vqs_vu_frontend *f;
+	_Atomic bool stop;
+	int err;
+	unsigned rounds;
+};
+
+static void *traffic_thread(void *arg)
+{
+	struct traffic *t = arg;
+	while (!atomic_load(&t->stop) && t->err == 0) {
+		t->err = vu_echo_roundtrip(t->f, 0, 100, 512);
+		t->rounds++;
+	}
+	return NULL;
+}
+
+/* Issue 6 "Faults": the memory table replaced, and kick/call fds replaced (by other fds for the
+ * same eventfds) and the old ones closed, while a thread keeps requests flowing. */
+static void test_mem_table_and_ring_fds_replaced_under_traffic(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend_opts o;
+	vu_env_frontend_opts(&env, &o);
+	o.mem_size = 8u << 20;
+	struct traffic t = { 0 };
+	assert_int_equal(vqs_vu_frontend_create(&t.f, &o), 0);
+	assert_int_equal(vqs_vu_frontend_connect(t.f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(t.f), 0);
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(t.f);
+	struct vqs_vu_memory mem = { .nregions = 1 };
+	mem.regions[0] = (struct vqs_vu_mem_region){
+		vqs_gmem_base(g), vqs_gmem_size(g),
+		(uint64_t)(uintptr_t)vqs_gmem_host(g, vqs_gmem_base(g), 1), 0 };
+	int memfd = vqs_gmem_fd(g);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, traffic_thread, &t), 0);
+	for (unsigned i = 0; i < (unsigned)vqs_test_scaled(60); i++) {
+		uint64_t idx = 0;
+		int fd;
+		switch (i % 3) {
+		case 0:
+			assert_int_equal(vqs_vu_frontend_request(t.f, VQS_VU_SET_MEM_TABLE, &mem,
+								 8 + 32, &memfd, 1, true, NULL, 0,
+								 NULL),
+					 0);
+			break;
+		case 1:
+			fd = dup(vqs_vu_frontend_kick_fd(t.f, 0));
+			assert_int_equal(vqs_vu_frontend_request(t.f, VQS_VU_SET_VRING_KICK, &idx, 8,
+								 &fd, 1, true, NULL, 0, NULL),
+					 0);
+			close(fd);
+			break;
+		default:
+			fd = dup(vqs_vu_frontend_call_fd(t.f, 0));
+			assert_int_equal(vqs_vu_frontend_request(t.f, VQS_VU_SET_VRING_CALL, &idx, 8,
+								 &fd, 1, true, NULL, 0, NULL),
+					 0);
+			close(fd);
+			break;
+		}
+		usleep(2000);
+	}
+	atomic_store(&t.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(t.err, 0);
+	assert_true(t.rounds > 0);
+	vqs_vu_frontend_destroy(t.f);
+	vu_env_stop(&env);
+}
+
 /* >= 20 frontends in a row, half leaving cleanly, half dropping the socket mid-stream. */
 static void test_frontend_disconnect_cycles_leave_no_fds_or_threads(void **state)
 {
@@ -225,11 +334,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server_mode_handshake_and_echo),
+		cmocka_unit_test(test_packed_ring_handshake_and_echo),
 		cmocka_unit_test(test_client_mode_backend_connects_with_retry),
 		cmocka_unit_test(test_multiqueue_each_queue_echoes),
 		cmocka_unit_test(test_config_space_get_and_set),
 		cmocka_unit_test(test_get_vring_base_stops_ring_and_kick_restarts),
 		cmocka_unit_test(test_mem_table_replaced_and_slots_added_while_running),
+		cmocka_unit_test(test_mem_table_and_ring_fds_replaced_under_traffic),
 		cmocka_unit_test(test_frontend_disconnect_cycles_leave_no_fds_or_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
