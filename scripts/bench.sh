@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/deps.sh
+# only what the library and the benchmark need (not the test suite's cmocka and clang)
+bash scripts/deps.sh build-essential cmake pkg-config liburcu-dev libnuma-dev libhwloc-dev gnuplot-nox
 mkdir -p build
 jobs=$(nproc)
 [ "$jobs" -gt 2 ] || jobs=2
