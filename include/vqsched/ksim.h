@@ -194,7 +194,8 @@ struct vqs_ksim_cell {
 	uint64_t delivered;      /* packets (or transactions) that reached the application */
 	uint64_t drops_batch;    /* taken from the tun ring, then dropped for lack of RX buffers */
 	uint64_t drops_ring;     /* tun ring full at produce (tun_net_xmit drop) */
-	uint64_t retransmits;    /* TCP-like resends after drops */
+	uint64_t retransmits;    /* TCP-like resends after drops (whole run, warm-up included) */
+	uint64_t timeouts;       /* of the recoveries, retransmission timeouts (whole run) */
 	uint64_t kicks;          /* guest kicks (VM exits) */
 	uint64_t elapsed_ns;     /* measured interval */
 	double cpus_used;        /* CPU time of the whole process over the interval / elapsed: how

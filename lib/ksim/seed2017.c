@@ -122,8 +122,10 @@ out:
 		ksim_nic_fini(&nic[0]);
 		ksim_nic_fini(&nic[1]);
 	}
-	for (unsigned i = 0; flows && i < streams; i++)
+	for (unsigned i = 0; flows && i < streams; i++) {
 		out->retransmits += flows[i].retransmits;
+		out->timeouts += flows[i].timeouts;
+	}
 	free(flows);
 	free(g);
 	free(nic);
@@ -192,9 +194,10 @@ static void print_row(FILE *f, const struct vqs_ksim_seed2017_result *r, unsigne
 		else if (field == 0)
 			fprintf(f, " | %10.0f (%3.1f)", c->rate, c->cpus_used);
 		else
-			fprintf(f, " | %6llu/%4llu/%4llu", (unsigned long long)c->drops_batch,
+			fprintf(f, " | %5llu/%2llu/%4llu/%2llu", (unsigned long long)c->drops_batch,
 				(unsigned long long)c->drops_ring,
-				(unsigned long long)c->retransmits);
+				(unsigned long long)c->retransmits,
+				(unsigned long long)c->timeouts);
 	}
 	fprintf(f, "\n");
 }
@@ -219,7 +222,7 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 	print_header(f);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		print_row(f, r, row, 0);
-	fprintf(f, "drops taken-then-dropped / tun-full / retransmits:\n");
+	fprintf(f, "drops taken-then-dropped / tun-full (interval), retransmits / timeouts (run):\n");
 	print_header(f);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		print_row(f, r, row, 1);

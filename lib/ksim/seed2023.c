@@ -178,8 +178,10 @@ out:
 		sem_post(&ow->teardown);
 		pthread_join(owner_thread, NULL);
 	}
-	if (peer_running)
-		out->retransmits = flow.retransmits; /* the peer, its only writer, has stopped */
+	if (peer_running) { /* the peer, the flow's only writer, has stopped */
+		out->retransmits = flow.retransmits;
+		out->timeouts = flow.timeouts;
+	}
 	if (owner_up) {
 		sem_destroy(&ow->ready);
 		sem_destroy(&ow->teardown);

@@ -19,7 +19,8 @@ enum { TASK, KTHREAD, AUTO };
 
 static bool lossless(const struct vqs_ksim_cell *c)
 {
-	return !c->err && !c->drops_batch && !c->drops_ring && !c->retransmits && c->delivered;
+	return !c->err && !c->drops_batch && !c->drops_ring && !c->retransmits && !c->timeouts &&
+	       c->delivered;
 }
 
 static void test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing(void **state)
