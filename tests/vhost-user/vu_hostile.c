@@ -373,6 +373,60 @@ HOSTILE_CASE(test_inflight_set_without_fd, STAGE_NEGOTIATED, {
 	send_inflight(f, VQS_VU_SET_INFLIGHT_FD, need, 0, 1, 64, -1);
 })
 
+/* Ring areas for ring 0 (64 entries) in the frontend's guest memory, as SET_VRING_ADDR wants. */
+static struct vqs_vu_vring_addr ring_areas(struct vqs_vu_frontend *f)
+{
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	uint64_t d = vqs_gmem_alloc(g, 16 * 64, 16), av = vqs_gmem_alloc(g, 6 + 2 * 64, 2),
+		 u = vqs_gmem_alloc(g, 6 + 8 * 64, 4);
+	return (struct vqs_vu_vring_addr){ 0, 0, (uint64_t)(uintptr_t)vqs_gmem_host(g, d, 1),
+					   (uint64_t)(uintptr_t)vqs_gmem_host(g, u, 1),
+					   (uint64_t)(uintptr_t)vqs_gmem_host(g, av, 1), 0 };
+}
+
+/* A request that must be accepted (REPLY_ACK negotiated: 0 is the success ack). */
+static void accepted(struct vqs_vu_frontend *f, uint32_t req, const void *p, uint32_t len,
+		     const int *fds, unsigned nfds)
+{
+	assert_int_equal(vqs_vu_frontend_request(f, req, p, len, fds, nfds, true, NULL, 0, NULL), 0);
+}
+
+/* Fields right, contents garbage: the ring must refuse to start from such a region. */
+HOSTILE_CASE(test_inflight_region_garbage_contents, STAGE_NEGOTIATED, {
+	size_t need = vqs_vq_inflight_size(64, false);
+	int fd = memfd_of(need);
+	uint8_t *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xff, need);
+	munmap(p, need);
+	struct vqs_vu_inflight in = { need, 0, 1, 64, { 0, 0 } };
+	accepted(f, VQS_VU_SET_INFLIGHT_FD, &in, sizeof(in), &fd, 1);
+	close(fd);
+	struct vqs_vu_vring_state num = { 0, 64 };
+	struct vqs_vu_vring_addr a = ring_areas(f);
+	uint64_t idx = 0;
+	int kick = vqs_vu_frontend_kick_fd(f, 0), call = vqs_vu_frontend_call_fd(f, 0);
+	accepted(f, VQS_VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
+	accepted(f, VQS_VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
+	accepted(f, VQS_VU_SET_VRING_CALL, &idx, 8, &call, 1);
+	accepted(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1);
+	send_state(f, VQS_VU_SET_VRING_ENABLE, 0, 1);
+})
+
+HOSTILE_CASE(test_add_mem_reg_beyond_slot_limit, STAGE_NEGOTIATED, {
+	/* The memory table holds one region already; fill every other slot, then one more. */
+	for (unsigned i = 1; i <= VQS_VU_MAX_MEM_SLOTS; i++) {
+		int fd = memfd_of(4096);
+		struct vqs_vu_mem_reg reg = { 0, { 0x40000000ull + i * 0x10000ull, 4096,
+						   0x7f0000000000ull + i * 0x10000ull, 0 } };
+		if (i < VQS_VU_MAX_MEM_SLOTS)
+			accepted(f, VQS_VU_ADD_MEM_REG, &reg, sizeof(reg), &fd, 1);
+		else
+			send_msg(f, VQS_VU_ADD_MEM_REG, NEED, sizeof(reg), &reg, sizeof(reg), &fd, 1);
+		close(fd);
+	}
+})
+
 /*
  * Out of order: KICK before ADDR is legal-but-early, so the backend must take it without
  * starting the ring, and start it once the rest arrives. The case checks it does both, then
@@ -393,12 +447,7 @@ HOSTILE_CASE(test_kick_before_address, STAGE_NEGOTIATED, {
 	vqs_vu_backend_stats(env.backend, &s1);
 	assert_int_equal(s1.queue_starts, s0.queue_starts);
 	/* The rest, in a legal order: the ring starts on the last one. */
-	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
-	uint64_t d = vqs_gmem_alloc(g, 16 * 64, 16), av = vqs_gmem_alloc(g, 6 + 2 * 64, 2),
-		 u = vqs_gmem_alloc(g, 6 + 8 * 64, 4);
-	struct vqs_vu_vring_addr a = { 0, 0, (uint64_t)(uintptr_t)vqs_gmem_host(g, d, 1),
-				       (uint64_t)(uintptr_t)vqs_gmem_host(g, u, 1),
-				       (uint64_t)(uintptr_t)vqs_gmem_host(g, av, 1), 0 };
+	struct vqs_vu_vring_addr a = ring_areas(f);
 	send_msg(f, VQS_VU_SET_VRING_CALL, NEED, 8, &idx, 8, &call, 1);
 	assert_int_equal(vqs_vu_frontend_recv_raw(f, &h, &v, 8, 3000), 8);
 	send_state(f, VQS_VU_SET_VRING_NUM, 0, 64);
@@ -452,6 +501,8 @@ int main(void)
 		cmocka_unit_test(test_inflight_set_beyond_fd),
 		cmocka_unit_test(test_inflight_set_offset_overflowing),
 		cmocka_unit_test(test_inflight_set_without_fd),
+		cmocka_unit_test(test_inflight_region_garbage_contents),
+		cmocka_unit_test(test_add_mem_reg_beyond_slot_limit),
 		cmocka_unit_test(test_kick_before_address),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
