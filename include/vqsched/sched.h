@@ -85,8 +85,9 @@ typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *r
 struct vqs_queue_opts {
 	uint32_t size;          /* sizeof(struct vqs_queue_opts) */
 	struct vqs_vq *vq;      /* configured queue; the scheduler uses it until detach */
-	/* eventfd the driver kicks; -1 = none (polling only). Watched edge-triggered: every write
-	 * is a kick; the scheduler never reads (resets) its counter. */
+	/* eventfd the driver kicks; -1 = none (polling only: the queue stays polled whatever the
+	 * policy). Watched edge-triggered: every write is a kick; the scheduler never reads
+	 * (resets) its counter. */
 	int kick_fd;
 	int call_fd;            /* eventfd to interrupt the driver; -1 = none */
 	vqs_handler_fn handler;

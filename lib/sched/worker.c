@@ -557,7 +557,8 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
 		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
 		 * that keeps saying "more" without yielding any goes back on the list instead. */
-		again = q->s->pol->keep_polling(q->s, q, now);
+		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
+			q->s->pol->keep_polling(q->s, q, now); /* no kick fd: only polling sees work */
 		if (again || !rearm_finds_more(q))
 			break;
 		if (rearms == MAX_REARMS) {

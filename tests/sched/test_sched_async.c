@@ -162,6 +162,46 @@ static void test_async_pin_keeps_replaced_memory_until_completion(void **state)
 	vqs_pair_fini(&p);
 }
 
+static unsigned complete_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+				 void *opaque)
+{
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	return n;
+}
+
+/* A queue without a kick eventfd (vhost-user's NOFD) is polled whatever the policy. */
+static void test_no_kick_fd_queue_is_polled(void **state)
+{
+	struct vqs_pair p;
+	assert_int_equal(vqs_pair_init(&p, 16, FEATURES, 0x100000, 1 << 16), 0);
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so); /* dedicated */
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.vq = p.dev;
+	qo.handler = complete_handler;
+	struct vqs_queue *q;
+	assert_int_equal(vqs_sched_attach(s, &qo, &q), 0);
+	sleep_ms(10); /* the first turn found the ring empty */
+	uint64_t buf = vqs_gmem_alloc(p.gmem, 64, 8);
+	int token;
+	uint32_t len;
+	for (unsigned round = 0; round < 100; round++) {
+		struct vqs_drv_buf b = {buf, 8};
+		assert_int_equal(vqs_drv_add(p.drv, &b, 0, 1, &token, false), 0);
+		vqs_drv_kick_prepare(p.drv); /* published, never kicked */
+		uint64_t t0 = vqs_now_ns();
+		while (!vqs_drv_get_used(p.drv, &len))
+			assert_true(vqs_now_ns() - t0 < 10000000000ull);
+	}
+	assert_int_equal(vqs_sched_detach(q), 0);
+	vqs_sched_destroy(s);
+	vqs_pair_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_giveback_wake_poll),
 		cmocka_unit_test(test_giveback_wake_adaptive),
 		cmocka_unit_test(test_async_pin_keeps_replaced_memory_until_completion),
+		cmocka_unit_test(test_no_kick_fd_queue_is_polled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
