@@ -102,7 +102,17 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 			assert_int_equal(r.cell[row][col].err, 0);
 			assert_true(r.cell[row][col].delivered > 0);
 		}
-	/* STREAM, CPU-bound: the medians of five interleaved runs keep the direction. */
+	/*
+	 * STREAM, CPU-bound: the medians of five interleaved runs keep the direction, provided the
+	 * machine gave the model a second CPU at all; when other load starved it (the kthread run
+	 * used less than 1.25 CPUs), a worker off the vCPU's CPU has nowhere better to run and the
+	 * run says nothing about the direction.
+	 */
+	if (r.cell[0][KTHREAD].cpus_used < 1.25 || r.cell[0][AUTO].cpus_used < 1.25) {
+		print_message("machine too loaded to judge the direction (%.1f, %.1f CPUs)\n",
+			      r.cell[0][KTHREAD].cpus_used, r.cell[0][AUTO].cpus_used);
+		return;
+	}
 	assert_true(r.cell[0][TASK].rate < r.cell[0][KTHREAD].rate);
 	assert_true(r.cell[0][TASK].rate < r.cell[0][AUTO].rate);
 }
