@@ -73,7 +73,6 @@ static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 	vu_inflight_drop(b);
 	b->inflight.own_ino = 0;
 	b->features = b->protocol_features = 0;
-	b->features_set = false;
 	b->status = 0;
 	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
 	if (b->ops->connection)

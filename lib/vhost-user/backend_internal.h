@@ -53,9 +53,9 @@ struct vqs_vu_backend {
 	struct vu_vring *rings; /* ops->num_queues */
 	struct vu_inflight inflight;
 	uint64_t features, protocol_features;
-	bool features_set;
 	uint8_t status;
 
+	/* Read by other threads alone, with nothing published through them: relaxed, no pairs. */
 	_Atomic uint64_t neg_features;
 	_Atomic uint64_t st_connections, st_disconnects, st_messages, st_bad, st_starts, st_stops;
 };

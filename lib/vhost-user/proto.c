@@ -55,7 +55,6 @@ static int set_features(struct vqs_vu_backend *b, uint64_t f)
 	if (vu_any_running(b) && f != b->features)
 		return -EBUSY;
 	b->features = f;
-	b->features_set = true;
 	atomic_store_explicit(&b->neg_features, f, memory_order_relaxed);
 	if (b->ops->set_features)
 		b->ops->set_features(b->opaque, f);
@@ -284,7 +283,6 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 		for (unsigned i = 0; i < b->ops->num_queues; i++)
 			vu_vring_reset(b, i);
 		b->features = 0;
-		b->features_set = false;
 		atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
 		return 0;
 	case VQS_VU_SET_MEM_TABLE:

@@ -79,11 +79,10 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.vq = r->vq;
 	qo.kick_fd = r->kick_fd;
 	qo.call_fd = r->call_fd;
-	qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
-	if (err == 0 && !qo.handler)
-		err = -EINVAL;
-	if (err == 0)
-		err = vqs_sched_attach(b->opts.sched, &qo, &r->sq);
+	if (err == 0) {
+		qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
+		err = qo.handler ? vqs_sched_attach(b->opts.sched, &qo, &r->sq) : -EINVAL;
+	}
 	if (err < 0) {
 		vqs_vq_reset(r->vq);
 		r->sq = NULL;
