@@ -59,7 +59,9 @@ static void queue_state(void *opaque, unsigned qidx, struct vqs_queue *q)
 		}
 	} else if (qidx == SW_TXQ) {
 		p->txq = q;
-		p->partial = false;
+		/* The handler owns `partial` while the queue runs (it may already run here). */
+		if (!q)
+			p->partial = false;
 	}
 	pthread_mutex_unlock(&p->lock);
 	sw_count(&p->c.drop[SW_DROP_LINK_DOWN], lost);
