@@ -523,8 +523,9 @@ static void worker_sleep(struct sched_worker *w)
 }
 
 /* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
- * queues between turns: after every turn the budget cut short (so a kicked queue gets on the list
- * before the one that exhausted its budget), and every EVENT_CHECK_TURNS turns otherwise. */
+ * queues between turns: after every turn that served requests and goes back on the list (so a
+ * kicked queue gets on the list before it), and every EVENT_CHECK_TURNS turns otherwise (empty
+ * polls). */
 #define EVENT_CHECK_TURNS 32u
 /* Re-arm races served within one turn before the queue goes back on the list. */
 #define MAX_REARMS 4u
@@ -569,7 +570,7 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 	stat_add(&q->c.turns, 1);
 	stat_add(&q->c.busy_ns, now - start);
 	stat_add(&w->c.turns, 1);
-	if (end == TURN_BUDGET || ++w->turns_since_check >= EVENT_CHECK_TURNS) {
+	if ((again && used.pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS) {
 		w->turns_since_check = 0;
 		check_events(w, now);
 	}
