@@ -230,6 +230,25 @@ int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uin
 	return 0;
 }
 
+int vu_echo_submit(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len)
+{
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, q);
+	uint64_t out = vqs_gmem_alloc(g, len, 64), in = vqs_gmem_alloc(g, len, 64);
+	if (!dq || !out || !in)
+		return -ENOMEM;
+	for (unsigned k = 0; k < count; k++) {
+		struct vqs_drv_buf bufs[2] = { { out, len }, { in, len } };
+		int r = vqs_drv_add(dq, bufs, 1, 1, vqs_gmem_host(g, out, len), false);
+		if (r < 0)
+			return r;
+	}
+	uint64_t one = 1;
+	if (vqs_drv_kick_prepare(dq) && write(vqs_vu_frontend_kick_fd(f, q), &one, 8) != 8)
+		return -errno;
+	return 0;
+}
+
 static unsigned count_dir(const char *path)
 {
 	DIR *d = opendir(path);

@@ -55,6 +55,9 @@ void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts 
 /* Echo `count` requests of `len` bytes through queue q, checking every byte. 0 or -errno. */
 int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
 
+/* Add `count` requests to queue q and kick, without waiting for them. 0 or -errno. */
+int vu_echo_submit(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
+
 unsigned vu_count_fds(void);
 unsigned vu_count_threads(void);
 /* Mappings of memfds (guest memory, inflight regions) in this process. */
