@@ -153,7 +153,7 @@ static int restore(struct vqs_vq *vq, struct vqs_split_inflight *r)
 	s->signalled_valid = false;
 	s->last_avail_idx = (uint16_t)(ring_used + n);
 	s->avail_idx = s->last_avail_idx;
-	s->resubmit_avail = s->last_avail_idx;
+	s->avail_since_restore = 0;
 	return 0;
 }
 

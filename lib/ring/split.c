@@ -184,6 +184,7 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vq
 		s->resubmit_pos++;
 	} else {
 		s->last_avail_idx++;
+		s->avail_since_restore += s->nresubmit != 0;
 		busy_flip(s, head);
 		s->inuse++;
 		if (s->infl)
@@ -205,28 +206,34 @@ static unsigned split_avail_count(struct vqs_vq *vq)
 static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (n > s->inuse + (unsigned)s->resubmit_pos)
+	if (n > s->inuse)
 		return -EINVAL;
-	for (unsigned i = 0; i < n; i++)
-		if (elems[i].id >= vq->cfg.num || !busy_test(s, elems[i].id))
-			return -EINVAL;
 	/* Newest first. Restored chains were all popped before any avail entry, so they are the
-	 * ones given back once last_avail_idx is back where the restore left it. */
+	 * ones given back once every avail pop since the restore was. Checked whole before any
+	 * change, so a refused unpop leaves the queue as it was. */
+	unsigned from_avail = 0, from_restore = 0;
 	for (unsigned i = n; i-- > 0;) {
 		uint16_t id = elems[i].id;
-		if (s->last_avail_idx == s->resubmit_avail && s->resubmit_pos > 0 &&
-		    s->resubmit[s->resubmit_pos - 1].head == id) {
-			s->resubmit_pos--;
-			continue;
-		}
-		if (s->last_avail_idx == s->resubmit_avail && s->nresubmit)
+		if (id >= vq->cfg.num || !busy_test(s, id))
 			return -EINVAL;
-		s->last_avail_idx--;
-		busy_flip(s, id);
-		s->inuse--;
-		if (s->infl)
-			vqs_split_infl_unpopped(vq, id);
+		if (from_avail < s->avail_since_restore || !s->nresubmit) {
+			from_avail++;
+		} else if (from_restore < s->resubmit_pos &&
+			   s->resubmit[s->resubmit_pos - 1 - from_restore].head == id) {
+			from_restore++;
+		} else {
+			return -EINVAL;
+		}
 	}
+	for (unsigned i = n - from_avail; i < n; i++) {
+		busy_flip(s, elems[i].id);
+		if (s->infl)
+			vqs_split_infl_unpopped(vq, elems[i].id);
+	}
+	s->last_avail_idx = (uint16_t)(s->last_avail_idx - from_avail);
+	s->avail_since_restore -= s->nresubmit ? from_avail : 0;
+	s->inuse = (uint16_t)(s->inuse - from_avail);
+	s->resubmit_pos = (uint16_t)(s->resubmit_pos - from_restore);
 	return 0;
 }
 

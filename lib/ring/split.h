@@ -58,7 +58,7 @@ struct vqs_split_ring {
 	uint64_t infl_counter;            /* next counter to record */
 	struct vqs_split_resubmit *resubmit; /* restored chains, by counter */
 	uint16_t nresubmit, resubmit_pos; /* [resubmit_pos, nresubmit) still to pop */
-	uint16_t resubmit_avail;          /* last_avail_idx when the restore happened */
+	uint64_t avail_since_restore;     /* chains popped from avail (net of unpops) since then */
 
 	/* Used entries filled and not yet written to the ring (the last nstaged of pending): fill
 	 * stays off the ring, so it needs no memory read-side section. */

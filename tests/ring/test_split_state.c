@@ -161,6 +161,9 @@ static void test_unpop_rejects_filled_or_too_many(void **state)
 	assert_int_equal(vqs_vq_fill(c->r.vq, &e[1], 0), 0);
 	assert_int_equal(vqs_vq_unpop(c->r.vq, &e[1], 1), -EINVAL);
 	assert_int_equal(vqs_vq_unpop(c->r.vq, e, 2), -EINVAL);
+	struct vqs_vq_state st;
+	vqs_vq_get_state(c->r.vq, &st);
+	assert_int_equal(st.last_avail_idx, 2); /* a refused unpop changes nothing */
 	assert_int_equal(vqs_vq_unpop(c->r.vq, e, 1), 0);
 	assert_int_equal(vqs_vq_unpop(c->r.vq, e, 1), -EINVAL);
 }
