@@ -182,6 +182,22 @@ static void test_get_vring_base_stops_ring_and_kick_restarts(void **state)
 	vu_env_stop(&env);
 }
 
+/* KICK with the NOFD flag: no kick eventfd, so the backend must poll the ring. */
+static void test_kick_nofd_ring_is_polled(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	uint64_t nofd = VQS_VU_VRING_NOFD_MASK | 0;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &nofd, 8, NULL, 0, true,
+						 NULL, 0, NULL),
+			 0);
+	/* The kicks vu_echo_roundtrip still writes go to an eventfd nobody watches now. */
+	assert_int_equal(vu_echo_roundtrip(f, 0, 50, 64), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
 static void test_mem_table_replaced_and_slots_added_while_running(void **state)
 {
 	struct vu_env env;
@@ -343,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_multiqueue_each_queue_echoes),
 		cmocka_unit_test(test_config_space_get_and_set),
 		cmocka_unit_test(test_get_vring_base_stops_ring_and_kick_restarts),
+		cmocka_unit_test(test_kick_nofd_ring_is_polled),
 		cmocka_unit_test(test_mem_table_replaced_and_slots_added_while_running),
 		cmocka_unit_test(test_mem_table_and_ring_fds_replaced_under_traffic),
 		cmocka_unit_test(test_frontend_disconnect_cycles_leave_no_fds_or_threads),
