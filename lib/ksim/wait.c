@@ -8,15 +8,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BURN_CHUNK_NS 2000u
+
 void ksim_burn_ns(uint64_t ns)
 {
 	if (!ns)
 		return;
 	/* CPU time, not wall time: a thread preempted halfway must still do all of its work, or
-	 * two threads sharing a CPU would each get their work done for free. */
-	uint64_t end = vqs_thread_cpu_ns() + ns;
-	while (vqs_thread_cpu_ns() < end)
-		;
+	 * two threads sharing a CPU would each get their work done for free. Spin on the cheap
+	 * wall clock in short chunks and check the (syscall) thread clock between them. */
+	uint64_t start = vqs_thread_cpu_ns();
+	for (;;) {
+		uint64_t used = vqs_thread_cpu_ns() - start;
+		if (used >= ns)
+			break;
+		uint64_t chunk = ns - used < BURN_CHUNK_NS ? ns - used : BURN_CHUNK_NS;
+		uint64_t end = vqs_now_ns() + chunk;
+		while (vqs_now_ns() < end)
+			;
+	}
 }
 
 static bool fd_ready(int fd, const struct timespec *ts)
