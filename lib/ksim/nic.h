@@ -26,7 +26,7 @@ struct ksim_world {
 	struct ksim_flow *flows;
 	unsigned nflows;
 	atomic_bool stop;
-	_Atomic uint64_t drops_batch, drops_ring, kicks, rr_done;
+	_Atomic uint64_t drops_batch, drops_ring, kicks;
 };
 
 struct ksim_nic {
