@@ -236,6 +236,7 @@ struct vqs_ksim_seed2017_result {
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	struct vqs_ksim_cell cell[VQS_KSIM_SEED2017_ROWS][VQS_KSIM_SEED2017_COLS];
 	/* Verdicts, computed from the cells: */
+	bool drops_413_only;    /* the 4.13 variant dropped packets; fixed and vqsched dropped none */
 	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path) with drops */
 	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1 */
 	bool adaptive_no_loss;  /* vqsched adaptive: no drops, and not below the best kernel column

@@ -153,6 +153,17 @@ static void verdicts(struct vqs_ksim_seed2017_result *r)
 				     1 - VQS_KSIM_VERDICT_MARGIN;
 	r->heavy_load_gain = ksim_ratio(heavy[COL_413_B64].rate, heavy[COL_FIXED_B1].rate) >
 			     1 + VQS_KSIM_VERDICT_MARGIN;
+	uint64_t drops_413 = 0;
+	bool others_clean = true;
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
+		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
+			const struct vqs_ksim_cell *c = &r->cell[row][col];
+			if (col <= COL_413_B64)
+				drops_413 += c->drops_batch;
+			else
+				others_clean &= !c->err && !is_loss(c);
+		}
+	r->drops_413_only = drops_413 > 0 && others_clean;
 	bool ok = true;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
 		const struct vqs_ksim_cell *c = r->cell[row];
@@ -227,6 +238,8 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		print_row(f, r, row, 1);
 	const struct vqs_ksim_cell *light = r->cell[0], *heavy = r->cell[last];
+	fprintf(f, "verdict: the 4.13 variant drops what the fixed variant and vqsched keep: %s\n",
+		r->drops_413_only ? "REPRODUCED" : "not reproduced");
 	fprintf(f,
 		"verdict: light-load loss (%u stream, 4.13 b64 vs fixed b1 = the 4.12 path): %s "
 		"(%.2fx, %llu batch drops, %llu retransmits)\n",

@@ -39,6 +39,7 @@ static void test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing(void
 		assert_true(lossless(&r.cell[row][ADAPTIVE]));
 	}
 	assert_true(drops_413 > 0);
+	assert_true(r.drops_413_only);
 }
 
 static void test_seed2017_rejects_bad_options(void **state)
