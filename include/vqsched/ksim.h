@@ -279,6 +279,8 @@ struct vqs_ksim_seed2023_result {
 	struct vqs_ksim_cell cell[VQS_KSIM_SEED2023_ROWS][VQS_KSIM_SEED2023_COLS];
 	int worker_cpu_pinned[VQS_KSIM_SEED2023_COLS]; /* 1 when the worker's mask was exactly the
 							* vCPU's CPU, 0 otherwise, -1 unknown */
+	/* The mechanism: the task-mode worker ran with exactly the vCPU's CPU, the others did not. */
+	bool task_inherits_pin;
 	/* Verdicts, per row: task mode below kthread mode by more than the margin; vqsched auto
 	 * within the margin of kthread mode or above. */
 	bool task_drop[VQS_KSIM_SEED2023_ROWS];

@@ -218,6 +218,9 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 	struct cell_ctx ctx = {.o = o, .worker_pinned = r->worker_cpu_pinned};
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2023_ROWS, VQS_KSIM_SEED2023_COLS, o->repeats,
 		       &r->cell[0][0]);
+	r->task_inherits_pin = r->worker_cpu_pinned[COL_TASK] == 1 &&
+			       r->worker_cpu_pinned[COL_KTHREAD] == 0 &&
+			       r->worker_cpu_pinned[COL_AUTO] == 0;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
 		const struct vqs_ksim_cell *c = r->cell[row];
 		r->task_drop[row] = !c[COL_TASK].err && !c[COL_KTHREAD].err &&
@@ -261,6 +264,8 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 		}
 		fprintf(f, "\n");
 	}
+	fprintf(f, "verdict: the task-mode worker inherits the vCPU's pin, kthread and auto do not: %s\n",
+		r->task_inherits_pin ? "REPRODUCED" : "not reproduced");
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
 		const struct vqs_ksim_cell *c = r->cell[row];
 		fprintf(f,

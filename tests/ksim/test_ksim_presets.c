@@ -98,6 +98,7 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	assert_int_equal(r.worker_cpu_pinned[TASK], 1);
 	assert_int_equal(r.worker_cpu_pinned[KTHREAD], 0);
 	assert_int_equal(r.worker_cpu_pinned[AUTO], 0);
+	assert_true(r.task_inherits_pin);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			assert_int_equal(r.cell[row][col].err, 0);
