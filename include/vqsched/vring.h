@@ -196,8 +196,9 @@ VQS_API unsigned vqs_vq_num(const struct vqs_vq *vq);
 VQS_API int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e);
 /*
  * Pop up to max chains into elems[0..max). Returns how many (0 when none), or -EIO when the queue
- * is broken and nothing was popped. A break after some pops returns those pops; the next call
- * fails. Threads: owner.
+ * is broken and nothing was popped, or -ENOBUFS when the first chain does not fit its element's
+ * iov storage. A break (or a chain too big for its storage) after some pops returns those pops;
+ * the next call reports it. Threads: owner.
  */
 VQS_API int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max);
 /* Chains the driver has made available and not yet popped (an estimate, never trusted for
