@@ -95,6 +95,25 @@ VQS_API bool vqs_drv_enable_cb_delayed(struct vqs_drv_vq *dq);
 /* Whether a completion is pending without consuming it. Threads: owner. */
 VQS_API bool vqs_drv_has_used(const struct vqs_drv_vq *dq);
 
+/* Where the ring stands, for a vhost-user frontend's SET_VRING_BASE after a reconnect. */
+struct vqs_drv_pos {
+	/* Where the chains published by the last vqs_drv_kick_prepare end. Split: the avail idx;
+	 * packed: the slot the next published chain starts at, and the wrap counter it gets. */
+	uint16_t avail_idx;
+	bool avail_wrap;
+	/* Where the device puts its next used entry, as the ring shows it now (completions the
+	 * owner has not consumed yet included). Split: used idx; packed: the slot after the last
+	 * used descriptor the device wrote, and the device wrap counter of that slot. */
+	uint16_t used_idx;
+	bool used_wrap;
+};
+/*
+ * Read the position (wrap counters false for split). The used half is final only while no
+ * device runs the ring (stopped or dead). 0, or -EIO when the device broke the ring (a used
+ * descriptor naming no chain in flight). Threads: owner.
+ */
+VQS_API int vqs_drv_position(const struct vqs_drv_vq *dq, struct vqs_drv_pos *pos);
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,3 +162,9 @@ bool vqs_drv_has_used(const struct vqs_drv_vq *dq)
 {
 	return !dq->broken && dq->ops->has_used(dq);
 }
+
+int vqs_drv_position(const struct vqs_drv_vq *dq, struct vqs_drv_pos *pos)
+{
+	*pos = (struct vqs_drv_pos){ 0 };
+	return dq->broken ? -EIO : dq->ops->position(dq, pos);
+}

@@ -61,6 +61,8 @@ struct vqs_drv_ops {
 	bool (*enable_cb_delayed)(struct vqs_drv_vq *dq);
 	/* Called only when not broken. */
 	bool (*has_used)(const struct vqs_drv_vq *dq);
+	/* Called only when not broken. 0 or -EIO (see vqs_drv_position). */
+	int (*position)(const struct vqs_drv_vq *dq, struct vqs_drv_pos *pos);
 };
 
 extern const struct vqs_drv_ops vqs_drv_split_ops;

@@ -335,6 +335,53 @@ static bool packed_enable_cb_delayed(struct vqs_drv_vq *dq)
 	return packed_has_used(dq);
 }
 
+/*
+ * The device's used position: from the next slot to consume, skip every used descriptor already
+ * written, each by its chain's slots (IN_ORDER: by the slots of every chain up to the one it
+ * names, as get_used does; a batch half handed out continues from where it stands). Read only:
+ * consuming stays the owner's business.
+ */
+static int packed_position(const struct vqs_drv_vq *dq, struct vqs_drv_pos *pos)
+{
+	const struct vqs_drv_packed *p = to_cpacked(dq);
+	uint16_t idx = p->last_used;
+	bool wrap = p->used_wrap;
+	int32_t batch_end = p->batch_end;
+	unsigned passed = 0; /* chains skipped: never more than are in flight */
+	for (;;) {
+		if (batch_end < 0) {
+			struct vqs_vring_packed_desc *d = &p->desc[idx];
+			/* Pairs with the device's release store of these flags in flush. */
+			if (!vqs_packed_desc_is_used(vqs_packed_flags_acquire(d), wrap))
+				break;
+			uint16_t id = le16toh(atomic_load_explicit(
+				(_Atomic uint16_t *)(uintptr_t)&d->id, memory_order_relaxed));
+			if (id >= dq->num || !dq->slots[id].token)
+				return -EIO;
+			if (!p->order) {
+				if (++passed > p->in_flight)
+					return -EIO;
+				vqs_packed_advance(&idx, &wrap, dq->slots[id].ndescs, dq->num);
+				continue;
+			}
+			batch_end = id;
+		}
+		uint16_t id;
+		do {
+			if (passed >= p->in_flight)
+				return -EIO;
+			id = p->order[(p->order_head + passed++) % dq->num];
+			vqs_packed_advance(&idx, &wrap, dq->slots[id].ndescs, dq->num);
+		} while (id != batch_end);
+		batch_end = -1;
+	}
+	pos->avail_idx = p->kicked_idx;
+	pos->avail_wrap = p->kicked_wrap;
+	pos->used_idx = idx;
+	pos->used_wrap = wrap;
+	return 0;
+}
+
 const struct vqs_drv_ops vqs_drv_packed_ops = {
 	.create = packed_create,
 	.destroy = packed_destroy,
@@ -345,4 +392,5 @@ const struct vqs_drv_ops vqs_drv_packed_ops = {
 	.enable_cb = packed_enable_cb,
 	.enable_cb_delayed = packed_enable_cb_delayed,
 	.has_used = packed_has_used,
+	.position = packed_position,
 };

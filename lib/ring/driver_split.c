@@ -362,6 +362,18 @@ static bool split_enable_cb_delayed(struct vqs_drv_vq *dq)
 	return (uint16_t)(load_used_idx(s) - s->last_used_idx) > bufs;
 }
 
+static int split_position(const struct vqs_drv_vq *dq, struct vqs_drv_pos *pos)
+{
+	const struct vqs_drv_split *s = to_csplit(dq);
+	uint16_t used = load_used_idx(s);
+	/* More used entries than chains in flight: the device broke the ring. */
+	if ((uint16_t)(used - s->last_used_idx) > s->in_flight)
+		return -EIO;
+	pos->avail_idx = s->kicked_idx;
+	pos->used_idx = used;
+	return 0;
+}
+
 const struct vqs_drv_ops vqs_drv_split_ops = {
 	.create = split_create,
 	.destroy = split_destroy,
@@ -372,4 +384,5 @@ const struct vqs_drv_ops vqs_drv_split_ops = {
 	.enable_cb = split_enable_cb,
 	.enable_cb_delayed = split_enable_cb_delayed,
 	.has_used = split_has_used,
+	.position = split_position,
 };

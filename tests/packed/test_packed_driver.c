@@ -543,6 +543,79 @@ static void in_order_many_rounds_tokens_in_order(void **state)
 	fx_fini(&f);
 }
 
+/* The device's used position, as vqs_drv_position reads it from the ring. */
+static void expect_position_matches_device(struct fx *f)
+{
+	struct vqs_drv_pos pos;
+	struct vqs_vq_state st;
+	assert_int_equal(vqs_drv_position(f->p.drv, &pos), 0);
+	vqs_vq_get_state(f->p.dev, &st);
+	assert_int_equal(pos.used_idx, st.used_idx);
+	assert_int_equal(pos.used_wrap, st.used_wrap);
+	assert_int_equal(pos.avail_idx, st.last_avail_idx);
+	assert_int_equal(pos.avail_wrap, st.avail_wrap);
+}
+
+/* vhost-user reconnect (issue 5): the driver tells where the device stopped using, counting
+ * used descriptors it has not consumed yet, completed out of order and across a wrap. */
+static void driver_position_counts_used_not_yet_consumed(void **state)
+{
+	struct fx f;
+	fx_init(&f, 8, 0);
+	struct iovec iov[8];
+	struct vqs_elem e[3];
+	uint32_t len;
+	for (unsigned round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < 3; i++)
+			add_one(&f, 1, round == i, &tok[i], false);
+		vqs_drv_kick_prepare(f.p.drv);
+		for (unsigned i = 0; i < 3; i++)
+			assert_int_equal(dev_pop(&f, &e[i], iov + 2 * i, 2), 0);
+		/* Newest first: the used descriptors name chains 2 and 1, chain 0 still out. */
+		assert_int_equal(vqs_vq_fill(f.p.dev, &e[2], 0), 0);
+		assert_int_equal(vqs_vq_fill(f.p.dev, &e[1], 0), 0);
+		assert_int_equal(vqs_vq_flush(f.p.dev), 2);
+		expect_position_matches_device(&f);
+		assert_non_null(vqs_drv_get_used(f.p.drv, &len));
+		expect_position_matches_device(&f);
+		assert_int_equal(vqs_vq_fill(f.p.dev, &e[0], 0), 0);
+		assert_int_equal(vqs_vq_flush(f.p.dev), 1);
+		expect_position_matches_device(&f);
+		while (vqs_drv_get_used(f.p.drv, &len))
+			;
+		expect_position_matches_device(&f);
+	}
+	fx_fini(&f);
+}
+
+/* The same with IN_ORDER: one used descriptor stands for a batch, half of it handed out. */
+static void driver_position_skips_in_order_batch_half_consumed(void **state)
+{
+	struct fx f;
+	fx_init(&f, 8, F_INORDER);
+	struct iovec iov[8];
+	struct vqs_elem e[3];
+	uint32_t len;
+	for (unsigned round = 0; round < 3; round++) {
+		add_one(&f, 1, 0, &tok[0], false);
+		add_one(&f, 2, 0, &tok[1], false);
+		add_one(&f, 1, 1, &tok[2], false);
+		vqs_drv_kick_prepare(f.p.drv);
+		for (unsigned i = 0; i < 3; i++)
+			assert_int_equal(dev_pop(&f, &e[i], iov + 2 * i, 2), 0);
+		for (unsigned i = 0; i < 3; i++)
+			assert_int_equal(vqs_vq_fill(f.p.dev, &e[i], 0), 0);
+		assert_int_equal(vqs_vq_flush(f.p.dev), 3);
+		expect_position_matches_device(&f);
+		assert_ptr_equal(vqs_drv_get_used(f.p.drv, &len), &tok[0]);
+		expect_position_matches_device(&f);
+		while (vqs_drv_get_used(f.p.drv, &len))
+			;
+		expect_position_matches_device(&f);
+	}
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -562,6 +635,8 @@ int main(void)
 		cmocka_unit_test(in_order_device_batches_used_descriptors_and_driver_completes_all),
 		cmocka_unit_test(in_order_device_keeps_used_descriptor_of_buffer_with_bytes),
 		cmocka_unit_test(in_order_many_rounds_tokens_in_order),
+		cmocka_unit_test(driver_position_counts_used_not_yet_consumed),
+		cmocka_unit_test(driver_position_skips_in_order_batch_half_consumed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
