@@ -32,8 +32,6 @@ struct vqs_vu_frontend {
 	int *kick, *call;
 	uint64_t features, protocol;
 	int inflight_fd;         /* kept across reconnects; -1 when none */
-	uint32_t *stop_base;     /* per ring: GET_VRING_BASE answer of the last clean stop */
-	bool *stopped_clean;
 	struct vqs_vu_inflight inflight;
 };
 
@@ -69,8 +67,6 @@ void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f)
 	if (f->inflight_fd >= 0)
 		close(f->inflight_fd);
 	free(f->vqs);
-	free(f->stop_base);
-	free(f->stopped_clean);
 	free(f->kick);
 	free(f->call);
 	vqs_gmem_destroy(f->gmem);
@@ -92,11 +88,9 @@ int vqs_vu_frontend_create(struct vqs_vu_frontend **out, const struct vqs_vu_fro
 	f->o.path = f->path;
 	f->sock = f->listen_fd = f->inflight_fd = -1;
 	f->vqs = calloc(o->num_queues, sizeof(*f->vqs));
-	f->stop_base = calloc(o->num_queues, sizeof(*f->stop_base));
-	f->stopped_clean = calloc(o->num_queues, sizeof(*f->stopped_clean));
 	f->kick = malloc(o->num_queues * sizeof(int));
 	f->call = malloc(o->num_queues * sizeof(int));
-	int err = f->vqs && f->kick && f->call && f->stop_base && f->stopped_clean ? 0 : -ENOMEM;
+	int err = f->vqs && f->kick && f->call ? 0 : -ENOMEM;
 	for (unsigned i = 0; f->kick && f->call && i < o->num_queues; i++)
 		f->kick[i] = f->call[i] = -1;
 	for (unsigned i = 0; err == 0 && i < o->num_queues; i++) {
@@ -143,14 +137,12 @@ int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
 	if (f->sock < 0)
 		return 0;
 	int err = 0;
-	for (unsigned i = 0; i < f->o.num_queues && f->vqs[i]; i++) {
+	/* The answers are not kept: the next setup reads the position from the ring itself. */
+	for (unsigned i = 0; clean && i < f->o.num_queues && f->vqs[i]; i++) {
 		struct vqs_vu_vring_state st = { i, 0 }, rep;
-		int r = clean ? vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st),
-							NULL, 0, false, &rep, sizeof(rep), NULL)
-			      : -ECANCELED;
-		f->stopped_clean[i] = r == sizeof(rep) && rep.index == i;
-		f->stop_base[i] = rep.num;
-		if (clean && r < 0 && err == 0)
+		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						false, &rep, sizeof(rep), NULL);
+		if (r < 0 && err == 0)
 			err = r;
 	}
 	close(f->sock);
@@ -302,25 +294,30 @@ static int send_inflight(struct vqs_vu_frontend *f)
 				       &f->inflight_fd, 1, true, NULL, 0, NULL);
 }
 
-/* Packed: slot 0 with the wrap counter set (bit 15), as a fresh packed ring starts. */
-#define PACKED_FRESH_BASE (1u << 15)
+/* Packed: slot 0 with both wrap counters set, as a fresh packed ring starts. */
+#define PACKED_FRESH_BASE 0x80008000u
 
 /*
- * Where the backend resumes after a reconnect. Split: the used index the ring shows (the backend
- * finds the rest in the inflight region). Packed: only after a clean stop, where the last
- * GET_VRING_BASE said (the packed position cannot be read back from the ring).
+ * Where the backend resumes after a reconnect, read from the driver ring: the device's used
+ * position, given as the next avail index too. That is exact for a backend that stopped (it
+ * completes everything it popped before it stops, so it resumes popping where it stopped using),
+ * and after a crash the inflight region overrides it (the backend resumes after the chains it
+ * recorded in flight, and resubmits them). Split sends the used idx (vhost-user.rst: the used
+ * half is in memory); packed sends both halves, avail in bits 0-15 and used in bits 16-31, each
+ * an index with its wrap counter in the top bit.
  */
 static int ring_base(struct vqs_vu_frontend *f, unsigned i, uint32_t *base)
 {
-	uint64_t desc, drv, dev;
-	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
-	if (f->features & VQS_BIT(VQS_F_RING_PACKED)) {
-		*base = f->stop_base[i];
-		return f->stopped_clean[i] ? 0 : -ENOTSUP;
+	struct vqs_drv_pos pos;
+	int r = vqs_drv_position(f->vqs[i], &pos);
+	if (r < 0)
+		return r;
+	if (!(f->features & VQS_BIT(VQS_F_RING_PACKED))) {
+		*base = pos.used_idx;
+		return 0;
 	}
-	const _Atomic uint16_t *used_idx = vqs_gmem_host(f->gmem, dev + 2, 2);
-	/* The backend is gone or stopped; acquire pairs with its last release store of used idx. */
-	*base = atomic_load_explicit(used_idx, memory_order_acquire);
+	uint32_t half = pos.used_idx | (pos.used_wrap ? 1u << 15 : 0);
+	*base = half | half << 16;
 	return 0;
 }
 

@@ -151,11 +151,17 @@ static int set_vring_base(struct vqs_vu_backend *b, const struct vqs_vu_vring_st
 		return -EBUSY;
 	struct vqs_vq_state st = { 0 };
 	if (b->features & VQS_BIT(VQS_F_RING_PACKED)) {
-		/* bits 0-14 next avail slot, 15 its wrap counter; used resumes at the same place */
-		if (s->num >> 16)
-			return -EINVAL;
-		st.last_avail_idx = st.used_idx = s->num & 0x7fff;
-		st.avail_wrap = st.used_wrap = (s->num >> 15) & 1;
+		/* vhost-user.rst: bits 0-14 the next avail slot, 15 its wrap counter; 16-30 the
+		 * next used slot, 31 its wrap counter. DPDK virtio-user and older QEMU send the
+		 * avail half only (upper bits 0): used then resumes where avail does, as after
+		 * any stop. The ring checks both slots against its size when it starts. */
+		uint16_t avail = (uint16_t)s->num, used = (uint16_t)(s->num >> 16);
+		if (used == 0)
+			used = avail;
+		st.last_avail_idx = avail & 0x7fff;
+		st.avail_wrap = avail >> 15;
+		st.used_idx = used & 0x7fff;
+		st.used_wrap = used >> 15;
 	} else {
 		if (s->num > 0xffff)
 			return -EINVAL;
@@ -179,7 +185,8 @@ static int get_vring_base(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_
 	r->kick_fd = -1;
 	uint32_t num = r->base.last_avail_idx;
 	if (b->features & VQS_BIT(VQS_F_RING_PACKED))
-		num = (num & 0x7fff) | ((uint32_t)r->base.avail_wrap << 15);
+		num = (num & 0x7fffu) | ((uint32_t)r->base.avail_wrap << 15) |
+		      (uint32_t)(r->base.used_idx & 0x7fffu) << 16 | (uint32_t)r->base.used_wrap << 31;
 	reply->p.state = (struct vqs_vu_vring_state){ (uint32_t)i, num };
 	return sizeof(reply->p.state);
 }
@@ -191,6 +198,12 @@ static int set_vring_fd(struct vqs_vu_backend *b, struct vu_msg *m)
 	if (i < 0)
 		return i;
 	struct vu_vring *r = &b->rings[i];
+	/* KICK is the last message for a ring in every real frontend's sequence (QEMU's
+	 * vhost_virtqueue_start and DPDK virtio-user both send NUM, BASE, ADDR, then KICK; CALL
+	 * may come at any time): a kick for a ring without a size or addresses is out of order
+	 * (issue 6) and refused, its fd closed with the message. */
+	if (m->hdr.request == VQS_VU_SET_VRING_KICK && (!r->num || !r->addr_set))
+		return -EPROTO;
 	int fd = (v & VQS_VU_VRING_NOFD_MASK) ? -1 : take_fd(m, 0);
 	int *slot = m->hdr.request == VQS_VU_SET_VRING_KICK   ? &r->kick_fd
 		    : m->hdr.request == VQS_VU_SET_VRING_CALL ? &r->call_fd

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A vhost-user ring runs on the scheduler once it has a size, addresses, a kick (or NOFD), is
- * enabled, and its areas are wholly mapped; messages may arrive in any order (DPDK sends CALL
- * before the memory table, a hostile peer KICK before ADDR), so every ring message ends with
- * vu_vring_update() deciding whether the ring can start now.
+ * enabled, and its areas are wholly mapped; messages may arrive in several orders (DPDK sends
+ * CALL before the memory table, QEMU ENABLE before the features; only a KICK before the ring's
+ * size and addresses is refused, in proto.c), so every ring message ends with vu_vring_update()
+ * deciding whether the ring can start now.
  */
 #include <errno.h>
 #include <unistd.h>

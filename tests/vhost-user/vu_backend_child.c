@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The echo backend as a separate process, for tests that kill it: vu_backend_child PATH DELAY_US
- * serves PATH (server mode), completing requests asynchronously, newest first, one per DELAY_US,
- * until it is killed.
+ * serves PATH (server mode; split or packed rings, as the frontend asks), completing requests
+ * asynchronously, newest first, one per DELAY_US, until it is killed.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +20,8 @@ int main(int argc, char **argv)
 	static struct vu_echo echo;
 	struct vqs_sched *sched;
 	struct vqs_vu_backend *b;
-	vu_echo_init(&echo, 1, VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX));
+	vu_echo_init(&echo, 1,
+		     VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_RING_PACKED));
 	echo.delay_us = (uint32_t)strtoul(argv[2], NULL, 10);
 	struct vqs_sched_opts so;
 	vqs_sched_opts_init(&so);

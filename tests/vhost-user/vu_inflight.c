@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inflight tracking across backend crashes (issue 6, "Faults"): the echo backend runs in a child
- * process, is killed with SIGKILL while requests are in flight, and is restarted; our frontend
- * reconnects, hands the same inflight region back, and keeps its ring. Every request must
- * complete exactly once, with its own data.
+ * Inflight tracking across backend crashes (issue 4; packed rings, issue 5): the echo backend
+ * runs in a child process, is killed with SIGKILL while requests are in flight, and is restarted;
+ * our frontend reconnects, hands the same inflight region back, and keeps its ring (packed: its
+ * position goes back in SET_VRING_BASE). Every request must complete exactly once, with its own
+ * data.
  */
 #include <errno.h>
 #include <poll.h>
@@ -61,7 +62,8 @@ static void reconnect(struct vqs_vu_frontend *f)
 	assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
 }
 
-static void run_kills(unsigned total, unsigned kills)
+/* Split rings of 64, or packed rings of 100 (packed sizes need no power of two). */
+static void run_kills(unsigned total, unsigned kills, bool packed)
 {
 	char path[108];
 	snprintf(path, sizeof(path), "/tmp/vqs-vu-inflight-%d.sock", (int)getpid());
@@ -73,8 +75,9 @@ static void run_kills(unsigned total, unsigned kills)
 	struct vqs_vu_frontend *f;
 	vqs_vu_frontend_opts_init(&o);
 	o.path = path;
-	o.queue_size = 64;
-	o.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX);
+	o.queue_size = packed ? 100 : 64;
+	o.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
+		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
 	o.mem_size = 1u << 20;
 	o.timeout_ms = 10000;
 	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
@@ -82,6 +85,7 @@ static void run_kills(unsigned total, unsigned kills)
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 	assert_true(vqs_vu_frontend_protocol_features(f) &
 		    VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
+	assert_int_equal(!!(vqs_vu_frontend_features(f) & VQS_BIT(VQS_F_RING_PACKED)), packed);
 
 	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
 	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
@@ -155,6 +159,7 @@ static void run_kills(unsigned total, unsigned kills)
 	usleep(100000);
 	uint32_t len;
 	assert_null(vqs_drv_get_used(dq, &len));
+	assert_int_equal(kills, 0); /* every planned kill happened mid-stream */
 	assert_int_equal(dups, 0);
 	assert_int_equal(wrong, 0);
 	assert_int_equal(completed, total);
@@ -168,12 +173,22 @@ static void run_kills(unsigned total, unsigned kills)
 
 static void test_backend_sigkill_mid_stream_every_request_completes_once(void **state)
 {
-	run_kills((unsigned)vqs_test_scaled(4000), 3);
+	run_kills((unsigned)vqs_test_scaled(4000), 3, false);
 }
 
 static void test_no_kill_baseline_completes_all(void **state)
 {
-	run_kills((unsigned)vqs_test_scaled(1000), 0);
+	run_kills((unsigned)vqs_test_scaled(1000), 0, false);
+}
+
+static void test_packed_backend_sigkill_mid_stream_every_request_completes_once(void **state)
+{
+	run_kills((unsigned)vqs_test_scaled(4000), 3, true);
+}
+
+static void test_packed_no_kill_baseline_completes_all(void **state)
+{
+	run_kills((unsigned)vqs_test_scaled(1000), 0, true);
 }
 
 int main(void)
@@ -182,6 +197,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_kill_baseline_completes_all),
 		cmocka_unit_test(test_backend_sigkill_mid_stream_every_request_completes_once),
+		cmocka_unit_test(test_packed_no_kill_baseline_completes_all),
+		cmocka_unit_test(test_packed_backend_sigkill_mid_stream_every_request_completes_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,12 +70,20 @@ static void test_packed_ring_handshake_and_echo(void **state)
 	assert_true(vqs_vu_backend_features(env.backend) & VQS_BIT(VQS_F_RING_PACKED));
 	assert_int_equal(vu_echo_roundtrip(f, 0, 230, 64), 0);
 	/* 230 chains of 2 descriptors in a ring of 100: next slot 60, the wrap counter flipped 4
-	 * times (still set). */
+	 * times (still set); everything completed, so used stands there too. vhost-user.rst: avail
+	 * in bits 0-15, used in bits 16-31, each with its wrap counter in the top bit. */
 	struct vqs_vu_vring_state st = { 0, 0 }, rep;
 	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
 						 false, &rep, sizeof(rep), NULL),
 			 sizeof(rep));
-	assert_int_equal(rep.num, 60u | (1u << 15));
+	assert_int_equal(rep.num, (60u | (1u << 15)) | (60u | (1u << 15)) << 16);
+	/* The driver sees the same position in its ring. */
+	struct vqs_drv_pos pos;
+	assert_int_equal(vqs_drv_position(vqs_vu_frontend_vq(f, 0), &pos), 0);
+	assert_int_equal(pos.avail_idx, 60);
+	assert_true(pos.avail_wrap);
+	assert_int_equal(pos.used_idx, 60);
+	assert_true(pos.used_wrap);
 	/* A clean stop, then the same rings on a new connection resume where they stopped. */
 	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
