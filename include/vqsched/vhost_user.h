@@ -274,8 +274,9 @@ VQS_API int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f);
  * Full handshake: vqs_vu_frontend_negotiate, the inflight region (when INFLIGHT_SHMFD is
  * negotiated: GET_INFLIGHT_FD the first time, the same fd again after a reconnect), then per
  * queue NUM, BASE, ADDR, CALL, KICK, ENABLE, then STATUS DRIVER_OK.
- * After a reconnect the driver queues keep their state: BASE is the used index found in the
- * ring, and the backend resubmits what the inflight region says was in flight (split rings).
+ * After a reconnect the driver queues keep their state: BASE is the device's used position found
+ * in the ring (vqs_drv_position; packed: in both halves, avail and used, each with its wrap
+ * counter in bit 15), and the backend resubmits what the inflight region says was in flight.
  * 0 or -errno (-EPROTO for a refused message).
  */
 VQS_API int vqs_vu_frontend_setup(struct vqs_vu_frontend *f);
