@@ -2,28 +2,20 @@
 # SPDX-License-Identifier: MIT
 """Writes the seed corpus of fuzz_split.c into corpus/split/: a few well-formed rings and one of
 each malformation, in the target's input format (4 header bytes, then the guest memory image)."""
-import os
 import struct
 import sys
 
-BASE = 0x100000
-SPAN = 0x10000
-IMG_DESC, IMG_AVAIL, IMG_USED, IMG_INFLIGHT, DATA = 0x0, 0x200, 0x300, 0x800, 0x1000
-NEXT, WRITE, INDIRECT = 1, 2, 4
+from seed_image import BASE, DATA, IMG_DESC, IMG_INFLIGHT, INDIRECT, NEXT, SPAN, WRITE
+from seed_image import GuestImage, buf, write_corpus
+
+IMG_AVAIL, IMG_USED = 0x200, 0x300
 
 
-class Image:
+class Image(GuestImage):
     def __init__(self, num_log2, flags=0, max_iov=0, extra=0):
+        super().__init__([num_log2, flags, max_iov, extra], DATA + 0x400)
         self.num = 1 << num_log2
-        self.hdr = bytes([num_log2, flags, max_iov, extra])
-        self.mem = bytearray(DATA + 0x400)
         self.avail_idx = 0
-
-    def put(self, off, data):
-        end = off + len(data)
-        if end > len(self.mem):
-            self.mem.extend(bytes(end - len(self.mem)))
-        self.mem[off:end] = data
 
     def desc_at(self, off, addr, length, flags=0, nxt=0):
         self.put(off, struct.pack("<QIHH", addr, length, flags, nxt))
@@ -35,13 +27,6 @@ class Image:
         self.put(IMG_AVAIL + 4 + 2 * (self.avail_idx % self.num), struct.pack("<H", head))
         self.avail_idx = self.avail_idx + 1 if idx is None else idx
         self.put(IMG_AVAIL + 2, struct.pack("<H", self.avail_idx & 0xFFFF))
-
-    def bytes(self):
-        return self.hdr + bytes(self.mem)
-
-
-def buf(i):
-    return BASE + DATA + 0x40 * i
 
 
 def seeds():
@@ -127,14 +112,5 @@ def seeds():
     return s
 
 
-def main():
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "split")
-    os.makedirs(out, exist_ok=True)
-    for name, img in seeds().items():
-        with open(os.path.join(out, name), "wb") as f:
-            f.write(img.bytes())
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_corpus("split", seeds()))

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+#include "fuzz_guest.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_POPS (2 * FUZZ_MAX_NUM)
+#define BIG_IOV 1024
+
+static struct vqs_gmem *gmem[2];
+static struct vqs_mem *mem;
+static uint8_t *host[2];
+static uint64_t *inflight; /* 8-aligned private copy of the inflight image */
+static struct iovec iov_store[MAX_POPS][16];
+static struct iovec big_iov[BIG_IOV];
+
+/* Breaks are the expected outcome of most inputs: formatting their warnings would dominate. */
+static void drop_log(enum vqs_log_level level, const char *msg, void *opaque)
+{
+	(void)level;
+	(void)msg;
+	(void)opaque;
+}
+
+static size_t inflight_cap(void)
+{
+	size_t split = vqs_vq_inflight_size(FUZZ_MAX_NUM, false);
+	size_t packed = vqs_vq_inflight_size(FUZZ_MAX_NUM, true);
+	return split > packed ? split : packed;
+}
+
+static void init_once(void)
+{
+	vqs_set_log(drop_log, NULL, VQS_LOG_ERR);
+	struct vqs_mem_region r[2];
+	for (unsigned i = 0; i < 2; i++) {
+		if (vqs_gmem_create(&gmem[i], FUZZ_BASE + i * FUZZ_SPAN, FUZZ_SPAN))
+			abort();
+		vqs_gmem_region(gmem[i], &r[i]);
+		host[i] = vqs_gmem_host(gmem[i], FUZZ_BASE + i * FUZZ_SPAN, FUZZ_SPAN);
+	}
+	if (vqs_mem_create(&mem) || vqs_mem_set(mem, r, 2))
+		abort();
+	inflight = calloc(1, inflight_cap());
+	if (!inflight)
+		abort();
+}
+
+struct vqs_mem *fuzz_guest_load(const uint8_t *img, size_t len)
+{
+	if (!mem)
+		init_once();
+	for (unsigned i = 0; i < 2; i++) {
+		size_t off = (size_t)i * FUZZ_SPAN, n = len > off ? len - off : 0;
+		n = n > FUZZ_SPAN ? FUZZ_SPAN : n;
+		memcpy(host[i], img + off, n);
+		memset(host[i] + n, 0, FUZZ_SPAN - n);
+	}
+	return mem;
+}
+
+struct vqs_vq *fuzz_vq_create(const struct vqs_vq_config *cfg)
+{
+	struct vqs_vq *vq;
+	if (vqs_vq_create(&vq) || vqs_vq_configure(vq, cfg))
+		abort();
+	return vq;
+}
+
+void fuzz_restore_inflight(struct vqs_vq *vq, unsigned num, bool packed)
+{
+	size_t isz = vqs_vq_inflight_size(num, packed);
+	memcpy(inflight, host[0] + FUZZ_IMG_INFLIGHT, isz);
+	vqs_vq_set_inflight(vq, inflight, isz, true);
+}
+
+/* Use the buffers as a device would: read what is readable, write what is writable. */
+static void touch(const struct vqs_elem *e)
+{
+	volatile uint8_t sink = 0;
+	for (unsigned i = 0; i < e->out_num; i++)
+		for (size_t j = 0; j < e->iov[i].iov_len; j += 512)
+			sink ^= ((const uint8_t *)e->iov[i].iov_base)[j];
+	for (unsigned i = e->out_num; i < e->out_num + e->in_num; i++)
+		memset(e->iov[i].iov_base, 0x5a, e->iov[i].iov_len);
+	(void)sink;
+}
+
+static int pop(struct vqs_vq *vq, struct vqs_elem *e, struct iovec *iov, bool tiny)
+{
+	*e = (struct vqs_elem){.iov = iov, .iov_cap = tiny ? 1 : 16};
+	int rc = vqs_vq_pop(vq, e);
+	if (rc == -ENOBUFS) {
+		*e = (struct vqs_elem){.iov = big_iov, .iov_cap = BIG_IOV};
+		rc = vqs_vq_pop(vq, e);
+	}
+	if (rc == 0)
+		touch(e);
+	return rc;
+}
+
+void fuzz_round_trip(struct vqs_vq *vq, bool tiny_iov, bool unpop_last)
+{
+	struct vqs_elem e[MAX_POPS];
+	unsigned n = 0;
+	vqs_mem_read_lock();
+	while (n < MAX_POPS && pop(vq, &e[n], iov_store[n], tiny_iov) == 0)
+		n++;
+	if (unpop_last && n > 0 && vqs_vq_unpop(vq, &e[n - 1], 1) == 0 &&
+	    pop(vq, &e[n - 1], iov_store[n - 1], false) != 0)
+		n--;
+	vqs_vq_disable_notify(vq);
+	for (unsigned i = n; i-- > 0;)
+		vqs_vq_fill(vq, &e[i], e[i].in_len / 2);
+	vqs_vq_flush(vq);
+	vqs_vq_need_call(vq);
+	vqs_vq_enable_notify(vq);
+	vqs_vq_avail_count(vq);
+	vqs_mem_read_unlock();
+}
