@@ -47,7 +47,13 @@ static void init_once(void)
 		abort();
 }
 
-struct vqs_mem *fuzz_guest_load(const uint8_t *img, size_t len)
+uint64_t fuzz_ring_features(uint8_t bits)
+{
+	return (bits & 1 ? VQS_BIT(VQS_F_INDIRECT_DESC) : 0) |
+	       (bits & 2 ? VQS_BIT(VQS_F_EVENT_IDX) : 0);
+}
+
+static void load(const uint8_t *img, size_t len)
 {
 	if (!mem)
 		init_once();
@@ -57,11 +63,17 @@ struct vqs_mem *fuzz_guest_load(const uint8_t *img, size_t len)
 		memcpy(host[i], img + off, n);
 		memset(host[i] + n, 0, FUZZ_SPAN - n);
 	}
-	return mem;
 }
 
-struct vqs_vq *fuzz_vq_create(const struct vqs_vq_config *cfg)
+struct vqs_vq *fuzz_vq_load(struct vqs_vq_config *cfg, const uint8_t *img, size_t len)
 {
+	load(img, len);
+	cfg->size = sizeof(*cfg);
+	cfg->addr_space = VQS_ADDR_GPA;
+	cfg->mem = mem;
+	cfg->desc_addr = FUZZ_BASE + FUZZ_IMG_DESC;
+	cfg->driver_addr = FUZZ_BASE + FUZZ_IMG_DRIVER;
+	cfg->device_addr = FUZZ_BASE + FUZZ_IMG_DEVICE;
 	struct vqs_vq *vq;
 	if (vqs_vq_create(&vq) || vqs_vq_configure(vq, cfg))
 		abort();
@@ -118,4 +130,6 @@ void fuzz_round_trip(struct vqs_vq *vq, bool tiny_iov, bool unpop_last)
 	vqs_vq_enable_notify(vq);
 	vqs_vq_avail_count(vq);
 	vqs_mem_read_unlock();
+	struct vqs_vq_state st;
+	vqs_vq_get_state(vq, &st);
 }

@@ -5,8 +5,9 @@
  *
  * Guest memory is two adjacent regions of FUZZ_SPAN bytes at FUZZ_BASE (so buffers and indirect
  * tables can span them); each input's image is copied to its start and the rest is zeroed.
- * Targets place their ring areas at fixed offsets of the image; an inflight region, when a target
- * restores one, is imaged at FUZZ_IMG_INFLIGHT.
+ * The ring areas sit at fixed offsets of the image (split: descriptor table, avail ring, used
+ * ring; packed: descriptor ring, driver and device event suppression), and an inflight region, when
+ * a target restores one, at FUZZ_IMG_INFLIGHT.
  */
 #ifndef VQS_FUZZ_GUEST_H
 #define VQS_FUZZ_GUEST_H
@@ -18,15 +19,22 @@
 
 #define FUZZ_BASE 0x100000ull
 #define FUZZ_SPAN 0x10000u
+#define FUZZ_IMG_DESC 0x0
+#define FUZZ_IMG_DRIVER 0x200
+#define FUZZ_IMG_DEVICE 0x300
 #define FUZZ_IMG_INFLIGHT 0x800
 /* Largest queue size a target configures (bounds the inflight copy and the pops per round). */
 #define FUZZ_MAX_NUM 32
 
-/* Load the image into guest memory (created on first use) and return the map over it. */
-struct vqs_mem *fuzz_guest_load(const uint8_t *img, size_t len);
+/* The features header bits both layouts offer: bit 0 INDIRECT_DESC, bit 1 EVENT_IDX. */
+uint64_t fuzz_ring_features(uint8_t bits);
 
-/* Create a queue from cfg; the target's own setup must never fail (aborts otherwise). */
-struct vqs_vq *fuzz_vq_create(const struct vqs_vq_config *cfg);
+/*
+ * Load the image into guest memory (created on first use) and configure a queue over the ring
+ * areas in it, as cfg->num, cfg->features and cfg->max_iov say (the rest of cfg is filled in
+ * here). The target's own setup must never fail: aborts otherwise.
+ */
+struct vqs_vq *fuzz_vq_load(struct vqs_vq_config *cfg, const uint8_t *img, size_t len);
 
 /* Restore the inflight region imaged at FUZZ_IMG_INFLIGHT for a queue of num entries. */
 void fuzz_restore_inflight(struct vqs_vq *vq, unsigned num, bool packed);
@@ -34,7 +42,8 @@ void fuzz_restore_inflight(struct vqs_vq *vq, unsigned num, bool packed);
 /*
  * Pop everything available (into one iovec first when tiny_iov, retrying with more storage),
  * read and write each popped buffer (out of bounds would fault), give the last chain back and
- * pop it again when unpop_last, then fill in reverse order, flush and run the notification calls.
+ * pop it again when unpop_last, then fill in reverse order, flush, run the notification calls and
+ * read the ring state back.
  */
 void fuzz_round_trip(struct vqs_vq *vq, bool tiny_iov, bool unpop_last);
 

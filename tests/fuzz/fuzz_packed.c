@@ -10,8 +10,8 @@
  *   byte 3: bit 0 give the last popped chain back and pop again, bit 1 start at slot byte 4
  *           with wrap counters from bits 2 (avail) and 3 (used), bit 4 a second round trip
  *   byte 4: start slot (% size)
- * The ring areas sit at fixed offsets of the image (IMG_DESC, IMG_DRIVER, IMG_DEVICE); each round
- * trip (fuzz_round_trip) pops, uses, fills and flushes whatever they hold.
+ * The ring areas sit at the image offsets fuzz_guest.h fixes; each round trip (fuzz_round_trip)
+ * pops, uses, fills and flushes whatever they hold.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,42 +20,34 @@
 #include "fuzz_guest.h"
 
 #define HDR 5
-#define IMG_DESC 0x0
-#define IMG_DRIVER 0x200
-#define IMG_DEVICE 0x204
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Resume at one slot with the given wrap counters, as after a reconnect. */
+static void start_at(struct vqs_vq *vq, uint16_t slot, bool avail_wrap, bool used_wrap)
+{
+	struct vqs_vq_state st = {.last_avail_idx = slot, .used_idx = slot,
+				  .avail_wrap = avail_wrap, .used_wrap = used_wrap};
+	if (vqs_vq_set_state(vq, &st))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < HDR)
 		return 0;
-	struct vqs_mem *mem = fuzz_guest_load(data + HDR, size - HDR);
-	unsigned num = 1 + data[0] % FUZZ_MAX_NUM;
 	uint8_t flags = data[1], extra = data[3];
-	struct vqs_vq_config cfg = {
-		.size = sizeof(cfg), .num = num, .addr_space = VQS_ADDR_GPA, .mem = mem,
-		.desc_addr = FUZZ_BASE + IMG_DESC, .driver_addr = FUZZ_BASE + IMG_DRIVER,
-		.device_addr = FUZZ_BASE + IMG_DEVICE, .max_iov = data[2]};
-	cfg.features = VQS_BIT(VQS_F_RING_PACKED) |
-		       (flags & 1 ? VQS_BIT(VQS_F_INDIRECT_DESC) : 0) |
-		       (flags & 2 ? VQS_BIT(VQS_F_EVENT_IDX) : 0) |
+	struct vqs_vq_config cfg = {.num = 1 + data[0] % FUZZ_MAX_NUM, .max_iov = data[2]};
+	cfg.features = VQS_BIT(VQS_F_RING_PACKED) | fuzz_ring_features(flags) |
 		       (flags & 16 ? VQS_BIT(VQS_F_IN_ORDER) : 0);
-	struct vqs_vq *vq = fuzz_vq_create(&cfg);
-	if (extra & 2) {
-		uint16_t slot = (uint16_t)(data[4] % num);
-		struct vqs_vq_state st = {.last_avail_idx = slot, .used_idx = slot,
-					  .avail_wrap = extra & 4, .used_wrap = extra & 8};
-		if (vqs_vq_set_state(vq, &st))
-			abort();
-	}
+	struct vqs_vq *vq = fuzz_vq_load(&cfg, data + HDR, size - HDR);
+	if (extra & 2)
+		start_at(vq, (uint16_t)(data[4] % cfg.num), extra & 4, extra & 8);
 	if (flags & 4)
-		fuzz_restore_inflight(vq, num, true);
+		fuzz_restore_inflight(vq, cfg.num, true);
 	fuzz_round_trip(vq, flags & 8, extra & 1);
 	if (extra & 16)
 		fuzz_round_trip(vq, flags & 8, false);
-	struct vqs_vq_state st;
-	vqs_vq_get_state(vq, &st);
 	vqs_vq_destroy(vq);
 	return 0;
 }

@@ -6,10 +6,9 @@ target's input format (5 header bytes, then the guest memory image)."""
 import struct
 import sys
 
-from seed_image import BASE, DATA, IMG_DESC, IMG_INFLIGHT, INDIRECT, NEXT, WRITE
+from seed_image import BASE, DATA, IMG_DESC, IMG_DRIVER, IMG_INFLIGHT, INDIRECT, NEXT, WRITE
 from seed_image import GuestImage, buf, write_corpus
 
-IMG_DRIVER, IMG_DEVICE = 0x200, 0x204
 AVAIL, USED = 1 << 7, 1 << 15
 
 

@@ -5,10 +5,10 @@ each malformation, in the target's input format (4 header bytes, then the guest 
 import struct
 import sys
 
-from seed_image import BASE, DATA, IMG_DESC, IMG_INFLIGHT, INDIRECT, NEXT, SPAN, WRITE
+from seed_image import BASE, DATA, IMG_DESC, IMG_DRIVER, IMG_INFLIGHT, INDIRECT, NEXT, SPAN, WRITE
 from seed_image import GuestImage, buf, write_corpus
 
-IMG_AVAIL, IMG_USED = 0x200, 0x300
+IMG_AVAIL = IMG_DRIVER
 
 
 class Image(GuestImage):

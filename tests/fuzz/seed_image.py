@@ -6,7 +6,10 @@ import sys
 
 BASE = 0x100000
 SPAN = 0x10000
-IMG_DESC, IMG_INFLIGHT, DATA = 0x0, 0x800, 0x1000
+# fuzz_guest.h's FUZZ_IMG_*: descriptors, driver area (split: avail ring; packed: driver event
+# suppression), device area (split: used ring; packed: device event suppression), inflight region.
+IMG_DESC, IMG_DRIVER, IMG_DEVICE, IMG_INFLIGHT = 0x0, 0x200, 0x300, 0x800
+DATA = 0x1000
 NEXT, WRITE, INDIRECT = 1, 2, 4
 
 
