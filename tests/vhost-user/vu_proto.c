@@ -93,6 +93,43 @@ static void test_packed_ring_handshake_and_echo(void **state)
 	vu_env_stop(&env);
 }
 
+/*
+ * SET_VRING_BASE for a packed ring with the avail half only (bits 16-31 zero), as DPDK
+ * virtio-user and older QEMU send it: used resumes where avail does. Read as used slot 0 with
+ * wrap counter 0, the device would write its used descriptors where the driver never looks.
+ */
+static void test_packed_vring_base_avail_half_only_resumes_used_there(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 1, false), 0);
+	struct vqs_vu_frontend_opts o;
+	struct vqs_vu_frontend *f;
+	vu_env_frontend_opts(&env, &o);
+	o.features |= VQS_BIT(VQS_F_RING_PACKED);
+	o.queue_size = 100;
+	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 80, 64), 0); /* next slot 60, wrap counter 0 */
+	struct vqs_vu_vring_state st = { 0, 0 }, rep;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						 false, &rep, sizeof(rep), NULL),
+			 sizeof(rep));
+	assert_int_equal(rep.num, 60u | 60u << 16);
+	struct vqs_vu_vring_state base = { 0, 60 };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_BASE, &base, sizeof(base),
+						 NULL, 0, true, NULL, 0, NULL),
+			 0);
+	uint64_t idx = 0;
+	int kick = vqs_vu_frontend_kick_fd(f, 0);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true,
+						 NULL, 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 120, 64), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+}
+
 static void test_client_mode_backend_connects_with_retry(void **state)
 {
 	struct vu_env env;
@@ -363,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server_mode_handshake_and_echo),
 		cmocka_unit_test(test_packed_ring_handshake_and_echo),
+		cmocka_unit_test(test_packed_vring_base_avail_half_only_resumes_used_there),
 		cmocka_unit_test(test_client_mode_backend_connects_with_retry),
 		cmocka_unit_test(test_multiqueue_each_queue_echoes),
 		cmocka_unit_test(test_config_space_get_and_set),
