@@ -4,7 +4,7 @@
  * policy (split rings; packed rings are covered against DPDK in tests/interop/dpdk_switch.sh): flooding of unknown and broadcast destinations, learning, frames
  * spread over several mergeable receive buffers, backpressure without loss when the receiver has
  * fewer buffers than frames in flight, and frames the switch must refuse counted where they
- * belong.
+ * belong, and a receiver without buffers costs its senders at most the stall time.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -320,6 +320,60 @@ static void backpressure_no_loss(struct env *e, unsigned total)
 	assert_int_equal(counter(&p1->c.tx_frames), before + total);
 }
 
+/* A receiver that posts no buffers holds its sender back for stall_ms at most, then what is sent
+ * to it is dropped and counted on it; traffic to another port keeps flowing; what it had staged
+ * arrives in order once it posts buffers. */
+static void stalled_receiver_drops_counted(struct env *e)
+{
+	struct fe *a = &e->fe[0], *b = &e->fe[1], *c = &e->fe[2];
+	post_rx(a, 8, 2048);
+	post_rx(c, 4, 2048);
+	/* Learn every address without flooding anything into port 1's staging: MAC0 first, by a
+	 * frame to itself (filtered), then MAC1 and MAC2 by frames to MAC0. */
+	assert_int_equal(send_frame(a, MAC[0], MAC[0], 60, 0), 0);
+	uint64_t deadline = vqs_now_ns() + 20000000000ull;
+	while (sw_mac_lookup(&e->sw->mac, MAC[0]) != 0) {
+		assert_true(vqs_now_ns() < deadline);
+		usleep(1000);
+	}
+	assert_int_equal(send_frame(b, MAC[0], MAC[1], 60, 0), 0);
+	expect_frame(a, MAC[0], MAC[1], 60, 0);
+	assert_int_equal(send_frame(c, MAC[0], MAC[2], 60, 0), 0);
+	expect_frame(a, MAC[0], MAC[2], 60, 0);
+	const unsigned to_b = 400, to_c = 100;
+	unsigned sent_b = 0, sent_c = 0, got_c = 0;
+	while (sent_b < to_b || got_c < to_c) {
+		assert_true(vqs_now_ns() < deadline);
+		if (sent_b < to_b && send_frame(a, MAC[1], MAC[0], 80, sent_b) == 0)
+			sent_b++;
+		if (sent_c < to_c && sent_c * 4 <= sent_b && send_frame(a, MAC[2], MAC[0], 90, sent_c) == 0)
+			sent_c++;
+		uint8_t buf[SW_FRAME_MAX];
+		uint16_t nb;
+		if (got_c < sent_c && recv_frame(c, buf, sizeof(buf), 1, &nb) == 90) {
+			uint32_t s;
+			memcpy(&s, buf + 14, sizeof(s));
+			assert_int_equal(s, got_c);
+			got_c++;
+			post_rx(c, 1, 2048);
+		}
+	}
+	struct sw_port *p1 = e->sw->ports[1];
+	while (counter(&p1->c.drop[SW_DROP_NO_BUFFERS]) < to_b - SW_STAGE_SLOTS) {
+		assert_true(vqs_now_ns() < deadline);
+		usleep(1000);
+	}
+	post_rx(b, 64, 256);
+	for (unsigned i = 0; i < SW_STAGE_SLOTS; i++) {
+		expect_frame(b, MAC[1], MAC[0], 80, i);
+		if (b->rx_posted < 16)
+			post_rx(b, 48, 256);
+	}
+	expect_nothing(b, 50);
+	assert_int_equal(counter(&p1->c.drop[SW_DROP_NO_BUFFERS]), to_b - SW_STAGE_SLOTS);
+	assert_int_equal(counter(&p1->c.tx_frames), SW_STAGE_SLOTS);
+}
+
 /* Frames the switch cannot forward are counted on the port that sent them. */
 static void refused_frames_counted(struct env *e)
 {
@@ -345,6 +399,9 @@ static void run_all(enum vqs_policy pol, bool packed)
 	mergeable_buffers(&e);
 	/* The bump allocator never frees: 1500 frames of small buffers fit in 4 MiB. */
 	backpressure_no_loss(&e, 1500);
+	env_stop(&e);
+	env_start(&e, pol, packed);
+	stalled_receiver_drops_counted(&e);
 	env_stop(&e);
 }
 
