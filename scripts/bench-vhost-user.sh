@@ -100,8 +100,9 @@ run_testpmd() {
 echo "bench-vhost-user: mode=$MODE policy=$POLICY runs=$RUNS secs=$SECS (Mpps busy% idle%)"
 : >"$WORK/sw.txt"; : >"$WORK/tp.txt"
 for r in $(seq "$RUNS"); do
-  s=$(run_switch "$r"); echo "run $r vqs-switch: $s"; echo "$s" >>"$WORK/sw.txt"
-  t=$(run_testpmd "$r"); echo "run $r testpmd:    $t"; echo "$t" >>"$WORK/tp.txt"
+  # Not in $(...): the processes a run starts must be known to this shell's exit trap.
+  run_switch "$r" >"$WORK/run"; echo "run $r vqs-switch: $(cat "$WORK/run")"; cat "$WORK/run" >>"$WORK/sw.txt"
+  run_testpmd "$r" >"$WORK/run"; echo "run $r testpmd:    $(cat "$WORK/run")"; cat "$WORK/run" >>"$WORK/tp.txt"
 done
 for n in sw tp; do
   f=$WORK/$n.txt
