@@ -95,6 +95,13 @@ struct vqs_queue_opts {
 	int group;              /* dedicated: queues with the same group >= 0 share a thread */
 	int worker;             /* pool/poll/adaptive: preferred worker, -1 = any */
 	uint16_t iov_per_req;   /* iovecs per request (default 16); longer chains break the queue */
+	/*
+	 * Called once, on the worker, when the queue stops because its ring broke (why =
+	 * vqs_vq_error) or a chain needs more than iov_per_req iovecs (why = VQS_VQ_ERR_IOV_LIMIT);
+	 * e.g. vhost-user signals the ring's error eventfd. The queue stays attached and pops
+	 * nothing until it is paused, reconfigured and resumed. NULL = no hook.
+	 */
+	void (*on_broken)(struct vqs_queue *q, enum vqs_vq_err why, void *opaque);
 };
 VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
 

@@ -186,6 +186,9 @@ VQS_API void vqs_vq_reset(struct vqs_vq *vq);
 VQS_API bool vqs_vq_is_configured(const struct vqs_vq *vq);
 VQS_API bool vqs_vq_is_packed(const struct vqs_vq *vq);
 VQS_API unsigned vqs_vq_num(const struct vqs_vq *vq);
+/* Copy of the configuration last given to vqs_vq_configure (cfg->size set). -EINVAL when
+ * unconfigured. Threads: owner, or any thread while the owner does not reconfigure. */
+VQS_API int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg);
 
 /*
  * Pop the next available chain into *e. Returns 0, -EAGAIN when nothing is available, -EIO when

@@ -128,6 +128,15 @@ bool vqs_vq_is_packed(const struct vqs_vq *vq)
 
 unsigned vqs_vq_num(const struct vqs_vq *vq) { return vq->ops ? vq->cfg.num : 0; }
 
+int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	*cfg = vq->cfg;
+	cfg->size = sizeof(*cfg);
+	return 0;
+}
+
 enum vqs_vq_err vqs_vq_error(const struct vqs_vq *vq)
 {
 	return (enum vqs_vq_err)atomic_load_explicit(&vq->err, memory_order_relaxed);

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
-#include "ring/vq_internal.h"
 #include "sched/internal.h"
 #include "util/log.h"
 #include "util/tsan.h"
@@ -212,6 +211,9 @@ static void pause_locked(struct vqs_queue *q)
 static void resume_locked(struct vqs_queue *q)
 {
 	q->broken = false; /* the caller may have reset the ring; a pop tells again if not */
+	struct vqs_vq_config c;
+	if (vqs_vq_get_config(q->vq, &c) == 0) /* it may have been reconfigured while paused */
+		q->mem = c.mem;
 	atomic_store_explicit(&q->noticed_ns, vqs_now_ns(), memory_order_relaxed);
 	/* An RMW, not a store: acquire takes in what wakers published while the queue was paused
 	 * (their RMWs set PENDING), release hands that and the control thread's changes (group,
@@ -237,11 +239,13 @@ static int kick_register(struct vqs_queue *q, int op)
 /* NUMA node of q's ring memory, -1 unknown. */
 static int ring_node(struct vqs_queue *q)
 {
-	const struct vqs_vq_config *c = &q->vq->cfg;
+	struct vqs_vq_config c;
+	if (vqs_vq_get_config(q->vq, &c))
+		return -1;
 	vqs_mem_read_lock();
-	const struct vqs_mem_table *t = vqs_mem_current(c->mem);
-	void *p = c->addr_space == VQS_ADDR_UADDR ? vqs_mem_uaddr_to_host(t, c->desc_addr, 1)
-						  : vqs_mem_gpa_to_host(t, c->desc_addr, 1);
+	const struct vqs_mem_table *t = vqs_mem_current(c.mem);
+	void *p = c.addr_space == VQS_ADDR_UADDR ? vqs_mem_uaddr_to_host(t, c.desc_addr, 1)
+						 : vqs_mem_gpa_to_host(t, c.desc_addr, 1);
 	int node = p ? sched_mem_node(p) : -1;
 	vqs_mem_read_unlock();
 	return node;
@@ -433,6 +437,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	q->vq = o.vq;
 	q->handler = o.handler;
 	q->opaque = o.opaque;
+	q->on_broken = o.on_broken;
 	q->group_id = o.group;
 	q->pref_worker = o.worker;
 	q->iov_per_req = o.iov_per_req;

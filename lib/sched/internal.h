@@ -110,6 +110,8 @@ struct vqs_queue {
 	struct vqs_vq *vq;
 	vqs_handler_fn handler;
 	void *opaque;
+	void (*on_broken)(struct vqs_queue *q, enum vqs_vq_err why, void *opaque);
+	struct vqs_mem *mem; /* the vq's memory map, read at attach and resume */
 	_Atomic int kick_fd, call_fd;
 	uint16_t iov_per_req;
 

@@ -11,7 +11,6 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
-#include "ring/vq_internal.h"
 #include "sched/internal.h"
 #include "util/log.h"
 #include "util/tsan.h"
@@ -250,9 +249,14 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 				*empty = true;
 			} else if (!q->broken) {
 				q->broken = true;
-				if (rc == -ENOBUFS)
+				enum vqs_vq_err why = vqs_vq_error(q->vq);
+				if (rc == -ENOBUFS) {
+					why = VQS_VQ_ERR_IOV_LIMIT;
 					vqs_warn("sched: a chain needs more than %u iovecs; queue stopped",
 						 q->iov_per_req);
+				}
+				if (q->on_broken)
+					q->on_broken(q, why, q->opaque);
 			}
 			break;
 		}
@@ -283,7 +287,7 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
 			   uint64_t t0, bool *empty, const struct vqs_mem_table **pin)
 {
-	struct vqs_mem *mem = q->vq->cfg.mem;
+	struct vqs_mem *mem = q->mem;
 	for (;;) {
 		const struct vqs_mem_table *t = vqs_mem_table_get(mem);
 		unsigned n = pop_batch(w, q, want, t0, empty);
