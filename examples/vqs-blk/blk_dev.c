@@ -57,8 +57,9 @@ int blk_dev_init(struct blk_dev *dev, const struct blk_dev_opts *o, const struct
 	dev->disk = *disk;
 	dev->lim.max_discard_sectors = MAX_DISCARD_SECTORS;
 	dev->lim.max_discard_seg = MAX_DISCARD_SEG;
+	/* The id is zero padded, with no terminator when it fills all 20 bytes (5.2.6). */
 	if (o->serial)
-		strncpy(dev->lim.id, o->serial, sizeof(dev->lim.id));
+		memcpy(dev->lim.id, o->serial, strnlen(o->serial, sizeof(dev->lim.id)));
 	dev->config = (struct blk_config){
 		.capacity = disk->sectors,
 		.seg_max = SEG_MAX,
