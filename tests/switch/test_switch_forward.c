@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vqs-switch's forwarding core against the library's vhost-user frontend, under every scheduler
- * policy (split rings; packed rings are covered against DPDK in tests/interop/dpdk_switch.sh): flooding of unknown and broadcast destinations, learning, frames
+ * policy and both ring layouts: flooding of unknown and broadcast destinations, learning, frames
  * spread over several mergeable receive buffers, backpressure without loss when the receiver has
  * fewer buffers than frames in flight, and frames the switch must refuse counted where they
  * belong, and a receiver without buffers costs its senders at most the stall time.
@@ -409,12 +409,18 @@ static void switch_dedicated_split(void **st) { run_all(VQS_POLICY_DEDICATED, fa
 static void switch_pool_split(void **st) { run_all(VQS_POLICY_POOL, false); }
 static void switch_poll_split(void **st) { run_all(VQS_POLICY_POLL, false); }
 static void switch_adaptive_split(void **st) { run_all(VQS_POLICY_ADAPTIVE, false); }
+static void switch_dedicated_packed(void **st) { run_all(VQS_POLICY_DEDICATED, true); }
+static void switch_pool_packed(void **st) { run_all(VQS_POLICY_POOL, true); }
+static void switch_poll_packed(void **st) { run_all(VQS_POLICY_POLL, true); }
+static void switch_adaptive_packed(void **st) { run_all(VQS_POLICY_ADAPTIVE, true); }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(switch_dedicated_split), cmocka_unit_test(switch_pool_split),
-		cmocka_unit_test(switch_poll_split),      cmocka_unit_test(switch_adaptive_split),
+		cmocka_unit_test(switch_dedicated_split),  cmocka_unit_test(switch_pool_split),
+		cmocka_unit_test(switch_poll_split),       cmocka_unit_test(switch_adaptive_split),
+		cmocka_unit_test(switch_dedicated_packed), cmocka_unit_test(switch_pool_packed),
+		cmocka_unit_test(switch_poll_packed),      cmocka_unit_test(switch_adaptive_packed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
