@@ -45,14 +45,21 @@ static void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t
 	}
 }
 
-/* Copy len bytes into the iovecs from their start; returns bytes written. */
-static size_t iov_write(const struct iovec *iov, unsigned cnt, const uint8_t *src, size_t len)
+/* Copy len bytes into the iovecs starting `skip` bytes in; returns bytes written. */
+static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, const uint8_t *src,
+			size_t len)
 {
 	size_t done = 0;
 	for (unsigned i = 0; i < cnt && done < len; i++) {
-		size_t c = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
-		memcpy(iov[i].iov_base, src + done, c);
+		size_t l = iov[i].iov_len;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		size_t c = l - skip < len - done ? l - skip : len - done;
+		memcpy((uint8_t *)iov[i].iov_base + skip, src + done, c);
 		done += c;
+		skip = 0;
 	}
 	return done;
 }
@@ -271,24 +278,9 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		size_t off = 0;
 		for (unsigned j = 0; j < k; j++) {
 			const struct vqs_elem *e = &reqs[used + j]->elem;
-			size_t w = 0;
 			const struct iovec *iov = e->iov + e->out_num;
-			if (j == 0)
-				w = iov_write(iov, e->in_num, hdr, hl);
-			/* Skip what the header filled: write the frame after it. */
-			struct iovec rest[64];
-			unsigned nrest = 0;
-			size_t skip = w;
-			for (unsigned v = 0; v < e->in_num && nrest < 64; v++) {
-				if (skip >= iov[v].iov_len) {
-					skip -= iov[v].iov_len;
-					continue;
-				}
-				rest[nrest].iov_base = (uint8_t *)iov[v].iov_base + skip;
-				rest[nrest++].iov_len = iov[v].iov_len - skip;
-				skip = 0;
-			}
-			size_t c = iov_write(rest, nrest, s->data + off, s->len - off);
+			size_t w = j == 0 ? iov_write(iov, e->in_num, 0, hdr, hl) : 0;
+			size_t c = iov_write(iov, e->in_num, w, s->data + off, s->len - off);
 			off += c;
 			vqs_req_complete(reqs[used + j], (uint32_t)(w + c));
 		}
