@@ -36,6 +36,9 @@ struct preset {
 extern const struct preset bench_presets[];
 extern const unsigned bench_npresets;
 const struct preset *preset_find(const char *name);
+/* The ksim reproductions (bench/preset_ksim.c). */
+int preset_seed2017_run(const struct opts *o, struct report *rep);
+int preset_seed2023_run(const struct opts *o, struct report *rep);
 
 struct plan {
 	struct point *pts;

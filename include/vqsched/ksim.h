@@ -256,6 +256,7 @@ VQS_API void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opt
 /* ---- seed-2023: vhost_task workers (6e890c5d) inherit the pinned owner's CPU ---- */
 
 #define VQS_KSIM_SEED2023_ROWS 2 /* TCP_STREAM-like, TCP_RR-like */
+#define VQS_KSIM_SEED2023_RR_BYTES 64u /* TCP_RR message payload (netperf's default is 1) */
 #define VQS_KSIM_SEED2023_COLS 3 /* task mode, kthread mode, vqsched auto placement */
 /* "TCP_STREAM", "TCP_RR" / "task mode", "kthread mode", "vqsched auto". Threads: any. */
 VQS_API const char *vqs_ksim_seed2023_row_name(unsigned row);
@@ -279,6 +280,8 @@ struct vqs_ksim_seed2023_result {
 	struct vqs_ksim_cell cell[VQS_KSIM_SEED2023_ROWS][VQS_KSIM_SEED2023_COLS];
 	int worker_cpu_pinned[VQS_KSIM_SEED2023_COLS]; /* 1 when the worker's mask was exactly the
 							* vCPU's CPU, 0 otherwise, -1 unknown */
+	/* The worker's mask as read back, in CPU list form ("0", "0-1"); "" unknown. */
+	char worker_cpus[VQS_KSIM_SEED2023_COLS][32];
 	/* The mechanism: the task-mode worker ran with exactly the vCPU's CPU, the others did not. */
 	bool task_inherits_pin;
 	/* Verdicts, per row: task mode below kthread mode by more than the margin; vqsched auto

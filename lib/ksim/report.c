@@ -180,3 +180,20 @@ int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec)
 }
 
 double ksim_ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t off = 0;
+	if (len)
+		buf[0] = 0;
+	for (int c = 0; c < CPU_SETSIZE && off < len; c++) {
+		if (!CPU_ISSET(c, set))
+			continue;
+		int e = c;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+			e++;
+		off += (size_t)snprintf(buf + off, len - off, e > c ? "%s%d-%d" : "%s%d",
+					off ? "," : "", c, e);
+		c = e;
+	}
+}

@@ -30,5 +30,7 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out);
 
 double ksim_ratio(double a, double b);
+/* A CPU mask in list form ("0", "0-1", "0,2"), truncated to len. */
+void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len);
 
 #endif

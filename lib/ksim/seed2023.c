@@ -22,8 +22,6 @@
 enum { ROW_STREAM, ROW_RR };
 enum { COL_TASK, COL_KTHREAD, COL_AUTO };
 
-/* TCP_RR messages are small; netperf's default is one byte. */
-#define RR_PAYLOAD 64u
 
 static const char *const row_names[VQS_KSIM_SEED2023_ROWS] = {"TCP_STREAM", "TCP_RR"};
 static const char *const col_names[VQS_KSIM_SEED2023_COLS] = {"task mode", "kthread mode",
@@ -64,6 +62,7 @@ struct owner {
 	sem_t ready, teardown;
 	int rc;
 	int worker_pinned;
+	char worker_cpus[32]; /* as read back, "" unknown */
 	bool started, running;
 };
 
@@ -97,9 +96,11 @@ static void *owner_main(void *p)
 		cpu_set_t cpus;
 		int rc = ow->col == COL_AUTO ? ksim_snet_worker_cpus(ow->nic, &cpus)
 					     : ksim_vnet_worker_cpus(ow->nic, &cpus);
-		if (!rc)
+		if (!rc) {
 			ow->worker_pinned =
 				CPU_COUNT(&cpus) == 1 && CPU_ISSET(ow->o->vcpu_cpu, &cpus);
+			ksim_cpus_format(&cpus, ow->worker_cpus, sizeof(ow->worker_cpus));
+		}
 		unsigned role = ow->row == ROW_STREAM ? KSIM_GUEST_RECEIVER : KSIM_GUEST_RR_SERVER;
 		ow->rc = ksim_guest_start(&ow->guest, ow->nic, role, ow->o->vcpu_cpu);
 		ow->running = !ow->rc;
@@ -121,7 +122,7 @@ static void *owner_main(void *p)
 /* What a cell reports besides its figures. */
 struct cell_ctx {
 	const struct vqs_ksim_seed2023_opts *o;
-	int *worker_pinned; /* per column */
+	struct vqs_ksim_seed2023_result *r; /* worker masks, per column */
 };
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
@@ -139,7 +140,7 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 		goto out;
 	w->costs = o->costs;
 	if (row == ROW_RR)
-		w->costs.pkt_bytes = RR_PAYLOAD;
+		w->costs.pkt_bytes = VQS_KSIM_SEED2023_RR_BYTES;
 	if ((rc = ksim_nic_init(nic, w)))
 		goto out;
 	nic_up = true;
@@ -168,7 +169,8 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 	ksim_sleep_ms(o->cell_ms);
 	ksim_snap_take(w, atomic_load(&peer->transactions), &b);
 	ksim_snap_cell(w, &a, &b, row == ROW_RR, out);
-	ctx->worker_pinned[col] = ow->worker_pinned;
+	ctx->r->worker_cpu_pinned[col] = ow->worker_pinned;
+	memcpy(ctx->r->worker_cpus[col], ow->worker_cpus, sizeof(ow->worker_cpus));
 out:
 	if (w)
 		atomic_store(&w->stop, true);
@@ -215,7 +217,7 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 	r->size = sizeof(*r);
 	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		r->worker_cpu_pinned[col] = -1;
-	struct cell_ctx ctx = {.o = o, .worker_pinned = r->worker_cpu_pinned};
+	struct cell_ctx ctx = {.o = o, .r = r};
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2023_ROWS, VQS_KSIM_SEED2023_COLS, o->repeats,
 		       &r->cell[0][0]);
 	r->task_inherits_pin = r->worker_cpu_pinned[COL_TASK] == 1 &&
@@ -249,9 +251,13 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 	fprintf(f, "rates (CPUs the model used)\n%-22s", "workload");
 	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		fprintf(f, " | %14s", col_names[col]);
-	fprintf(f, "\n%-22s", "worker mask");
-	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
-		fprintf(f, " | %14s", pinned_name(r->worker_cpu_pinned[col]));
+	fprintf(f, "\n%-22s", "worker mask (CPUs)");
+	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
+		char m[48];
+		snprintf(m, sizeof(m), "%s (%s)", pinned_name(r->worker_cpu_pinned[col]),
+			 r->worker_cpus[col][0] ? r->worker_cpus[col] : "?");
+		fprintf(f, " | %14s", m);
+	}
 	fprintf(f, "\n");
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
 		fprintf(f, "%-11s %-10s", row_names[row], row == ROW_STREAM ? "Mbit/s" : "trans/s");
