@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-bench presets seed-2017 and seed-2023 (the ksim reproductions), run with --quick: a
+ * well-formed report with one run per table cell and no loss, and the mechanisms each reproduces,
+ * which do not depend on timing: the 4.13 RX variant drops packets while the fixed variant and
+ * vqsched drop and retransmit nothing; the task-mode worker runs on the vCPU's CPU. Never a speed.
+ */
+#define _GNU_SOURCE 1
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "run.h"
+
+/* The figures of one `ksim-run KEY name=value ...` line of the text output. */
+struct ksim_run {
+	char key[256];
+	unsigned long long delivered, drops_batch, drops_ring, retransmits, timeouts;
+	int err;
+};
+
+static bool field(const char *line, const char *name, unsigned long long *v)
+{
+	char pat[32];
+	snprintf(pat, sizeof(pat), " %s=", name);
+	const char *p = strstr(line, pat);
+	return p && sscanf(p + strlen(pat), "%llu", v) == 1;
+}
+
+/* Every ksim-run line of a text report; fails the test on a malformed one. */
+static unsigned read_runs(const char *path, struct ksim_run *out, unsigned max)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char line[1024];
+	unsigned n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ksim-run ", 9))
+			continue;
+		assert_true(n < max);
+		struct ksim_run *r = &out[n++];
+		unsigned long long err;
+		assert_int_equal(sscanf(line + 9, "%255s", r->key), 1);
+		if (!field(line, "delivered", &r->delivered) ||
+		    !field(line, "drops_batch", &r->drops_batch) ||
+		    !field(line, "drops_ring", &r->drops_ring) ||
+		    !field(line, "retransmits", &r->retransmits) ||
+		    !field(line, "timeouts", &r->timeouts) || !strstr(line, " err="))
+			fail_msg("malformed line: %s", line);
+		r->err = field(line, "err", &err) ? (int)err : -1;
+	}
+	fclose(f);
+	return n;
+}
+
+static bool text_has(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char line[1024];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Runs the preset; the JSON report is checked by the shared rules (well-formed, no loss, no
+ * error); every JSON run must have its ksim-run line and the other way round. */
+static unsigned run_preset(const char *preset, const char *txt, const char *json,
+			   const char *csv, unsigned cells, struct ksim_run *runs)
+{
+	const char *args[] = {"--preset", preset, "--quick", "--no-floors", "--json", json,
+			      "--csv", csv, NULL};
+	assert_int_equal(bench_run(txt, args), 0);
+	bench_check_report(json, cells);
+	assert_true(bench_file_nonempty(csv));
+	unsigned n = read_runs(txt, runs, cells);
+	assert_int_equal(n, cells);
+	struct json doc;
+	assert_int_equal(json_parse_file(json, &doc), 0);
+	const struct json *jr = json_get(&doc, "runs");
+	assert_int_equal(jr->n, cells);
+	for (unsigned i = 0; i < cells; i++) {
+		const char *key = json_str_or(&jr->items[i], "key", "");
+		assert_int_equal(strncmp(key, preset, strlen(preset)), 0);
+		assert_string_equal(key, runs[i].key);
+		assert_int_equal(runs[i].err, 0);
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(runs[j].key, key);
+	}
+	json_free(&doc);
+	return n;
+}
+
+static void test_seed2017_413_drops_fixed_and_vqsched_lose_nothing(void **state)
+{
+	struct ksim_run runs[15];
+	unsigned n = run_preset("seed-2017", bench_path("2017.txt"), bench_path("2017.json"),
+				bench_path("2017.csv"), 15, runs);
+	unsigned long long drops_413 = 0;
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct ksim_run *r = &runs[i];
+		if (strstr(r->key, "/4.13-")) {
+			drops_413 += r->drops_batch;
+			continue;
+		}
+		assert_true(strstr(r->key, "/fixed-") || strstr(r->key, "/vqsched-adaptive/"));
+		if (r->drops_batch || r->drops_ring || r->retransmits || r->timeouts || !r->delivered)
+			fail_msg("%s: drops %llu/%llu, retransmits %llu, timeouts %llu, delivered %llu",
+				 r->key, r->drops_batch, r->drops_ring, r->retransmits, r->timeouts,
+				 r->delivered);
+		kept++;
+	}
+	assert_int_equal(kept, 9); /* fixed b1, fixed b64, adaptive at 1, 10, 50 streams */
+	assert_true(drops_413 > 0);
+	assert_true(text_has(bench_path("2017.txt"),
+			     "drops what the fixed variant and vqsched keep: REPRODUCED"));
+}
+
+static bool list_has(const char *list, int cpu)
+{
+	for (const char *p = list; *p;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			return false;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (cpu >= a && cpu <= b)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return false;
+}
+
+static void test_seed2023_task_worker_runs_on_the_vcpu_cpu(void **state)
+{
+	cpu_set_t mine;
+	assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	int vcpu = 0;
+	while (!CPU_ISSET(vcpu, &mine))
+		vcpu++;
+	char vcpu_only[16];
+	snprintf(vcpu_only, sizeof(vcpu_only), "%d", vcpu);
+	struct ksim_run runs[6];
+	const char *json = bench_path("2023.json");
+	run_preset("seed-2023", bench_path("2023.txt"), json, bench_path("2023.csv"), 6, runs);
+	struct json doc;
+	assert_int_equal(json_parse_file(json, &doc), 0);
+	const struct json *jr = json_get(&doc, "runs");
+	unsigned task = 0;
+	for (size_t i = 0; i < jr->n; i++) {
+		const struct json *r = &jr->items[i];
+		const char *key = json_str_or(r, "key", ""), *cpus = json_str_or(r, "worker_cpus", "");
+		assert_true(json_num_or(r, "ops_per_s", 0) > 0);
+		if (strstr(key, "seed-2023/task/")) {
+			assert_string_equal(json_str_or(r, "placement", ""), "inherit");
+			if (!list_has(cpus, vcpu))
+				fail_msg("%s: worker on %s, vCPU on %d", key, cpus, vcpu);
+			assert_string_equal(cpus, vcpu_only);
+			task++;
+		} else if (CPU_COUNT(&mine) > 1) {
+			/* kthread and auto workers are not confined to the vCPU's CPU */
+			assert_string_not_equal(cpus, vcpu_only);
+		}
+	}
+	assert_int_equal(task, 2); /* TCP_STREAM and TCP_RR */
+	json_free(&doc);
+	if (CPU_COUNT(&mine) > 1)
+		assert_true(text_has(bench_path("2023.txt"), "kthread and auto do not: REPRODUCED"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seed2017_413_drops_fixed_and_vqsched_lose_nothing),
+		cmocka_unit_test(test_seed2023_task_worker_runs_on_the_vcpu_cpu),
+	};
+	return cmocka_run_group_tests(tests, NULL, bench_cleanup);
+}
