@@ -99,9 +99,12 @@ struct vqs_queue_opts {
 	 * Called once, on the worker, when the queue stops because its ring broke (why =
 	 * vqs_vq_error) or a chain needs more than iov_per_req iovecs (why = VQS_VQ_ERR_IOV_LIMIT);
 	 * e.g. vhost-user signals the ring's error eventfd. The queue stays attached and pops
-	 * nothing until it is paused, reconfigured and resumed. NULL = no hook.
+	 * nothing until it is paused, reconfigured and resumed. NULL = no hook. Gets
+	 * on_broken_opaque, not the handler's opaque: the party that owns the ring's error reporting
+	 * (e.g. a vhost-user backend) is often not the device whose handler runs.
 	 */
 	void (*on_broken)(struct vqs_queue *q, enum vqs_vq_err why, void *opaque);
+	void *on_broken_opaque;
 };
 VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
 

@@ -184,7 +184,9 @@ struct vqs_vu_device_ops {
 	int (*set_config)(void *opaque, uint32_t offset, const void *buf, uint32_t len);
 	/* Negotiated virtio features, before any queue of that negotiation starts. */
 	void (*set_features)(void *opaque, uint64_t features);
-	/* Queue qidx started on the scheduler (q) or stopped (q == NULL; no handler runs any more). */
+	/* Queue qidx started on the scheduler (q), or is stopping (q == NULL): called before the
+	 * queue is detached, so forget q then (it is freed next); its handler may still finish a
+	 * turn until the stop completes. Control thread. */
 	void (*queue_state)(void *opaque, unsigned qidx, struct vqs_queue *q);
 	/* The frontend connected (true) or went away (false; every queue already stopped). */
 	void (*connection)(void *opaque, bool connected);

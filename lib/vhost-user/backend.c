@@ -190,7 +190,9 @@ static void *control_thread(void *arg)
 				disconnect(b, false);
 				return NULL;
 			}
-			if (fd == b->conn_fd)
+			if (fd == b->err_event_fd)
+				vu_vring_signal_errors(b);
+			else if (fd == b->conn_fd)
 				serve_message(b);
 			else if (fd == b->listen_fd && b->conn_fd < 0)
 				try_accept(b);
@@ -204,7 +206,7 @@ static void *control_thread(void *arg)
 
 static void free_backend(struct vqs_vu_backend *b)
 {
-	int fds[] = { b->epfd, b->stop_fd, b->listen_fd, b->timer_fd };
+	int fds[] = { b->epfd, b->stop_fd, b->err_event_fd, b->listen_fd, b->timer_fd };
 	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -253,22 +255,26 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 	strcpy(b->path, o->path);
 	b->opts.path = b->path;
 	b->backoff_ms = b->opts.reconnect_min_ms;
-	b->epfd = b->stop_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
+	b->epfd = b->stop_fd = b->err_event_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
 
 	b->rings = calloc(b->ops->num_queues, sizeof(*b->rings));
 	err = b->rings ? vqs_mem_create(&b->mem) : -ENOMEM;
 	for (unsigned i = 0; err == 0 && i < b->ops->num_queues; i++) {
 		b->rings[i].kick_fd = b->rings[i].call_fd = b->rings[i].err_fd = -1;
+		b->rings[i].owner = b;
 		err = vqs_vq_create(&b->rings[i].vq);
 	}
 	if (err == 0) {
 		b->epfd = epoll_create1(EPOLL_CLOEXEC);
 		b->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (b->epfd < 0 || b->stop_fd < 0)
+		b->err_event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (b->epfd < 0 || b->stop_fd < 0 || b->err_event_fd < 0)
 			err = -errno;
 	}
 	if (err == 0)
 		err = watch(b, EPOLL_CTL_ADD, b->stop_fd);
+	if (err == 0)
+		err = watch(b, EPOLL_CTL_ADD, b->err_event_fd);
 	if (err == 0 && b->opts.client) {
 		b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		err = b->timer_fd < 0 ? -errno : watch(b, EPOLL_CTL_ADD, b->timer_fd);

@@ -27,6 +27,10 @@ struct vu_vring {
 	bool enabled;                  /* SET_VRING_ENABLE */
 	bool kicked;                   /* SET_VRING_KICK seen since the last stop: may start */
 	int kick_fd, call_fd, err_fd;  /* -1 when none */
+	struct vqs_vu_backend *owner;
+	/* Set by the scheduler's on_broken hook on a worker; the control thread signals err_fd
+	 * (it alone owns the fd, so a worker never writes to an fd SET_VRING_ERR just closed). */
+	atomic_bool err_pending;
 };
 
 struct vu_inflight {
@@ -47,6 +51,7 @@ struct vqs_vu_backend {
 
 	pthread_t thread;
 	int epfd, stop_fd, listen_fd, timer_fd, conn_fd;
+	int err_event_fd; /* eventfd: a ring broke, signal its err_fd (vring.c) */
 	uint32_t backoff_ms;
 
 	struct vqs_mem *mem;
@@ -71,6 +76,8 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i);
 /* Stop ring i and forget everything about it (fds closed). */
 void vu_vring_reset(struct vqs_vu_backend *b, unsigned i);
 bool vu_any_running(const struct vqs_vu_backend *b);
+/* Control thread: signal the error eventfd of every ring whose guest broke it. */
+void vu_vring_signal_errors(struct vqs_vu_backend *b);
 
 /* memtab.c: map a wire region backed by fd (not consumed) into *out, with a release hook that
  * unmaps it. 0, -EINVAL (size 0, overflow, beyond the fd's size), -errno. */

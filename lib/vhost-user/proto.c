@@ -67,12 +67,11 @@ static int set_mem_table(struct vqs_vu_backend *b, struct vu_msg *m)
 {
 	const struct vqs_vu_memory *wm = &m->p.memory;
 	struct vqs_mem_region regs[VQS_VU_MEM_TABLE_MAX];
-	unsigned n = wm->nregions, mapped = 0;
+	unsigned n = wm->nregions, mapped;
 	int err = 0;
-	for (; mapped < n && err == 0; mapped++)
-		err = vu_region_map(&wm->regions[mapped], m->fds[mapped], &regs[mapped]);
-	if (err < 0)
-		mapped--;
+	for (mapped = 0; mapped < n; mapped++)
+		if ((err = vu_region_map(&wm->regions[mapped], m->fds[mapped], &regs[mapped])) < 0)
+			break;
 	if (err == 0)
 		err = vqs_mem_set(b->mem, regs, n);
 	if (err < 0) {

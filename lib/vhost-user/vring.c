@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <unistd.h>
+#include <string.h>
 
 #include "util/log.h"
 #include "vhost-user/backend_internal.h"
@@ -51,6 +52,34 @@ static int check_areas(struct vqs_vu_backend *b, const struct vu_vring *r)
 	return err;
 }
 
+/* Scheduler hook, on a worker: the guest broke ring r. The control thread signals its err_fd. */
+static void ring_broken(struct vqs_queue *q, enum vqs_vq_err why, void *opaque)
+{
+	struct vu_vring *r = opaque;
+	vqs_warn("vhost-user: ring %td broke: %s", r - r->owner->rings, vqs_vq_err_name(why));
+	/* release pairs with the acquire exchange in vu_vring_signal_errors. */
+	atomic_store_explicit(&r->err_pending, true, memory_order_release);
+	uint64_t one = 1;
+	if (write(r->owner->err_event_fd, &one, sizeof(one)) < 0)
+		vqs_err("vhost-user: cannot report a broken ring: %s", strerror(errno));
+}
+
+void vu_vring_signal_errors(struct vqs_vu_backend *b)
+{
+	uint64_t n;
+	if (read(b->err_event_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		vqs_err("vhost-user: error eventfd: %s", strerror(errno));
+	for (unsigned i = 0; i < b->ops->num_queues; i++) {
+		struct vu_vring *r = &b->rings[i];
+		if (atomic_exchange_explicit(&r->err_pending, false, memory_order_acquire) &&
+		    r->err_fd >= 0) {
+			uint64_t one = 1;
+			if (write(r->err_fd, &one, sizeof(one)) < 0)
+				vqs_warn("vhost-user: ring %u error fd: %s", i, strerror(errno));
+		}
+	}
+}
+
 static int start(struct vqs_vu_backend *b, unsigned i)
 {
 	struct vu_vring *r = &b->rings[i];
@@ -80,6 +109,8 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.vq = r->vq;
 	qo.kick_fd = r->kick_fd;
 	qo.call_fd = r->call_fd;
+	qo.on_broken = ring_broken;
+	qo.on_broken_opaque = r;
 	if (err == 0) {
 		qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
 		err = qo.handler ? vqs_sched_attach(b->opts.sched, &qo, &r->sq) : -EINVAL;
@@ -111,6 +142,10 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
 	struct vu_vring *r = &b->rings[i];
 	if (!r->sq)
 		return;
+	/* Tell the device first: once detached the queue is freed, and a device that still held it
+	 * (a switch waking a peer's queue) would touch freed memory. */
+	if (b->ops->queue_state)
+		b->ops->queue_state(b->opaque, i, NULL);
 	/* Detach waits until no worker runs the queue and every request it handed out completed,
 	 * so the position read next is final. */
 	vqs_sched_detach(r->sq);
@@ -119,8 +154,6 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
 	vqs_vq_set_inflight(r->vq, NULL, 0, false);
 	vqs_vq_reset(r->vq);
 	atomic_fetch_add_explicit(&b->st_stops, 1, memory_order_relaxed);
-	if (b->ops->queue_state)
-		b->ops->queue_state(b->opaque, i, NULL);
 }
 
 static void close_fd(int *fd)
@@ -138,5 +171,5 @@ void vu_vring_reset(struct vqs_vu_backend *b, unsigned i)
 	close_fd(&r->call_fd);
 	close_fd(&r->err_fd);
 	struct vqs_vq *vq = r->vq;
-	*r = (struct vu_vring){ .vq = vq, .kick_fd = -1, .call_fd = -1, .err_fd = -1 };
+	*r = (struct vu_vring){ .vq = vq, .kick_fd = -1, .call_fd = -1, .err_fd = -1, .owner = b };
 }

@@ -60,6 +60,7 @@ static void side_init(struct side *s, struct vqs_sched *sched)
 	o.handler = echo;
 	o.opaque = s;
 	o.on_broken = on_broken;
+	o.on_broken_opaque = s;
 	assert_int_equal(vqs_sched_attach(sched, &o, &s->q), 0);
 }
 
