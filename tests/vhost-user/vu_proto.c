@@ -11,6 +11,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -227,6 +230,44 @@ static void test_get_vring_base_stops_ring_and_kick_restarts(void **state)
 	vu_env_stop(&env);
 }
 
+/* A guest that breaks its ring gets the ring's error eventfd signalled (SET_VRING_ERR), and the
+ * backend keeps serving its other queues. */
+static void test_broken_ring_signals_vring_err_fd(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start(&env, 2, false), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 2);
+	int err = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(err >= 0);
+	uint64_t idx = 0;
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_ERR, &idx, 8, &err, 1, true,
+						 NULL, 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 3, 16), 0);
+
+	/* Publish a head index outside the ring on queue 0, then kick. */
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
+	uint64_t desc, avail, used;
+	vqs_drv_vq_addrs(dq, &desc, &avail, &used);
+	struct vqs_vring_avail *a =
+		vqs_gmem_host(vqs_vu_frontend_gmem(f), avail, vqs_vring_avail_size(64));
+	a->ring[a->idx % 64] = 64 + 1;
+	atomic_thread_fence(memory_order_release);
+	a->idx++;
+	uint64_t one = 1;
+	assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
+
+	struct pollfd pfd = { .fd = err, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	uint64_t n = 0;
+	assert_int_equal(read(err, &n, 8), 8);
+	assert_true(n >= 1);
+	assert_int_equal(vu_echo_roundtrip(f, 1, 20, 16), 0);
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(&env);
+	close(err);
+}
+
 /* KICK with the NOFD flag: no kick eventfd, so the backend must poll the ring. */
 static void test_kick_nofd_ring_is_polled(void **state)
 {
@@ -405,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_multiqueue_each_queue_echoes),
 		cmocka_unit_test(test_config_space_get_and_set),
 		cmocka_unit_test(test_get_vring_base_stops_ring_and_kick_restarts),
+		cmocka_unit_test(test_broken_ring_signals_vring_err_fd),
 		cmocka_unit_test(test_kick_nofd_ring_is_polled),
 		cmocka_unit_test(test_mem_table_replaced_and_slots_added_while_running),
 		cmocka_unit_test(test_mem_table_and_ring_fds_replaced_under_traffic),
