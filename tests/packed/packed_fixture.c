@@ -8,42 +8,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-void pfx_mem_init(struct pfx_mem *m)
-{
-	assert_int_equal(vqs_gmem_create(&m->gmem, PFX_GPA_BASE, PFX_ARENA), 0);
-	struct vqs_mem_region reg;
-	vqs_gmem_region(m->gmem, &reg);
-	assert_int_equal(vqs_mem_create(&m->mem), 0);
-	assert_int_equal(vqs_mem_set(m->mem, &reg, 1), 0);
-}
-
-void pfx_mem_fini(struct pfx_mem *m)
-{
-	vqs_mem_destroy(m->mem);
-	vqs_gmem_destroy(m->gmem);
-}
-
-uint64_t pfx_alloc(struct pfx_mem *m, size_t len, size_t align)
-{
-	uint64_t gpa = vqs_gmem_alloc(m->gmem, len, align);
-	assert_true(gpa != 0);
-	return gpa;
-}
-
-void *pfx_host(struct pfx_mem *m, uint64_t gpa, size_t len)
-{
-	void *p = vqs_gmem_host(m->gmem, gpa, len);
-	assert_non_null(p);
-	return p;
-}
-
-uint64_t pfx_buf(struct pfx_mem *m, uint32_t len, uint8_t fill)
-{
-	uint64_t gpa = pfx_alloc(m, len ? len : 1, 8);
-	memset(pfx_host(m, gpa, len ? len : 1), fill, len);
-	return gpa;
-}
-
 void pfx_ring_config(const struct pfx_ring *r, struct vqs_vq_config *c)
 {
 	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = r->num, .features = r->features,
@@ -52,18 +16,18 @@ void pfx_ring_config(const struct pfx_ring *r, struct vqs_vq_config *c)
 				    .mem = r->m->mem};
 }
 
-void pfx_ring_init(struct pfx_ring *r, struct pfx_mem *m, unsigned num, uint64_t features)
+void pfx_ring_init(struct pfx_ring *r, struct tmem *m, unsigned num, uint64_t features)
 {
 	memset(r, 0, sizeof(*r));
 	r->m = m;
 	r->num = num;
 	r->features = features | PFX_PACKED;
-	r->desc_gpa = pfx_alloc(m, vqs_vring_packed_desc_size(num), VQS_VRING_PACKED_DESC_ALIGN);
-	r->driver_gpa = pfx_alloc(m, 4, VQS_VRING_PACKED_EVENT_ALIGN);
-	r->device_gpa = pfx_alloc(m, 4, VQS_VRING_PACKED_EVENT_ALIGN);
-	r->desc = pfx_host(m, r->desc_gpa, vqs_vring_packed_desc_size(num));
-	r->driver_event = pfx_host(m, r->driver_gpa, 4);
-	r->device_event = pfx_host(m, r->device_gpa, 4);
+	r->desc_gpa = tmem_alloc(m, vqs_vring_packed_desc_size(num), VQS_VRING_PACKED_DESC_ALIGN);
+	r->driver_gpa = tmem_alloc(m, 4, VQS_VRING_PACKED_EVENT_ALIGN);
+	r->device_gpa = tmem_alloc(m, 4, VQS_VRING_PACKED_EVENT_ALIGN);
+	r->desc = tmem_host(m, r->desc_gpa, vqs_vring_packed_desc_size(num));
+	r->driver_event = tmem_host(m, r->driver_gpa, 4);
+	r->device_event = tmem_host(m, r->device_gpa, 4);
 	r->avail_wrap = r->used_wrap = true;
 	struct vqs_vq_config c;
 	pfx_ring_config(r, &c);
@@ -118,7 +82,7 @@ void pfx_chain(struct pfx_ring *r, const struct pfx_desc *d, unsigned n)
 
 void pfx_simple(struct pfx_ring *r, uint16_t id, uint32_t len, bool write)
 {
-	struct pfx_desc d = {pfx_buf(r->m, len, (uint8_t)id), len, id,
+	struct pfx_desc d = {tmem_buf(r->m, len, (uint8_t)id), len, id,
 			     write ? VQS_VRING_DESC_F_WRITE : 0};
 	pfx_chain(r, &d, 1);
 }

@@ -9,20 +9,17 @@
 
 #include <vqsched/vqsched.h>
 
+#include "guest_mem.h"
+
 #define PFX_GPA_BASE 0x200000ull
 #define PFX_ARENA (4u << 20)
 #define PFX_F_AVAIL (1u << VQS_VRING_PACKED_DESC_F_AVAIL)
 #define PFX_F_USED (1u << VQS_VRING_PACKED_DESC_F_USED)
 #define PFX_PACKED VQS_BIT(VQS_F_RING_PACKED)
 
-struct pfx_mem {
-	struct vqs_gmem *gmem;
-	struct vqs_mem *mem;
-};
-
 /* One packed ring in that memory, the test as its driver, and the device queue on it. */
 struct pfx_ring {
-	struct pfx_mem *m;
+	struct tmem *m;
 	unsigned num;
 	uint64_t features; /* RING_PACKED is always added */
 	uint64_t desc_gpa, driver_gpa, device_gpa;
@@ -44,14 +41,7 @@ struct pfx_desc {
 	uint16_t flags;
 };
 
-void pfx_mem_init(struct pfx_mem *m);
-void pfx_mem_fini(struct pfx_mem *m);
-uint64_t pfx_alloc(struct pfx_mem *m, size_t len, size_t align);
-void *pfx_host(struct pfx_mem *m, uint64_t gpa, size_t len);
-/* A buffer of len bytes filled with `fill`; returns its gpa. */
-uint64_t pfx_buf(struct pfx_mem *m, uint32_t len, uint8_t fill);
-
-void pfx_ring_init(struct pfx_ring *r, struct pfx_mem *m, unsigned num, uint64_t features);
+void pfx_ring_init(struct pfx_ring *r, struct tmem *m, unsigned num, uint64_t features);
 void pfx_ring_fini(struct pfx_ring *r);
 void pfx_ring_config(const struct pfx_ring *r, struct vqs_vq_config *c);
 

@@ -17,14 +17,14 @@
 #define WRAP_BIT (1u << VQS_VRING_PACKED_EVENT_F_WRAP_CTR)
 
 struct ctx {
-	struct pfx_mem m;
+	struct tmem m;
 };
 
 static int setup(void **state)
 {
 	static struct ctx c;
 	memset(&c, 0, sizeof(c));
-	pfx_mem_init(&c.m);
+	tmem_init(&c.m, PFX_GPA_BASE, PFX_ARENA);
 	*state = &c;
 	return 0;
 }
@@ -32,7 +32,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct ctx *c = *state;
-	pfx_mem_fini(&c->m);
+	tmem_fini(&c->m);
 	return 0;
 }
 
@@ -45,7 +45,7 @@ static void device_must_not_use_descriptor_not_available_with_wrap_counter(void 
 	pfx_ring_init(&r, &c->m, 4, 0);
 	struct iovec iov[4];
 	struct vqs_elem e;
-	uint64_t buf = pfx_buf(&c->m, 32, 1);
+	uint64_t buf = tmem_buf(&c->m, 32, 1);
 	/* Neither bit, both bits, and "available" for the other wrap counter: none is ours. */
 	const uint16_t not_ours[] = {0, PFX_F_AVAIL | PFX_F_USED, pfx_avail_bits(false)};
 	for (unsigned i = 0; i < 3; i++) {
@@ -103,9 +103,9 @@ static void device_uses_last_descriptor_id_and_skips_chain_slots(void **state)
 	struct ctx *c = *state;
 	struct pfx_ring r;
 	pfx_ring_init(&r, &c->m, 8, 0);
-	struct pfx_desc chain[3] = {{pfx_buf(&c->m, 16, 1), 16, 7, 0},
-				    {pfx_buf(&c->m, 16, 2), 16, 7, 0},
-				    {pfx_buf(&c->m, 32, 3), 32, 5, VQS_VRING_DESC_F_WRITE}};
+	struct pfx_desc chain[3] = {{tmem_buf(&c->m, 16, 1), 16, 7, 0},
+				    {tmem_buf(&c->m, 16, 2), 16, 7, 0},
+				    {tmem_buf(&c->m, 32, 3), 32, 5, VQS_VRING_DESC_F_WRITE}};
 	pfx_chain(&r, chain, 3);
 	pfx_simple(&r, 6, 8, false);
 	struct iovec iov[8];
@@ -140,11 +140,11 @@ static void device_reads_indirect_table_and_ignores_write_on_it(void **state)
 	struct ctx *c = *state;
 	struct pfx_ring r;
 	pfx_ring_init(&r, &c->m, 4, F_IND);
-	uint64_t tab_gpa = pfx_alloc(&c->m, 3 * 16, 16);
-	struct vqs_vring_packed_desc *tab = pfx_host(&c->m, tab_gpa, 3 * 16);
-	tab[0] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 10, 1), 10, 0, 0};
-	tab[1] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 20, 2), 20, 0, 0};
-	tab[2] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 30, 3), 30, 0,
+	uint64_t tab_gpa = tmem_alloc(&c->m, 3 * 16, 16);
+	struct vqs_vring_packed_desc *tab = tmem_host(&c->m, tab_gpa, 3 * 16);
+	tab[0] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 10, 1), 10, 0, 0};
+	tab[1] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 20, 2), 20, 0, 0};
+	tab[2] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 30, 3), 30, 0,
 						VQS_VRING_DESC_F_WRITE};
 	struct pfx_desc d = {tab_gpa, 3 * 16, 3,
 			     VQS_VRING_DESC_F_INDIRECT | VQS_VRING_DESC_F_WRITE};
@@ -170,7 +170,7 @@ static void device_wrap_counters_flip_over_many_rounds(void **state)
 	struct ctx *c = *state;
 	struct pfx_ring r;
 	pfx_ring_init(&r, &c->m, 5, 0);
-	uint64_t buf = pfx_buf(&c->m, 64, 0);
+	uint64_t buf = tmem_buf(&c->m, 64, 0);
 	for (unsigned round = 0; round < 200; round++) {
 		/* Chains of 1 and 2 descriptors, so that chains straddle the ring end. */
 		unsigned n = 1 + round % 2;
@@ -290,7 +290,7 @@ static void device_unpop_rewinds_across_the_ring_end(void **state)
 	pfx_simple(&r, 1, 8, false);
 	pfx_complete_one(&r, 0);
 	pfx_complete_one(&r, 0);
-	uint64_t buf = pfx_buf(&c->m, 64, 0);
+	uint64_t buf = tmem_buf(&c->m, 64, 0);
 	struct pfx_desc three[3] = {{buf, 8, 2, 0}, {buf + 8, 8, 2, 0}, {buf + 16, 8, 2, 0}};
 	pfx_chain(&r, three, 3); /* slots 2, 3, 0 */
 	struct iovec iov[8];
@@ -322,7 +322,7 @@ static void device_short_iov_storage_consumes_nothing(void **state)
 	struct ctx *c = *state;
 	struct pfx_ring r;
 	pfx_ring_init(&r, &c->m, 4, 0);
-	uint64_t buf = pfx_buf(&c->m, 64, 0);
+	uint64_t buf = tmem_buf(&c->m, 64, 0);
 	struct pfx_desc d[3] = {{buf, 8, 0, 0}, {buf + 8, 8, 0, 0}, {buf + 16, 8, 1, 0}};
 	pfx_chain(&r, d, 3);
 	struct iovec iov[3];
@@ -390,7 +390,7 @@ static void device_avail_count_counts_available_chains(void **state)
 	struct pfx_ring r;
 	pfx_ring_init(&r, &c->m, 8, 0);
 	assert_int_equal(vqs_vq_avail_count(r.vq), 0);
-	uint64_t buf = pfx_buf(&c->m, 64, 0);
+	uint64_t buf = tmem_buf(&c->m, 64, 0);
 	struct pfx_desc two[2] = {{buf, 8, 1, 0}, {buf + 8, 8, 1, 0}};
 	pfx_simple(&r, 0, 8, false);
 	pfx_chain(&r, two, 2);

@@ -19,14 +19,14 @@
 #define F_IND VQS_BIT(VQS_F_INDIRECT_DESC)
 
 struct ctx {
-	struct pfx_mem m;
+	struct tmem m;
 	struct pfx_ring bad;
 };
 
 static int setup(void **state)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
-	pfx_mem_init(&c->m);
+	tmem_init(&c->m, PFX_GPA_BASE, PFX_ARENA);
 	pfx_ring_init(&c->bad, &c->m, NUM, F_IND);
 	*state = c;
 	return 0;
@@ -36,13 +36,13 @@ static int teardown(void **state)
 {
 	struct ctx *c = *state;
 	pfx_ring_fini(&c->bad);
-	pfx_mem_fini(&c->m);
+	tmem_fini(&c->m);
 	free(c);
 	return 0;
 }
 
 /* A fresh queue on the same guest memory pops, fills and flushes normally. */
-static void assert_other_queue_works(struct pfx_mem *m)
+static void assert_other_queue_works(struct tmem *m)
 {
 	struct pfx_ring ok;
 	pfx_ring_init(&ok, m, NUM, F_IND);
@@ -94,7 +94,7 @@ static void buffer_id_already_in_flight_breaks_with_buffer_id(void **state)
 static void chain_longer_than_queue_breaks_with_chain_len(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t buf = pfx_buf(&c->m, 16, 0);
+	uint64_t buf = tmem_buf(&c->m, 16, 0);
 	/* Every slot available and chained on: the chain never ends within the ring. */
 	for (unsigned i = 1; i < NUM; i++)
 		pfx_raw(&c->bad, i, buf, 16, 0, VQS_VRING_DESC_F_NEXT | pfx_avail_bits(true));
@@ -105,10 +105,10 @@ static void chain_longer_than_queue_breaks_with_chain_len(void **state)
 static void indirect_table_flag_other_than_write_breaks_with_indirect_flags(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t tab_gpa = pfx_alloc(&c->m, 32, 16);
-	struct vqs_vring_packed_desc *tab = pfx_host(&c->m, tab_gpa, 32);
-	tab[0] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 8, 1), 8, 0, VQS_VRING_DESC_F_NEXT};
-	tab[1] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 8, 2), 8, 0, 0};
+	uint64_t tab_gpa = tmem_alloc(&c->m, 32, 16);
+	struct vqs_vring_packed_desc *tab = tmem_host(&c->m, tab_gpa, 32);
+	tab[0] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 8, 1), 8, 0, VQS_VRING_DESC_F_NEXT};
+	tab[1] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 8, 2), 8, 0, 0};
 	struct pfx_desc d = {tab_gpa, 32, 0, VQS_VRING_DESC_F_INDIRECT};
 	pfx_chain(&c->bad, &d, 1);
 	assert_broken(c, VQS_VQ_ERR_INDIRECT_FLAGS);
@@ -117,8 +117,8 @@ static void indirect_table_flag_other_than_write_breaks_with_indirect_flags(void
 static void nested_indirect_breaks_with_nested_indirect(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t tab_gpa = pfx_alloc(&c->m, 16, 16);
-	struct vqs_vring_packed_desc *tab = pfx_host(&c->m, tab_gpa, 16);
+	uint64_t tab_gpa = tmem_alloc(&c->m, 16, 16);
+	struct vqs_vring_packed_desc *tab = tmem_host(&c->m, tab_gpa, 16);
 	tab[0] = (struct vqs_vring_packed_desc){tab_gpa, 16, 0, VQS_VRING_DESC_F_INDIRECT};
 	struct pfx_desc d = {tab_gpa, 16, 0, VQS_VRING_DESC_F_INDIRECT};
 	pfx_chain(&c->bad, &d, 1);
@@ -128,10 +128,10 @@ static void nested_indirect_breaks_with_nested_indirect(void **state)
 static void indirect_inside_a_next_list_breaks_with_indirect_next(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t tab_gpa = pfx_alloc(&c->m, 16, 16);
-	struct vqs_vring_packed_desc *tab = pfx_host(&c->m, tab_gpa, 16);
-	tab[0] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 8, 1), 8, 0, 0};
-	struct pfx_desc d[2] = {{pfx_buf(&c->m, 8, 1), 8, 0, 0},
+	uint64_t tab_gpa = tmem_alloc(&c->m, 16, 16);
+	struct vqs_vring_packed_desc *tab = tmem_host(&c->m, tab_gpa, 16);
+	tab[0] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
+	struct pfx_desc d[2] = {{tmem_buf(&c->m, 8, 1), 8, 0, 0},
 				{tab_gpa, 16, 0, VQS_VRING_DESC_F_INDIRECT}};
 	pfx_chain(&c->bad, d, 2);
 	assert_broken(c, VQS_VQ_ERR_INDIRECT_NEXT);
@@ -140,7 +140,7 @@ static void indirect_inside_a_next_list_breaks_with_indirect_next(void **state)
 static void indirect_table_of_bad_length_breaks_with_indirect_len(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t tab_gpa = pfx_alloc(&c->m, 32, 16);
+	uint64_t tab_gpa = tmem_alloc(&c->m, 32, 16);
 	struct pfx_desc d = {tab_gpa, 24, 0, VQS_VRING_DESC_F_INDIRECT};
 	pfx_chain(&c->bad, &d, 1);
 	assert_broken(c, VQS_VQ_ERR_INDIRECT_LEN);
@@ -151,9 +151,9 @@ static void indirect_without_the_feature_breaks_with_indirect_feature(void **sta
 	struct ctx *c = *state;
 	pfx_ring_fini(&c->bad);
 	pfx_ring_init(&c->bad, &c->m, NUM, 0);
-	uint64_t tab_gpa = pfx_alloc(&c->m, 16, 16);
-	struct vqs_vring_packed_desc *tab = pfx_host(&c->m, tab_gpa, 16);
-	tab[0] = (struct vqs_vring_packed_desc){pfx_buf(&c->m, 8, 1), 8, 0, 0};
+	uint64_t tab_gpa = tmem_alloc(&c->m, 16, 16);
+	struct vqs_vring_packed_desc *tab = tmem_host(&c->m, tab_gpa, 16);
+	tab[0] = (struct vqs_vring_packed_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
 	struct pfx_desc d = {tab_gpa, 16, 0, VQS_VRING_DESC_F_INDIRECT};
 	pfx_chain(&c->bad, &d, 1);
 	assert_broken(c, VQS_VQ_ERR_INDIRECT_FEATURE);
@@ -188,7 +188,7 @@ static void buffer_address_overflow_breaks_with_addr(void **state)
 static void chain_descriptor_with_wrong_wrap_counter_breaks_with_wrap(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t buf = pfx_buf(&c->m, 16, 0);
+	uint64_t buf = tmem_buf(&c->m, 16, 0);
 	pfx_raw(&c->bad, 1, buf, 8, 0, pfx_avail_bits(false));
 	pfx_raw(&c->bad, 0, buf, 8, 0, VQS_VRING_DESC_F_NEXT | pfx_avail_bits(true));
 	assert_broken(c, VQS_VQ_ERR_WRAP);
@@ -202,7 +202,7 @@ static void chain_across_ring_end_without_wrap_flip_breaks_with_wrap(void **stat
 	struct vqs_vq_state st = {.last_avail_idx = NUM - 1, .used_idx = NUM - 1,
 				  .avail_wrap = true, .used_wrap = true};
 	assert_int_equal(vqs_vq_set_state(c->bad.vq, &st), 0);
-	uint64_t buf = pfx_buf(&c->m, 16, 0);
+	uint64_t buf = tmem_buf(&c->m, 16, 0);
 	pfx_raw(&c->bad, 0, buf, 8, 0, pfx_avail_bits(true));
 	pfx_raw(&c->bad, NUM - 1, buf, 8, 0, VQS_VRING_DESC_F_NEXT | pfx_avail_bits(true));
 	assert_broken(c, VQS_VQ_ERR_WRAP);
@@ -211,7 +211,7 @@ static void chain_across_ring_end_without_wrap_flip_breaks_with_wrap(void **stat
 static void readable_after_writable_breaks_with_write_order(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t buf = pfx_buf(&c->m, 16, 0);
+	uint64_t buf = tmem_buf(&c->m, 16, 0);
 	struct pfx_desc d[2] = {{buf, 8, 0, VQS_VRING_DESC_F_WRITE}, {buf + 8, 8, 0, 0}};
 	pfx_chain(&c->bad, d, 2);
 	assert_broken(c, VQS_VQ_ERR_WRITE_ORDER);

@@ -8,35 +8,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-void fx_mem_init(struct fx_mem *m)
-{
-	assert_int_equal(vqs_gmem_create(&m->gmem, FX_GPA_BASE, FX_ARENA), 0);
-	struct vqs_mem_region reg;
-	vqs_gmem_region(m->gmem, &reg);
-	assert_int_equal(vqs_mem_create(&m->mem), 0);
-	assert_int_equal(vqs_mem_set(m->mem, &reg, 1), 0);
-}
-
-void fx_mem_fini(struct fx_mem *m)
-{
-	vqs_mem_destroy(m->mem);
-	vqs_gmem_destroy(m->gmem);
-}
-
-uint64_t fx_alloc(struct fx_mem *m, size_t len, size_t align)
-{
-	uint64_t gpa = vqs_gmem_alloc(m->gmem, len, align);
-	assert_true(gpa != 0);
-	return gpa;
-}
-
-void *fx_host(struct fx_mem *m, uint64_t gpa, size_t len)
-{
-	void *p = vqs_gmem_host(m->gmem, gpa, len);
-	assert_non_null(p);
-	return p;
-}
-
 void fx_ring_config(const struct fx_ring *r, struct vqs_vq_config *c)
 {
 	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = r->num, .features = r->features,
@@ -45,18 +16,18 @@ void fx_ring_config(const struct fx_ring *r, struct vqs_vq_config *c)
 				    .mem = r->m->mem};
 }
 
-void fx_ring_init(struct fx_ring *r, struct fx_mem *m, unsigned num, uint64_t features)
+void fx_ring_init(struct fx_ring *r, struct tmem *m, unsigned num, uint64_t features)
 {
 	memset(r, 0, sizeof(*r));
 	r->m = m;
 	r->num = num;
 	r->features = features;
-	r->desc_gpa = fx_alloc(m, vqs_vring_desc_size(num), VQS_VRING_DESC_ALIGN);
-	r->avail_gpa = fx_alloc(m, vqs_vring_avail_size(num), VQS_VRING_AVAIL_ALIGN);
-	r->used_gpa = fx_alloc(m, vqs_vring_used_size(num), VQS_VRING_USED_ALIGN);
-	r->desc = fx_host(m, r->desc_gpa, vqs_vring_desc_size(num));
-	r->avail = fx_host(m, r->avail_gpa, vqs_vring_avail_size(num));
-	r->used = fx_host(m, r->used_gpa, vqs_vring_used_size(num));
+	r->desc_gpa = tmem_alloc(m, vqs_vring_desc_size(num), VQS_VRING_DESC_ALIGN);
+	r->avail_gpa = tmem_alloc(m, vqs_vring_avail_size(num), VQS_VRING_AVAIL_ALIGN);
+	r->used_gpa = tmem_alloc(m, vqs_vring_used_size(num), VQS_VRING_USED_ALIGN);
+	r->desc = tmem_host(m, r->desc_gpa, vqs_vring_desc_size(num));
+	r->avail = tmem_host(m, r->avail_gpa, vqs_vring_avail_size(num));
+	r->used = tmem_host(m, r->used_gpa, vqs_vring_used_size(num));
 	struct vqs_vq_config c;
 	fx_ring_config(r, &c);
 	assert_int_equal(vqs_vq_create(&r->vq), 0);
@@ -105,16 +76,9 @@ uint16_t fx_avail_event(const struct fx_ring *r)
 				    memory_order_relaxed);
 }
 
-uint64_t fx_buf(struct fx_mem *m, uint32_t len, uint8_t fill)
-{
-	uint64_t gpa = fx_alloc(m, len ? len : 1, 8);
-	memset(fx_host(m, gpa, len ? len : 1), fill, len);
-	return gpa;
-}
-
 void fx_simple_chain(struct fx_ring *r, unsigned i, uint32_t len, bool write)
 {
-	fx_desc(r, i, fx_buf(r->m, len, (uint8_t)i), len, write ? VQS_VRING_DESC_F_WRITE : 0, 0);
+	fx_desc(r, i, tmem_buf(r->m, len, (uint8_t)i), len, write ? VQS_VRING_DESC_F_WRITE : 0, 0);
 	fx_publish(r, (uint16_t)i);
 }
 
@@ -127,4 +91,24 @@ int fx_pop(struct vqs_vq *vq, struct vqs_elem *e, struct iovec *iov, unsigned ca
 	int rc = vqs_vq_pop(vq, e);
 	vqs_mem_read_unlock();
 	return rc;
+}
+
+struct fx_ctx *fx_ctx_new(void **state, unsigned num, uint64_t features)
+{
+	static struct fx_ctx c;
+	memset(&c, 0, sizeof(c));
+	tmem_init(&c.m, FX_GPA_BASE, FX_ARENA);
+	fx_ring_init(&c.r, &c.m, num, features);
+	*state = &c;
+	return &c;
+}
+
+int fx_ctx_teardown(void **state)
+{
+	struct fx_ctx *c = *state;
+	if (c) {
+		fx_ring_fini(&c->r);
+		tmem_fini(&c->m);
+	}
+	return 0;
 }

@@ -9,18 +9,14 @@
 
 #include <vqsched/vqsched.h>
 
+#include "guest_mem.h"
+
 #define FX_GPA_BASE 0x100000ull
 #define FX_ARENA (1u << 20)
 
-/* Guest memory: one arena, mapped as one region. */
-struct fx_mem {
-	struct vqs_gmem *gmem;
-	struct vqs_mem *mem;
-};
-
 /* One split ring in that memory, with the device queue configured on it. */
 struct fx_ring {
-	struct fx_mem *m;
+	struct tmem *m;
 	unsigned num;
 	uint64_t features;
 	uint64_t desc_gpa, avail_gpa, used_gpa;
@@ -31,14 +27,8 @@ struct fx_ring {
 	struct vqs_vq *vq;
 };
 
-void fx_mem_init(struct fx_mem *m);
-void fx_mem_fini(struct fx_mem *m);
-/* Allocate len bytes of guest memory (zeroed); returns the gpa. */
-uint64_t fx_alloc(struct fx_mem *m, size_t len, size_t align);
-void *fx_host(struct fx_mem *m, uint64_t gpa, size_t len);
-
 /* Allocate the three areas, configure r->vq on them (asserts success). */
-void fx_ring_init(struct fx_ring *r, struct fx_mem *m, unsigned num, uint64_t features);
+void fx_ring_init(struct fx_ring *r, struct tmem *m, unsigned num, uint64_t features);
 void fx_ring_fini(struct fx_ring *r);
 /* The vq config matching r (for reconfiguring or a second vq on the same ring). */
 void fx_ring_config(const struct fx_ring *r, struct vqs_vq_config *c);
@@ -53,10 +43,17 @@ uint16_t fx_used_idx(const struct fx_ring *r);
 void fx_set_used_event(struct fx_ring *r, uint16_t v);
 uint16_t fx_avail_event(const struct fx_ring *r);
 
-/* A buffer of len bytes in guest memory filled with byte `fill`; returns its gpa. */
-uint64_t fx_buf(struct fx_mem *m, uint32_t len, uint8_t fill);
 /* Publish a one-descriptor chain at descriptor i over a fresh buffer. */
 void fx_simple_chain(struct fx_ring *r, unsigned i, uint32_t len, bool write);
+
+/* The common cmocka state: guest memory and one ring on it. fx_ctx_new stores it in *state
+ * (static storage: one test at a time); fx_ctx_teardown is a cmocka teardown. */
+struct fx_ctx {
+	struct tmem m;
+	struct fx_ring r;
+};
+struct fx_ctx *fx_ctx_new(void **state, unsigned num, uint64_t features);
+int fx_ctx_teardown(void **state);
 
 /* Pop inside the read lock. */
 int fx_pop(struct vqs_vq *vq, struct vqs_elem *e, struct iovec *iov, unsigned cap);

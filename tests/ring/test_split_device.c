@@ -17,31 +17,6 @@
 #define F_EVT VQS_BIT(VQS_F_EVENT_IDX)
 #define F_IND VQS_BIT(VQS_F_INDIRECT_DESC)
 
-struct ctx {
-	struct fx_mem m;
-	struct fx_ring r;
-};
-
-static struct ctx *ctx_new(void **state, uint64_t features)
-{
-	static struct ctx c;
-	memset(&c, 0, sizeof(c));
-	fx_mem_init(&c.m);
-	fx_ring_init(&c.r, &c.m, NUM, features);
-	*state = &c;
-	return &c;
-}
-
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-	if (c) {
-		fx_ring_fini(&c->r);
-		fx_mem_fini(&c->m);
-	}
-	return 0;
-}
-
 static void pop_ok(struct fx_ring *r, struct vqs_elem *e, struct iovec *iov, unsigned cap)
 {
 	assert_int_equal(fx_pop(r->vq, e, iov, cap), 0);
@@ -57,8 +32,8 @@ static void complete(struct fx_ring *r, const struct vqs_elem *e, uint32_t writt
  * writable buffers exactly as the descriptors flag them, readable ones first. */
 static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
-	uint64_t out = fx_buf(&c->m, 12, 0x11), in = fx_buf(&c->m, 34, 0x22);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	uint64_t out = tmem_buf(&c->m, 12, 0x11), in = tmem_buf(&c->m, 34, 0x22);
 	fx_desc(&c->r, 0, out, 12, VQS_VRING_DESC_F_NEXT, 5);
 	fx_desc(&c->r, 5, in, 34, VQS_VRING_DESC_F_WRITE, 0);
 	fx_publish(&c->r, 0);
@@ -69,14 +44,14 @@ static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(voi
 	assert_int_equal(e.in_num, 1);
 	assert_int_equal(e.out_len, 12);
 	assert_int_equal(e.in_len, 34);
-	assert_ptr_equal(iov[0].iov_base, fx_host(&c->m, out, 12));
-	assert_ptr_equal(iov[1].iov_base, fx_host(&c->m, in, 34));
+	assert_ptr_equal(iov[0].iov_base, tmem_host(&c->m, out, 12));
+	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, in, 34));
 }
 
 /* 2.7.8: len counts bytes written into device-writable buffers: it cannot exceed them. */
 static void test_device_used_len_cannot_exceed_writable_bytes(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	fx_simple_chain(&c->r, 0, 16, false);
 	struct iovec iov[2];
 	struct vqs_elem e;
@@ -91,11 +66,11 @@ static void test_device_used_len_cannot_exceed_writable_bytes(void **state)
  * until flush, which publishes entry and index together (more than one staging batch here). */
 static void test_device_sets_used_len_before_used_idx(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
-	static struct fx_mem big_mem;
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	static struct tmem big_mem;
 	struct fx_ring big;
 	enum { BIG = 128 };
-	fx_mem_init(&big_mem);
+	tmem_init(&big_mem, FX_GPA_BASE, FX_ARENA);
 	fx_ring_init(&big, &big_mem, BIG, 0);
 	struct iovec iov[BIG];
 	struct vqs_elem e[BIG];
@@ -113,14 +88,14 @@ static void test_device_sets_used_len_before_used_idx(void **state)
 		assert_int_equal(big.used->ring[i].len, i % 65);
 	}
 	fx_ring_fini(&big);
-	fx_mem_fini(&big_mem);
+	tmem_fini(&big_mem);
 	(void)c;
 }
 
 /* 2.7.8: used entries go at used idx modulo the queue size, and the index wraps at 2^16. */
 static void test_device_used_ring_wraps_modulo_queue_size_and_2_16(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	struct vqs_vq_state st = {.last_avail_idx = 65534, .used_idx = 65534};
 	assert_int_equal(vqs_vq_set_state(c->r.vq, &st), 0);
 	fx_set_avail_idx(&c->r, 65534);
@@ -139,7 +114,7 @@ static void test_device_used_ring_wraps_modulo_queue_size_and_2_16(void **state)
 /* Completions may be out of order (without IN_ORDER): ids are the heads, in completion order. */
 static void test_device_completes_out_of_order(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	fx_simple_chain(&c->r, 1, 8, true);
 	fx_simple_chain(&c->r, 2, 8, true);
 	struct iovec iov[2];
@@ -159,7 +134,7 @@ static void test_device_completes_out_of_order(void **state)
 /* 2.7.7.2 without EVENT_IDX: flags 0 -> MUST notify; flags 1 -> SHOULD NOT; used_event ignored. */
 static void test_device_no_event_idx_notifies_unless_no_interrupt(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	struct iovec iov[1];
 	struct vqs_elem e;
 	fx_set_used_event(&c->r, 100); /* would suppress if it were not ignored */
@@ -178,7 +153,7 @@ static void test_device_no_event_idx_notifies_unless_no_interrupt(void **state)
  * used_event. */
 static void test_device_event_idx_notifies_when_passing_used_event(void **state)
 {
-	struct ctx *c = ctx_new(state, F_EVT);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_EVT);
 	c->r.avail->flags = VQS_VRING_AVAIL_F_NO_INTERRUPT; /* MUST be ignored */
 	struct iovec iov[1];
 	struct vqs_elem e;
@@ -201,7 +176,7 @@ static void test_device_event_idx_notifies_when_passing_used_event(void **state)
  * through avail_event instead. */
 static void test_device_event_idx_keeps_used_flags_zero(void **state)
 {
-	struct ctx *c = ctx_new(state, F_EVT);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_EVT);
 	vqs_vq_disable_notify(c->r.vq);
 	assert_int_equal(c->r.used->flags, 0);
 	assert_false(vqs_vq_enable_notify(c->r.vq));
@@ -212,7 +187,7 @@ static void test_device_event_idx_keeps_used_flags_zero(void **state)
 /* 2.7.10 without EVENT_IDX: the device MUST set used flags to 0 or 1. */
 static void test_device_no_event_idx_sets_used_flags_0_or_1(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	vqs_vq_disable_notify(c->r.vq);
 	assert_int_equal(c->r.used->flags, VQS_VRING_USED_F_NO_NOTIFY);
 	assert_false(vqs_vq_enable_notify(c->r.vq));
@@ -222,7 +197,7 @@ static void test_device_no_event_idx_sets_used_flags_0_or_1(void **state)
 /* 2.7.10: "The device MUST handle spurious notifications": nothing available is not an error. */
 static void test_device_handles_spurious_notification(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	struct iovec iov[1];
 	struct vqs_elem e;
 	assert_int_equal(fx_pop(c->r.vq, &e, iov, 1), -EAGAIN);
@@ -235,11 +210,11 @@ static void test_device_handles_spurious_notification(void **state)
  * table, and MUST handle direct descriptors followed by one indirect one. */
 static void test_device_ignores_write_flag_on_indirect_descriptor(void **state)
 {
-	struct ctx *c = ctx_new(state, F_IND);
-	uint64_t t = fx_alloc(&c->m, 16, 16);
-	struct vqs_vring_desc *d = fx_host(&c->m, t, 16);
-	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 7, 1), 7, 0, 0};
-	fx_desc(&c->r, 2, fx_buf(&c->m, 3, 1), 3, VQS_VRING_DESC_F_NEXT, 6);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_IND);
+	uint64_t t = tmem_alloc(&c->m, 16, 16);
+	struct vqs_vring_desc *d = tmem_host(&c->m, t, 16);
+	d[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 7, 1), 7, 0, 0};
+	fx_desc(&c->r, 2, tmem_buf(&c->m, 3, 1), 3, VQS_VRING_DESC_F_NEXT, 6);
 	fx_desc(&c->r, 6, t, 16, VQS_VRING_DESC_F_INDIRECT | VQS_VRING_DESC_F_WRITE, 0);
 	fx_publish(&c->r, 2);
 	struct iovec iov[4];
@@ -254,11 +229,11 @@ static void test_device_ignores_write_flag_on_indirect_descriptor(void **state)
  * popped element, and the indirect table is copied before use. */
 static void test_device_snapshot_is_not_affected_by_later_rewrites(void **state)
 {
-	struct ctx *c = ctx_new(state, F_IND);
-	uint64_t t = fx_alloc(&c->m, 32, 16);
-	struct vqs_vring_desc *d = fx_host(&c->m, t, 32);
-	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, VQS_VRING_DESC_F_NEXT, 1};
-	d[1] = (struct vqs_vring_desc){fx_buf(&c->m, 9, 1), 9, VQS_VRING_DESC_F_WRITE, 0};
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_IND);
+	uint64_t t = tmem_alloc(&c->m, 32, 16);
+	struct vqs_vring_desc *d = tmem_host(&c->m, t, 32);
+	d[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, VQS_VRING_DESC_F_NEXT, 1};
+	d[1] = (struct vqs_vring_desc){tmem_buf(&c->m, 9, 1), 9, VQS_VRING_DESC_F_WRITE, 0};
 	fx_desc(&c->r, 0, t, 32, VQS_VRING_DESC_F_INDIRECT, 0);
 	fx_publish(&c->r, 0);
 	struct iovec iov[4];
@@ -274,7 +249,7 @@ static void test_device_snapshot_is_not_affected_by_later_rewrites(void **state)
 /* pop_batch takes what is there and stops; nothing available is 0, not an error. */
 static void test_device_pop_batch_returns_available_count(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	for (unsigned i = 0; i < 3; i++)
 		fx_simple_chain(&c->r, i, 8, false);
 	assert_int_equal(vqs_vq_avail_count(c->r.vq), 3);
@@ -327,7 +302,7 @@ static void test_device_round_trip_with_driver_ring(void **state)
 	vqs_pair_fini(&p);
 }
 
-#define T(f) cmocka_unit_test_teardown(f, teardown)
+#define T(f) cmocka_unit_test_teardown(f, fx_ctx_teardown)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {

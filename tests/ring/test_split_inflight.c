@@ -33,7 +33,7 @@ struct infl_region {
 };
 
 struct ctx {
-	struct fx_mem m;
+	struct tmem m;
 	struct fx_ring r;
 	struct infl_region *reg;
 	size_t len;
@@ -43,7 +43,7 @@ static int setup(void **state)
 {
 	static struct ctx c;
 	memset(&c, 0, sizeof(c));
-	fx_mem_init(&c.m);
+	tmem_init(&c.m, FX_GPA_BASE, FX_ARENA);
 	fx_ring_init(&c.r, &c.m, NUM, 0);
 	c.len = vqs_vq_inflight_size(NUM, false);
 	c.reg = aligned_alloc(64, c.len);
@@ -58,7 +58,7 @@ static int teardown(void **state)
 {
 	struct ctx *c = *state;
 	fx_ring_fini(&c->r);
-	fx_mem_fini(&c->m);
+	tmem_fini(&c->m);
 	free(c->reg);
 	return 0;
 }

@@ -17,7 +17,7 @@
 #define F_IND VQS_BIT(VQS_F_INDIRECT_DESC)
 
 struct ctx {
-	struct fx_mem m;
+	struct tmem m;
 	struct fx_ring bad;
 };
 
@@ -25,7 +25,7 @@ static int setup(void **state)
 {
 	static struct ctx c;
 	memset(&c, 0, sizeof(c));
-	fx_mem_init(&c.m);
+	tmem_init(&c.m, FX_GPA_BASE, FX_ARENA);
 	fx_ring_init(&c.bad, &c.m, NUM, F_IND);
 	*state = &c;
 	return 0;
@@ -35,12 +35,12 @@ static int teardown(void **state)
 {
 	struct ctx *c = *state;
 	fx_ring_fini(&c->bad);
-	fx_mem_fini(&c->m);
+	tmem_fini(&c->m);
 	return 0;
 }
 
 /* A fresh queue on the same guest memory pops, fills and flushes normally. */
-static void assert_other_queue_works(struct fx_mem *m)
+static void assert_other_queue_works(struct tmem *m)
 {
 	struct fx_ring ok;
 	fx_ring_init(&ok, m, NUM, F_IND);
@@ -80,18 +80,18 @@ static void assert_broken(struct ctx *c, struct vqs_vq *vq, enum vqs_vq_err why,
 
 static uint64_t table(struct ctx *c, unsigned n)
 {
-	return fx_alloc(&c->m, n * sizeof(struct vqs_vring_desc), 16);
+	return tmem_alloc(&c->m, n * sizeof(struct vqs_vring_desc), 16);
 }
 
 static struct vqs_vring_desc *table_host(struct ctx *c, uint64_t gpa, unsigned n)
 {
-	return fx_host(&c->m, gpa, n * sizeof(struct vqs_vring_desc));
+	return tmem_host(&c->m, gpa, n * sizeof(struct vqs_vring_desc));
 }
 
 static void test_malformed_loop(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t b = fx_buf(&c->m, 32, 1);
+	uint64_t b = tmem_buf(&c->m, 32, 1);
 	fx_desc(&c->bad, 0, b, 32, VQS_VRING_DESC_F_NEXT, 1);
 	fx_desc(&c->bad, 1, b, 32, VQS_VRING_DESC_F_NEXT, 0);
 	fx_publish(&c->bad, 0);
@@ -101,7 +101,7 @@ static void test_malformed_loop(void **state)
 static void test_malformed_loop_in_indirect_table(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t b = fx_buf(&c->m, 32, 1), t = table(c, 4);
+	uint64_t b = tmem_buf(&c->m, 32, 1), t = table(c, 4);
 	struct vqs_vring_desc *d = table_host(c, t, 4);
 	d[0] = (struct vqs_vring_desc){b, 32, VQS_VRING_DESC_F_NEXT, 1};
 	d[1] = (struct vqs_vring_desc){b, 32, VQS_VRING_DESC_F_NEXT, 0};
@@ -120,7 +120,7 @@ static void test_malformed_head_out_of_range(void **state)
 static void test_malformed_next_out_of_range(void **state)
 {
 	struct ctx *c = *state;
-	fx_desc(&c->bad, 0, fx_buf(&c->m, 32, 1), 32, VQS_VRING_DESC_F_NEXT, NUM);
+	fx_desc(&c->bad, 0, tmem_buf(&c->m, 32, 1), 32, VQS_VRING_DESC_F_NEXT, NUM);
 	fx_publish(&c->bad, 0);
 	assert_broken(c, c->bad.vq, VQS_VQ_ERR_NEXT_RANGE, "next-range");
 }
@@ -130,7 +130,7 @@ static void test_malformed_next_past_indirect_table(void **state)
 	struct ctx *c = *state;
 	uint64_t t = table(c, 2);
 	struct vqs_vring_desc *d = table_host(c, t, 2);
-	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, VQS_VRING_DESC_F_NEXT, 2};
+	d[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, VQS_VRING_DESC_F_NEXT, 2};
 	fx_desc(&c->bad, 0, t, 2 * 16, VQS_VRING_DESC_F_INDIRECT, 0);
 	fx_publish(&c->bad, 0);
 	assert_broken(c, c->bad.vq, VQS_VQ_ERR_NEXT_RANGE, "next-range");
@@ -140,7 +140,7 @@ static void test_malformed_nested_indirect(void **state)
 {
 	struct ctx *c = *state;
 	uint64_t inner = table(c, 1), outer = table(c, 1);
-	table_host(c, inner, 1)[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, 0, 0};
+	table_host(c, inner, 1)[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
 	table_host(c, outer, 1)[0] =
 		(struct vqs_vring_desc){inner, 16, VQS_VRING_DESC_F_INDIRECT, 0};
 	fx_desc(&c->bad, 0, outer, 16, VQS_VRING_DESC_F_INDIRECT, 0);
@@ -152,7 +152,7 @@ static void test_malformed_indirect_with_next(void **state)
 {
 	struct ctx *c = *state;
 	uint64_t t = table(c, 1);
-	table_host(c, t, 1)[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, 0, 0};
+	table_host(c, t, 1)[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
 	fx_desc(&c->bad, 0, t, 16, VQS_VRING_DESC_F_INDIRECT | VQS_VRING_DESC_F_NEXT, 1);
 	fx_simple_chain(&c->bad, 1, 8, false);
 	c->bad.avail_idx = 0;
@@ -165,7 +165,7 @@ static void indirect_len_case(struct ctx *c, uint32_t len)
 	uint64_t t = table(c, NUM + 1);
 	for (unsigned i = 0; i <= NUM; i++)
 		table_host(c, t, NUM + 1)[i] = (struct vqs_vring_desc){
-			fx_buf(&c->m, 8, 1), 8, i < NUM ? VQS_VRING_DESC_F_NEXT : 0, (uint16_t)(i + 1)};
+			tmem_buf(&c->m, 8, 1), 8, i < NUM ? VQS_VRING_DESC_F_NEXT : 0, (uint16_t)(i + 1)};
 	fx_desc(&c->bad, 0, t, len, VQS_VRING_DESC_F_INDIRECT, 0);
 	fx_publish(&c->bad, 0);
 	assert_broken(c, c->bad.vq, VQS_VQ_ERR_INDIRECT_LEN, "indirect-len");
@@ -193,9 +193,9 @@ static void test_malformed_indirect_table_unmapped(void **state)
 static void test_malformed_writable_before_readable(void **state)
 {
 	struct ctx *c = *state;
-	fx_desc(&c->bad, 0, fx_buf(&c->m, 8, 1), 8,
+	fx_desc(&c->bad, 0, tmem_buf(&c->m, 8, 1), 8,
 		VQS_VRING_DESC_F_WRITE | VQS_VRING_DESC_F_NEXT, 1);
-	fx_desc(&c->bad, 1, fx_buf(&c->m, 8, 1), 8, 0, 0);
+	fx_desc(&c->bad, 1, tmem_buf(&c->m, 8, 1), 8, 0, 0);
 	fx_publish(&c->bad, 0);
 	assert_broken(c, c->bad.vq, VQS_VQ_ERR_WRITE_ORDER, "write-order");
 }
@@ -204,8 +204,8 @@ static void test_malformed_writable_before_readable_across_indirect(void **state
 {
 	struct ctx *c = *state;
 	uint64_t t = table(c, 1);
-	table_host(c, t, 1)[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, 0, 0};
-	fx_desc(&c->bad, 0, fx_buf(&c->m, 8, 1), 8,
+	table_host(c, t, 1)[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
+	fx_desc(&c->bad, 0, tmem_buf(&c->m, 8, 1), 8,
 		VQS_VRING_DESC_F_WRITE | VQS_VRING_DESC_F_NEXT, 1);
 	fx_desc(&c->bad, 1, t, 16, VQS_VRING_DESC_F_INDIRECT, 0);
 	fx_publish(&c->bad, 0);
@@ -240,7 +240,7 @@ static void test_malformed_address_overflow(void **state)
 static void test_malformed_chain_longer_than_queue_size(void **state)
 {
 	struct ctx *c = *state;
-	uint64_t t = table(c, NUM), b = fx_buf(&c->m, 8, 1);
+	uint64_t t = table(c, NUM), b = tmem_buf(&c->m, 8, 1);
 	for (unsigned i = 0; i < NUM; i++)
 		table_host(c, t, NUM)[i] = (struct vqs_vring_desc){
 			b, 8, i + 1 < NUM ? VQS_VRING_DESC_F_NEXT : 0, (uint16_t)(i + 1)};
@@ -296,7 +296,7 @@ static void test_malformed_indirect_without_feature(void **state)
 	struct fx_ring r;
 	fx_ring_init(&r, &c->m, NUM, 0);
 	uint64_t t = table(c, 1);
-	table_host(c, t, 1)[0] = (struct vqs_vring_desc){fx_buf(&c->m, 8, 1), 8, 0, 0};
+	table_host(c, t, 1)[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 8, 1), 8, 0, 0};
 	fx_desc(&r, 0, t, 16, VQS_VRING_DESC_F_INDIRECT, 0);
 	fx_publish(&r, 0);
 	struct iovec iov[2];
@@ -365,7 +365,7 @@ static void test_malformed_more_iovecs_than_device_limit(void **state)
 	cfg.max_iov = 2;
 	assert_int_equal(vqs_vq_configure(c->bad.vq, &cfg), 0);
 	for (unsigned i = 0; i < 3; i++)
-		fx_desc(&c->bad, i, fx_buf(&c->m, 8, 1), 8, i < 2 ? VQS_VRING_DESC_F_NEXT : 0,
+		fx_desc(&c->bad, i, tmem_buf(&c->m, 8, 1), 8, i < 2 ? VQS_VRING_DESC_F_NEXT : 0,
 			(uint16_t)(i + 1));
 	fx_publish(&c->bad, 0);
 	assert_broken(c, c->bad.vq, VQS_VQ_ERR_IOV_LIMIT, "iov-limit");
@@ -380,9 +380,9 @@ static void test_accepts_chain_ending_in_indirect(void **state)
 	struct ctx *c = *state;
 	uint64_t t = table(c, 2);
 	struct vqs_vring_desc *d = table_host(c, t, 2);
-	d[0] = (struct vqs_vring_desc){fx_buf(&c->m, 10, 1), 10, VQS_VRING_DESC_F_NEXT, 1};
-	d[1] = (struct vqs_vring_desc){fx_buf(&c->m, 20, 2), 20, VQS_VRING_DESC_F_WRITE, 0};
-	fx_desc(&c->bad, 0, fx_buf(&c->m, 5, 3), 5, VQS_VRING_DESC_F_NEXT, 4);
+	d[0] = (struct vqs_vring_desc){tmem_buf(&c->m, 10, 1), 10, VQS_VRING_DESC_F_NEXT, 1};
+	d[1] = (struct vqs_vring_desc){tmem_buf(&c->m, 20, 2), 20, VQS_VRING_DESC_F_WRITE, 0};
+	fx_desc(&c->bad, 0, tmem_buf(&c->m, 5, 3), 5, VQS_VRING_DESC_F_NEXT, 4);
 	fx_desc(&c->bad, 4, t, 32, VQS_VRING_DESC_F_INDIRECT | VQS_VRING_DESC_F_WRITE, 0);
 	fx_publish(&c->bad, 0);
 	struct iovec iov[8];
@@ -441,7 +441,7 @@ static void test_short_iov_storage_is_not_a_break(void **state)
 {
 	struct ctx *c = *state;
 	for (unsigned i = 0; i < 3; i++)
-		fx_desc(&c->bad, i, fx_buf(&c->m, 8, 1), 8, i < 2 ? VQS_VRING_DESC_F_NEXT : 0,
+		fx_desc(&c->bad, i, tmem_buf(&c->m, 8, 1), 8, i < 2 ? VQS_VRING_DESC_F_NEXT : 0,
 			(uint16_t)(i + 1));
 	fx_publish(&c->bad, 0);
 	struct iovec iov[4];

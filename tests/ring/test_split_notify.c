@@ -23,31 +23,6 @@
 #define NUM 8
 #define F_EVT VQS_BIT(VQS_F_EVENT_IDX)
 
-struct ctx {
-	struct fx_mem m;
-	struct fx_ring r;
-};
-
-static struct ctx *ctx_new(void **state, uint64_t features)
-{
-	static struct ctx c;
-	memset(&c, 0, sizeof(c));
-	fx_mem_init(&c.m);
-	fx_ring_init(&c.r, &c.m, NUM, features);
-	*state = &c;
-	return &c;
-}
-
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-	if (c) {
-		fx_ring_fini(&c->r);
-		fx_mem_fini(&c->m);
-	}
-	return 0;
-}
-
 static void pop_fill(struct fx_ring *r, unsigned head)
 {
 	fx_simple_chain(r, head, 8, true);
@@ -61,7 +36,7 @@ static void pop_fill(struct fx_ring *r, unsigned head)
  * enable_notify, so the device drains instead of sleeping. */
 static void enable_rechecks(void **state, uint64_t features)
 {
-	struct ctx *c = ctx_new(state, features);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, features);
 	vqs_vq_disable_notify(c->r.vq);
 	fx_simple_chain(&c->r, 0, 8, false);
 	assert_true(vqs_vq_enable_notify(c->r.vq));
@@ -85,7 +60,7 @@ static void test_notify_enable_rechecks_avail_with_flags(void **state)
  * exactly that one. */
 static void test_notify_enable_sets_avail_event_to_next_entry(void **state)
 {
-	struct ctx *c = ctx_new(state, F_EVT);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_EVT);
 	pop_fill(&c->r, 0);
 	pop_fill(&c->r, 1);
 	assert_false(vqs_vq_enable_notify(c->r.vq));
@@ -95,7 +70,7 @@ static void test_notify_enable_sets_avail_event_to_next_entry(void **state)
 
 static void test_need_call_false_when_nothing_was_published(void **state)
 {
-	struct ctx *c = ctx_new(state, 0);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	assert_false(vqs_vq_need_call(c->r.vq));
 	pop_fill(&c->r, 0);
 	assert_false(vqs_vq_need_call(c->r.vq)); /* filled, not flushed */
@@ -108,7 +83,7 @@ static void test_need_call_false_when_nothing_was_published(void **state)
  * the batch asks for the interrupt. */
 static void test_need_call_batch_covers_used_event_inside_it(void **state)
 {
-	struct ctx *c = ctx_new(state, F_EVT);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_EVT);
 	pop_fill(&c->r, 0);
 	assert_int_equal(vqs_vq_flush(c->r.vq), 1);
 	assert_true(vqs_vq_need_call(c->r.vq)); /* first decision is never suppressed */
@@ -125,7 +100,7 @@ static void test_need_call_batch_covers_used_event_inside_it(void **state)
 
 static void test_need_call_event_idx_across_16bit_wrap(void **state)
 {
-	struct ctx *c = ctx_new(state, F_EVT);
+	struct fx_ctx *c = fx_ctx_new(state, NUM, F_EVT);
 	struct vqs_vq_state st = {.last_avail_idx = 65534, .used_idx = 65534};
 	assert_int_equal(vqs_vq_set_state(c->r.vq, &st), 0);
 	fx_set_avail_idx(&c->r, 65534);
@@ -144,7 +119,7 @@ static void test_need_call_event_idx_across_16bit_wrap(void **state)
 /* NOTIFY_ON_EMPTY: interrupt when the device ran out of buffers even though NO_INTERRUPT. */
 static void test_need_call_notify_on_empty_overrides_no_interrupt(void **state)
 {
-	struct ctx *c = ctx_new(state, VQS_BIT(VQS_F_NOTIFY_ON_EMPTY));
+	struct fx_ctx *c = fx_ctx_new(state, NUM, VQS_BIT(VQS_F_NOTIFY_ON_EMPTY));
 	c->r.avail->flags = VQS_VRING_AVAIL_F_NO_INTERRUPT;
 	pop_fill(&c->r, 0);
 	fx_simple_chain(&c->r, 1, 8, true); /* still work queued: not empty */
@@ -263,7 +238,7 @@ static void test_notify_no_lost_wakeup_between_threads(void **state)
 	vqs_pair_fini(&r.p);
 }
 
-#define T(f) cmocka_unit_test_teardown(f, teardown)
+#define T(f) cmocka_unit_test_teardown(f, fx_ctx_teardown)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {

@@ -14,26 +14,9 @@
 
 #define NUM 8
 
-struct ctx {
-	struct fx_mem m;
-	struct fx_ring r;
-};
-
 static int setup(void **state)
 {
-	static struct ctx c;
-	memset(&c, 0, sizeof(c));
-	fx_mem_init(&c.m);
-	fx_ring_init(&c.r, &c.m, NUM, 0);
-	*state = &c;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct ctx *c = *state;
-	fx_ring_fini(&c->r);
-	fx_mem_fini(&c->m);
+	fx_ctx_new(state, NUM, 0);
 	return 0;
 }
 
@@ -47,7 +30,7 @@ static uint16_t pop_id(struct vqs_vq *vq)
 
 static void test_configure_rejects_bad_sizes_and_alignment(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	struct vqs_vq_config cfg, bad;
 	fx_ring_config(&c->r, &cfg);
 	const uint32_t nums[] = {0, 3, 12, 65536};
@@ -80,7 +63,7 @@ static void test_configure_rejects_bad_sizes_and_alignment(void **state)
 
 static void test_state_get_reports_indices(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	for (unsigned i = 0; i < 3; i++)
 		fx_simple_chain(&c->r, i, 8, true);
 	struct iovec iov[3];
@@ -99,7 +82,7 @@ static void test_state_get_reports_indices(void **state)
  * stopped (no chain popped twice, the used index continues). */
 static void test_state_set_continues_on_new_queue(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	for (unsigned i = 0; i < 4; i++)
 		fx_simple_chain(&c->r, i, 8, true);
 	struct iovec iov[2];
@@ -131,7 +114,7 @@ static void test_state_set_continues_on_new_queue(void **state)
 /* Under backpressure chains go back unconsumed and come again, in order. */
 static void test_unpop_returns_chains_in_pop_order(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	for (unsigned i = 0; i < 4; i++)
 		fx_simple_chain(&c->r, (i * 3) % NUM, 8, false);
 	struct iovec iov[4];
@@ -151,7 +134,7 @@ static void test_unpop_returns_chains_in_pop_order(void **state)
 
 static void test_unpop_rejects_filled_or_too_many(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	fx_simple_chain(&c->r, 0, 8, false);
 	fx_simple_chain(&c->r, 1, 8, false);
 	struct iovec iov[2];
@@ -170,7 +153,7 @@ static void test_unpop_rejects_filled_or_too_many(void **state)
 
 static void test_reset_unconfigures_and_clears_break(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	fx_publish(&c->r, NUM); /* head out of range */
 	struct iovec iov[1];
 	struct vqs_elem e;
@@ -189,7 +172,7 @@ static void test_reset_unconfigures_and_clears_break(void **state)
 /* Ring addresses given as frontend virtual addresses (vhost-user) resolve the same rings. */
 static void test_configure_uaddr_address_space(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	struct vqs_mem_region reg;
 	vqs_gmem_region(c->m.gmem, &reg);
 	struct vqs_vq_config cfg;
@@ -207,7 +190,7 @@ static void test_configure_uaddr_address_space(void **state)
  * (re-resolve its ring pointers), not keep using the old mapping. */
 static void test_memory_table_swap_re_resolves_ring(void **state)
 {
-	struct ctx *c = *state;
+	struct fx_ctx *c = *state;
 	fx_simple_chain(&c->r, 0, 8, true);
 	assert_int_equal(pop_id(c->r.vq), 0);
 
@@ -242,12 +225,12 @@ static void test_memory_table_swap_re_resolves_ring(void **state)
 	assert_int_equal(vqs_mem_set(c->m.mem, NULL, 0), 0);
 	assert_int_equal(fx_pop(c->r.vq, &e, iov, 1), -EIO);
 	assert_int_equal(vqs_vq_error(c->r.vq), VQS_VQ_ERR_RING_UNMAPPED);
-	teardown(state);
+	fx_ctx_teardown(state);
 	vqs_gmem_destroy(g2);
 	setup(state);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, fx_ctx_teardown)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
