@@ -6,8 +6,10 @@
  *  - cache-line round trip: one line bounced between the two CPUs (the cost of any handshake);
  *  - eventfd round trip: each side sleeps in read() until the other writes (the wake-up a
  *    sleeping worker or guest pays per notification);
- *  - a minimal SPSC ring with a completion index, in the shape of a split ring (entries out,
- *    completions back), at several batch sizes, and request/response with one outstanding.
+ *  - a minimal SPSC ring in the shape of a split ring, doing what any request ring must: a
+ *    descriptor-sized entry (address, length, id) out, the consumer reading all of it, and a
+ *    completion entry (id, bytes written) back that the producer reads, published by one index
+ *    each way; at several batch sizes, and request/response with one outstanding.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -118,12 +120,18 @@ struct ment {
 	uint32_t id;
 };
 
+/* A completion: which request, and how many bytes the consumer wrote (a used element). */
+struct mdone {
+	uint32_t id;
+	uint32_t len;
+};
+
 struct mring {
 	_Alignas(64) atomic_uint prod;  /* entries published by the producer */
 	_Alignas(64) atomic_uint done;  /* entries completed by the consumer */
 	_Alignas(64) atomic_bool stop;
 	_Alignas(64) struct ment ent[VQS_VQ_MAX_SIZE];
-	_Alignas(64) uint32_t used[VQS_VQ_MAX_SIZE];
+	_Alignas(64) struct mdone used[VQS_VQ_MAX_SIZE];
 	unsigned num, batch;
 	uint64_t duration_ns, ops, ns, check;
 	bool rr;
@@ -162,7 +170,7 @@ static void mring_producer(void *p)
 		       (r->rr || prod - done == r->num))
 			cpu_relax();
 		for (; done != d; done++)
-			sum += r->used[done & mask];
+			sum += r->used[done & mask].id + r->used[done & mask].len;
 		if (r->rr)
 			hist_add(&r->h, vqs_now_ns() - t_sub);
 	}
@@ -190,7 +198,8 @@ static void mring_consumer(void *p)
 		unsigned n = avail < r->batch ? avail : r->batch;
 		for (unsigned i = 0; i < n; i++) {
 			struct ment e = r->ent[(cons + i) & mask];
-			r->used[(cons + i) & mask] = e.len ? e.id : 0;
+			r->used[(cons + i) & mask] =
+				(struct mdone){.id = e.id, .len = e.addr ? e.len : 0};
 		}
 		cons += n;
 		atomic_store_explicit(&r->done, cons, memory_order_release); /* pairs with producer acquire */
