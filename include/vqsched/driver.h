@@ -58,9 +58,12 @@ struct vqs_drv_buf {
 };
 
 struct vqs_drv_vq;
+/* Create a driver-side queue with its ring areas in cfg->gmem (-ENOMEM when the arena is full,
+ * -EINVAL for a bad size or feature set) / free it (its arena memory stays allocated). Threads:
+ * any; the creating thread is the first owner. */
 VQS_API int vqs_drv_vq_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg);
 VQS_API void vqs_drv_vq_destroy(struct vqs_drv_vq *dq);
-/* Ring area gpas to hand to the device (vqs_vq_config desc/driver/device_addr). */
+/* Ring area gpas to hand to the device (vqs_vq_config desc/driver/device_addr). Threads: any. */
 VQS_API void vqs_drv_vq_addrs(const struct vqs_drv_vq *dq, uint64_t *desc, uint64_t *driver,
 			      uint64_t *device);
 

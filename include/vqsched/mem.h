@@ -97,8 +97,8 @@ VQS_API uint64_t vqs_mem_table_gen(const struct vqs_mem_table *t);
 
 /*
  * Pin the current table (and so its mappings) beyond the read-side section, e.g. for requests that
- * complete asynchronously. Must be called inside vqs_mem_read_lock(). Pairs with vqs_mem_table_put
- * (any thread).
+ * complete asynchronously. Must be called inside vqs_mem_read_lock(). Pairs with vqs_mem_table_put.
+ * Threads: any (get and put may be on different threads).
  */
 VQS_API const struct vqs_mem_table *vqs_mem_table_get(struct vqs_mem *m);
 VQS_API void vqs_mem_table_put(const struct vqs_mem_table *t);

@@ -249,6 +249,7 @@ struct vqs_vq_state {
 	bool avail_wrap;         /* packed only */
 	bool used_wrap;          /* packed only */
 };
+/* Threads: owner (or any thread while the queue is paused/detached). */
 VQS_API void vqs_vq_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st);
 /* -EINVAL when a packed index is >= num. Threads: owner. */
 VQS_API int vqs_vq_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st);
