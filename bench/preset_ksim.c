@@ -78,7 +78,6 @@ static struct result *add_cell(struct report *rep, const char *preset,
 	if (!c->err && c->elapsed_ns) {
 		s.fig[FIG_OPS] = (double)c->delivered * 1e9 / (double)c->elapsed_ns;
 		s.fig[FIG_KICKS] = c->delivered ? (double)c->kicks / (double)c->delivered : 0;
-		s.ops = c->delivered;
 	}
 	result_fold(r, &s, 1);
 	char point[200];
