@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Forwarding. A port's transmit handler copies each frame out of the guest (one snapshot: the
- * addresses it switches on are the bytes it delivers), learns the source address, picks the
+ * Forwarding. A port's transmit handler reads each frame's Ethernet header out of the guest once
+ * (the addresses it switches on are the bytes it delivers), learns the source address, picks the
  * destinations (the learned port, or every other port for broadcast, multicast and unknown
- * addresses) and appends the frame to each destination's staging ring. The destination's receive
- * handler moves staged frames into its guest's receive buffers.
+ * addresses) and copies the frame straight from the guest's buffers into the first destination's
+ * staging ring (later flood destinations copy that slot). The destination's receive handler moves
+ * staged frames into its guest's receive buffers: two copies per frame, as testpmd's io forwarding
+ * between vhost ports makes (guest to mbuf to guest).
  *
  * Nothing taken from a guest is lost without a counter:
  *  - a full staging ring makes the sender give the rest of its batch back (handler return) and
@@ -64,27 +66,39 @@ static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, cons
 	return done;
 }
 
-/* Start pulling the batch's guest buffers into the cache: the buffers were last written by the
- * guest's CPU, and one miss after another on the copy is most of a small frame's cost. */
-static void prefetch_batch(struct vqs_req *const *reqs, unsigned n, bool for_write)
+/* How many requests ahead of the one being copied the handlers prefetch: far enough that a
+ * guest buffer's line arrives while earlier frames are copied, near enough that the lines are
+ * still in cache when their turn comes (all of a 64-request batch at once overflows the line fill
+ * buffers and the early lines are evicted or the late prefetches dropped). */
+#define PREFETCH_AHEAD 4u
+
+/* Start pulling a request's first guest buffer into the cache: it was last written (or read) by
+ * the guest's CPU, and one miss after another on the copy is most of a small frame's cost. */
+static void prefetch_req(const struct vqs_req *r, bool for_write)
 {
-	for (unsigned i = 0; i < n; i++) {
-		const struct vqs_elem *e = &reqs[i]->elem;
-		unsigned first = for_write ? e->out_num : 0, cnt = for_write ? e->in_num : e->out_num;
-		if (!cnt)
-			continue;
-		const uint8_t *p = e->iov[first].iov_base;
-		bool two = e->iov[first].iov_len > 64;
-		if (for_write) {
-			__builtin_prefetch(p, 1);
-			if (two)
-				__builtin_prefetch(p + 64, 1);
-		} else {
-			__builtin_prefetch(p, 0);
-			if (two)
-				__builtin_prefetch(p + 64, 0);
-		}
+	const struct vqs_elem *e = &r->elem;
+	unsigned first = for_write ? e->out_num : 0, cnt = for_write ? e->in_num : e->out_num;
+	if (!cnt)
+		return;
+	const uint8_t *p = e->iov[first].iov_base;
+	bool two = e->iov[first].iov_len > 64;
+	if (for_write) {
+		__builtin_prefetch(p, 1);
+		if (two)
+			__builtin_prefetch(p + 64, 1);
+	} else {
+		__builtin_prefetch(p, 0);
+		if (two)
+			__builtin_prefetch(p + 64, 0);
 	}
+}
+
+/* Prefetch reqs[*fetched..upto) (bounded by n); *fetched: how many were prefetched so far. */
+static void prefetch_upto(struct vqs_req *const *reqs, unsigned n, unsigned upto, unsigned *fetched,
+			  bool for_write)
+{
+	for (; *fetched < upto && *fetched < n; ++*fetched)
+		prefetch_req(reqs[*fetched], for_write);
 }
 
 /* Ports the frame goes to; learns its source. */
@@ -105,15 +119,38 @@ static uint64_t targets(struct sw_switch *sw, struct sw_port *from, const uint8_
 	return sw->all_ports & ~bit(from->id);
 }
 
-/* Append a frame to to's staging ring: 0 when staged or counted as dropped, -EAGAIN when the
- * sender must wait for room (it is then registered as a waiter). */
-static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from, const uint8_t *frame,
-		uint32_t len, uint64_t now, bool flood)
+/* The transmit handler keeps one destination locked while consecutive frames go there (between
+ * two guests, that is every frame of a batch): one lock round trip and at most one wake of the
+ * receiver per run of frames instead of per frame. Switch to `to` (NULL: hold none). */
+static void hold(struct sw_port **held, struct sw_port *to)
 {
-	enum sw_drop why;
-	pthread_mutex_lock(&to->lock);
+	if (*held == to)
+		return;
+	if (*held)
+		pthread_mutex_unlock(&(*held)->lock);
+	*held = to;
+	if (to)
+		pthread_mutex_lock(&to->lock);
+}
+
+/* Where a frame being staged comes from: the sender's transmit chain, with the Ethernet header
+ * taken from the snapshot the switching decision was made on, or (for the second and later
+ * destinations of a flood) the copy already staged for the first, so that every destination gets
+ * the same bytes. */
+struct frame_src {
+	const struct vqs_elem *e;
+	size_t hl;
+	const uint8_t *eth;    /* ETH_HDR bytes */
+	const uint8_t *staged; /* the whole frame once staged somewhere, else NULL */
+	uint32_t len;
+};
+
+/* Append a frame to to's staging ring, to being held (locked): 0 when staged or counted as
+ * dropped, -EAGAIN when the sender must wait for room (it is then registered as a waiter). */
+static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
+		struct frame_src *f, uint64_t now, bool flood)
+{
 	if (!to->rxq) {
-		pthread_mutex_unlock(&to->lock);
 		/* A flood reaches the ports that are up; only a frame meant for this port is lost. */
 		if (!flood)
 			sw_count(&to->c.drop[SW_DROP_LINK_DOWN], 1);
@@ -122,44 +159,53 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from, 
 	if (to->count == SW_STAGE_SLOTS) {
 		if (!sw_stalled(to, now)) {
 			to->waiters |= bit(from->id);
-			pthread_mutex_unlock(&to->lock);
 			atomic_store_explicit(&sw->attention, true, memory_order_relaxed);
 			return -EAGAIN;
 		}
-		why = SW_DROP_NO_BUFFERS;
-		pthread_mutex_unlock(&to->lock);
-		sw_count(&to->c.drop[why], 1);
+		sw_count(&to->c.drop[SW_DROP_NO_BUFFERS], 1);
 		return 0;
 	}
 	if (!to->count)
 		to->last_drain_ns = now; /* the stall clock runs from when frames start waiting */
 	struct sw_slot *s = &to->slots[(to->head + to->count) & (SW_STAGE_SLOTS - 1)];
-	s->len = len;
-	memcpy(s->data, frame, len);
+	uint8_t *d = s->buf + SW_NET_HDR_MAX;
+	s->len = f->len;
+	if (f->staged) {
+		memcpy(d, f->staged, f->len);
+	} else {
+		/* The only copy out of the guest's buffer, straight into the slot. */
+		memcpy(d, f->eth, ETH_HDR);
+		iov_read(f->e->iov, f->e->out_num, f->hl + ETH_HDR, d + ETH_HDR, f->len - ETH_HDR);
+		f->staged = d;
+	}
 	to->count++;
 	if (to->rx_parked) {
 		to->rx_parked = false;
 		/* Under the lock: queue_state clears rxq under it too. */
 		vqs_queue_wake(to->rxq);
 	}
-	pthread_mutex_unlock(&to->lock);
 	return 0;
 }
 
 unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque)
 {
-	struct sw_port *a = opaque;
+	struct sw_port *a = opaque, *held = NULL;
 	struct sw_switch *sw = a->sw;
 	size_t hl = atomic_load_explicit(&a->hdr_len, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&a->tx_gen, memory_order_relaxed);
 	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0;
-	uint8_t frame[SW_FRAME_MAX];
-	unsigned i;
-	prefetch_batch(reqs, n, false);
+	/* The previous frame's addresses and where they led: a batch is mostly one flow, which then
+	 * costs one learn and one lookup. A table change meanwhile is seen by the next batch. */
+	uint8_t eth[ETH_HDR], last[12];
+	uint64_t last_to = 0;
+	bool last_flood = false, have_last = false;
+	unsigned i, fetched = 0;
 	for (i = 0; i < n; i++) {
 		struct vqs_req *r = reqs[i];
 		const struct vqs_elem *e = &r->elem;
+		prefetch_upto(reqs, n, i + 1 + PREFETCH_AHEAD, &fetched, false);
 		uint64_t before = 0;
-		if (a->partial && a->partial_id == e->id)
+		if (a->partial && a->partial_id == e->id && a->partial_gen == gen)
 			before = a->partial_done;
 		a->partial = false;
 		enum sw_drop why = SW_DROP__COUNT;
@@ -174,10 +220,21 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			vqs_req_complete(r, 0);
 			continue;
 		}
-		uint32_t len = e->out_len - (uint32_t)hl;
-		iov_read(e->iov, e->out_num, hl, frame, len);
+		/* One snapshot of the header: the addresses switched on are the ones delivered. */
+		struct frame_src f = { .e = e, .hl = hl, .eth = eth, .len = e->out_len - (uint32_t)hl };
+		iov_read(e->iov, e->out_num, hl, eth, ETH_HDR);
 		bool flood;
-		uint64_t to = targets(sw, a, frame, now, &flood);
+		uint64_t to;
+		if (have_last && !memcmp(eth, last, sizeof(last))) {
+			to = last_to;
+			flood = last_flood;
+		} else {
+			to = targets(sw, a, eth, now, &flood);
+			memcpy(last, eth, sizeof(last));
+			last_to = to;
+			last_flood = flood;
+			have_last = true;
+		}
 		if (!to && !before)
 			sw_count(&a->c.drop[SW_DROP_FILTERED], 1);
 		to &= ~before;
@@ -186,19 +243,22 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			if (!(to & bit(d)))
 				continue;
 			to &= ~bit(d);
-			if (push(sw, sw->ports[d], a, frame, len, now, flood) == -EAGAIN) {
+			hold(&held, sw->ports[d]);
+			if (push(sw, held, a, &f, now, flood) == -EAGAIN) {
 				a->partial = true;
 				a->partial_id = e->id;
+				a->partial_gen = gen;
 				a->partial_done = done;
 				goto out;
 			}
 			done |= bit(d);
 		}
 		frames++;
-		bytes += len;
+		bytes += f.len;
 		vqs_req_complete(r, 0);
 	}
 out:
+	hold(&held, NULL);
 	sw_count(&a->c.rx_frames, frames);
 	sw_count(&a->c.rx_bytes, bytes);
 	return i;
@@ -232,11 +292,10 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	size_t hl = atomic_load_explicit(&b->hdr_len, memory_order_relaxed);
 	bool mrg = atomic_load_explicit(&b->mrg_rxbuf, memory_order_relaxed);
 	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0, wake = 0;
-	unsigned used = 0;
+	unsigned used = 0, fetched = 0;
 	bool short_batch = false;
-	uint8_t hdr[SW_NET_HDR_MAX];
 
-	prefetch_batch(reqs, n, true);
+	prefetch_upto(reqs, n, PREFETCH_AHEAD, &fetched, true);
 	pthread_mutex_lock(&b->lock);
 	unsigned count0 = b->count;
 	while (b->count && used < n) {
@@ -273,16 +332,17 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			b->count--;
 			continue;
 		}
-		/* First buffer: header, then the frame across as many buffers as it needs. */
-		sw_net_hdr_rx(hdr, hl, (uint16_t)k);
-		size_t off = 0;
+		/* Header (in the slot's room before the frame) and frame as one run of bytes across
+		 * as many buffers as it needs; the first buffer holds the whole header. */
+		prefetch_upto(reqs, n, used + k + PREFETCH_AHEAD, &fetched, true);
+		uint8_t *run = s->buf + SW_NET_HDR_MAX - hl;
+		size_t off = 0, total = hl + s->len;
+		sw_net_hdr_rx(run, hl, (uint16_t)k);
 		for (unsigned j = 0; j < k; j++) {
 			const struct vqs_elem *e = &reqs[used + j]->elem;
-			const struct iovec *iov = e->iov + e->out_num;
-			size_t w = j == 0 ? iov_write(iov, e->in_num, 0, hdr, hl) : 0;
-			size_t c = iov_write(iov, e->in_num, w, s->data + off, s->len - off);
+			size_t c = iov_write(e->iov + e->out_num, e->in_num, 0, run + off, total - off);
 			off += c;
-			vqs_req_complete(reqs[used + j], (uint32_t)(w + c));
+			vqs_req_complete(reqs[used + j], (uint32_t)c);
 		}
 		used += k;
 		frames++;

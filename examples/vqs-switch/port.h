@@ -6,7 +6,7 @@
  * Frames forwarded to a port are copied out of the sender's transmit buffers into the port's
  * staging ring (so the sender's buffers go back at once, and the frame is a snapshot the guest can
  * no longer change), and from there into receive buffers when the port's receive queue runs.
- * A full staging ring pushes back on the sender; see forward.h.
+ * A full staging ring pushes back on the sender; see forward.c.
  */
 #ifndef VQS_SWITCH_PORT_H
 #define VQS_SWITCH_PORT_H
@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <vqsched/vqsched.h>
+
+#include "net_hdr.h"
 
 #define SW_RXQ 0
 #define SW_TXQ 1
@@ -41,9 +43,11 @@ struct sw_counters {
 	_Atomic uint64_t drop[SW_DROP__COUNT];
 };
 
+/* A staged frame: the frame at buf + SW_NET_HDR_MAX, and room before it for the receiver's net
+ * header, so header and frame go into the receive buffers as one run of bytes. */
 struct sw_slot {
 	uint32_t len;
-	uint8_t data[SW_FRAME_MAX];
+	uint8_t buf[SW_NET_HDR_MAX + SW_FRAME_MAX];
 };
 
 struct sw_switch;
@@ -69,9 +73,14 @@ struct sw_port {
 	uint64_t waiters;       /* ports whose transmit queue waits for room here (bit = port id) */
 	uint64_t last_drain_ns; /* last time the receive queue took frames (or started) */
 
+	/* Bumped when the transmit queue stops (the backend says so before the handler's last
+	 * call has ended): a frame half delivered in an earlier session is forgotten, not matched
+	 * by id against a new session's chain. */
+	_Atomic uint32_t tx_gen;
 	/* Owned by this port's transmit handler: the frame it gave back half delivered. */
 	bool partial;
 	uint16_t partial_id;
+	uint32_t partial_gen;
 	uint64_t partial_done;
 
 	struct sw_counters c;

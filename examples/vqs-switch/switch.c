@@ -59,9 +59,11 @@ static void queue_state(void *opaque, unsigned qidx, struct vqs_queue *q)
 		}
 	} else if (qidx == SW_TXQ) {
 		p->txq = q;
-		/* The handler owns `partial` while the queue runs (it may already run here). */
+		/* The handler owns `partial` and may still run here (the backend tells the device
+		 * before it detaches the queue): only the generation changes. Relaxed: the detach
+		 * that follows orders it before the next session's first handler call. */
 		if (!q)
-			p->partial = false;
+			atomic_fetch_add_explicit(&p->tx_gen, 1, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&p->lock);
 	sw_count(&p->c.drop[SW_DROP_LINK_DOWN], lost);
