@@ -143,8 +143,14 @@ static void workers_stop(struct vqs_sched *s)
 		atomic_store_explicit(&s->w[i]->g->stop, true, memory_order_release);
 		group_ring(s->w[i]->g);
 	}
-	for (unsigned i = 0; i < s->nw; i++) {
+	for (unsigned i = 0; i < s->nw; i++)
 		pthread_join(s->w[i]->th, NULL);
+	/* A waker (completer, vqs_queue_wake) that made a queue READY may still be inside
+	 * group_push on the group after a worker took the queue and it reached PAUSED: wakers run
+	 * in read-side sections, so a grace period lets them leave the group before it is freed. */
+	urcu_bp_synchronize_rcu();
+	vqs_tsan_acquire(&sched_tsan_grace);
+	for (unsigned i = 0; i < s->nw; i++) {
 		if (s->w[i]->own_group)
 			group_free(s->w[i]->g);
 		free(s->w[i]);
@@ -251,13 +257,25 @@ static int ring_node(struct vqs_queue *q)
 	return node;
 }
 
+/* Make g q's group (q is PAUSED); NULL leaves its group. Keeps the groups' queue counts. */
+static void set_group(struct vqs_queue *q, struct sched_group *g)
+{
+	struct sched_group *old = atomic_load_explicit(&q->group, memory_order_relaxed);
+	if (old)
+		atomic_fetch_sub_explicit(&old->nqueues, 1, memory_order_relaxed);
+	if (g)
+		atomic_fetch_add_explicit(&g->nqueues, 1, memory_order_relaxed);
+	/* release: the group is read by wakers after their acquire CAS on the state. */
+	atomic_store_explicit(&q->group, g, memory_order_release);
+}
+
 /* Choose q's worker and group under the current policy; may start a dedicated worker. */
 static int assign(struct vqs_queue *q)
 {
 	struct vqs_sched *s = q->s;
 	struct sched_worker *home = NULL;
 	if (s->o.policy == VQS_POLICY_POOL) {
-		atomic_store_explicit(&q->group, s->pool_group, memory_order_release);
+		set_group(q, s->pool_group);
 		q->home = NULL;
 		return 0;
 	}
@@ -285,7 +303,7 @@ static int assign(struct vqs_queue *q)
 	}
 	home->nqueues++;
 	q->home = home;
-	atomic_store_explicit(&q->group, home->g, memory_order_release);
+	set_group(q, home->g);
 	return 0;
 }
 
@@ -294,6 +312,7 @@ static void unassign(struct vqs_queue *q)
 	if (q->home)
 		q->home->nqueues--;
 	q->home = NULL;
+	set_group(q, NULL);
 }
 
 /* ---- scheduler ---- */
@@ -438,6 +457,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	q->handler = o.handler;
 	q->opaque = o.opaque;
 	q->on_broken = o.on_broken;
+	q->on_broken_opaque = o.on_broken_opaque;
 	q->group_id = o.group;
 	q->pref_worker = o.worker;
 	q->iov_per_req = o.iov_per_req;
@@ -502,6 +522,9 @@ int vqs_queue_resume(struct vqs_queue *q)
 {
 	pthread_mutex_lock(&q->s->ctl);
 	int rc = q->user_paused ? 0 : -EINVAL;
+	/* No group: a policy change failed to place it (vqs_sched_set_policy reported it). */
+	if (!rc && !atomic_load_explicit(&q->group, memory_order_relaxed))
+		rc = -EIO;
 	if (!rc) {
 		q->user_paused = false;
 		resume_locked(q);
@@ -547,7 +570,7 @@ int vqs_queue_move(struct vqs_queue *q, unsigned worker)
 		unassign(q);
 		q->home = s->w[worker];
 		q->home->nqueues++;
-		atomic_store_explicit(&q->group, q->home->g, memory_order_release);
+		set_group(q, q->home->g);
 		rc = kick_register(q, EPOLL_CTL_ADD);
 		if (resume)
 			resume_locked(q);

@@ -111,6 +111,7 @@ struct vqs_queue {
 	vqs_handler_fn handler;
 	void *opaque;
 	void (*on_broken)(struct vqs_queue *q, enum vqs_vq_err why, void *opaque);
+	void *on_broken_opaque;
 	struct vqs_mem *mem; /* the vq's memory map, read at attach and resume */
 	_Atomic int kick_fd, call_fd;
 	uint16_t iov_per_req;
@@ -138,6 +139,10 @@ struct sched_group {
 	struct lf_list incoming;
 	_Atomic int nready;            /* queues on the list; seq_cst, see group_push/worker_wait */
 	_Atomic int sleepers;
+	/* Queues assigned to the group (written by control threads, under ctl; read relaxed by its
+	 * workers: a stale value only costs one needless or one skipped event check, and a queue
+	 * joins or leaves only while PAUSED, after which its first turn reads it afresh). */
+	_Atomic unsigned nqueues;
 	_Atomic bool stop;
 };
 

@@ -14,28 +14,47 @@
  *   batch_max; when a pop finds less than half a batch and no backlog, it halves (down to 1).
  *   Multiplicative steps reach batch_max from 1 in log2(batch_max) turns under a burst and
  *   return as fast when it ends.
- *   Polling: the controller keeps the smoothed time between arrivals per request, gap
- *   (EWMA, weight 1/8 per sample). After an empty pop it keeps polling only
- *   while (a) gap < ADAPT_WAKE_COST_NS: the next request is expected sooner than a sleep and a
- *   kick wakeup would cost, so polling is cheaper than notifying; and (b) the ring has been empty
- *   for less than min(ADAPT_POLL_GAPS * gap, ADAPT_POLL_MAX_NS): when the expected arrival does not
- *   come, polling stops paying and stops. A queue with no traffic therefore leaves polling within
- *   ADAPT_POLL_MAX_NS and then costs no CPU until its next kick; the gap estimate survives
- *   the sleep, so a queue that goes quiet briefly and resumes at the same rate polls again.
+ *   Polling: the controller keeps gap, the smoothed time between arrivals per request (EWMA,
+ *   weight 1/8; each sample clamped to ADAPT_GAP_SAMPLE_MAX_NS so one stall of the driver, e.g.
+ *   a descheduled guest, cannot turn a steady stream into "idle" for dozens of requests). After
+ *   an empty pop it keeps polling only while
+ *   (a) gap < ADAPT_POLL_GAP_MAX_NS: a request that finds its worker asleep pays a wake-up
+ *       (ADAPT_WAKE_NS round trip: about 50 us on a 2-core VM, 50-110 us as the bench's eventfd
+ *       floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so while
+ *       requests come at most two wake-ups apart, polling through the gap buys a wake-up's
+ *       latency for at most two wake-ups' CPU; sparser traffic sleeps and costs what dedicated
+ *       costs (the light-load CPU/op goal); and
+ *   (b) the ring has been empty for less than window = 4 * gap, at least ADAPT_POLL_MIN_NS and at
+ *       most ADAPT_POLL_MAX_NS. Four gaps ride out jitter of a steady stream; the floor keeps a
+ *       very fast stream (rr: gap ~1 us) from sleeping on a hiccup of a few microseconds, which
+ *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
+ *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
+ *       leaves polling within ADAPT_POLL_MAX_NS and then costs no CPU until its next kick.
+ *   The gap estimate survives the sleep, so a queue that goes quiet briefly and resumes at the
+ *   same rate polls again from its first request.
+ *   Rejected: the previous 20 us gap limit slept at 20k-100k requests/s (gaps 10-50 us, and a
+ *   single stall pushed a 10 us EWMA over 20 us), so each request paid a ~25-50 us wake-up: p99
+ *   in milliseconds where busy-poll had microseconds.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "sched/internal.h"
 
-/* Cost of the notify path the controller weighs polling against: eventfd write by the driver,
- * epoll wakeup and a context switch on each side. The order of magnitude commonly measured on
- * x86 servers; polling cheaper than this pays. */
-#define ADAPT_WAKE_COST_NS 20000u
-/* Longest stretch of empty polls the controller accepts, however promising the rate. */
-#define ADAPT_POLL_MAX_NS 50000u
+/* One sleep/wake round trip through an eventfd between two CPUs: what a request pays when its
+ * worker sleeps (the bench's eventfd floor: ~48 us on the 2-core development VM). */
+#define ADAPT_WAKE_NS 50000u
+/* Poll only while requests are expected within two wake-ups (see (a) above). */
+#define ADAPT_POLL_GAP_MAX_NS (2u * ADAPT_WAKE_NS)
+/* Poll window bounds (see (b) above): at least half a wake-up round trip (the sleeping side's
+ * share), at most two of them. */
+#define ADAPT_POLL_MIN_NS (ADAPT_WAKE_NS / 2u)
+#define ADAPT_POLL_MAX_NS (2u * ADAPT_WAKE_NS)
 /* Give up polling after this many expected gaps without an arrival. */
 #define ADAPT_POLL_GAPS 4u
+/* A gap sample larger than this says "stall", not "rate": clamp it (twice the polling limit, so
+ * a queue that really slows down still crosses the limit after a few samples). */
+#define ADAPT_GAP_SAMPLE_MAX_NS (2u * ADAPT_POLL_GAP_MAX_NS)
 /* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
 #define ADAPT_EWMA_SHIFT 3
 
@@ -106,10 +125,12 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 	struct adapt_state *a = &q->ad;
 	if (a->last_arrival_ns) {
 		uint64_t sample = (now - a->last_arrival_ns) / n;
+		if (sample > ADAPT_GAP_SAMPLE_MAX_NS)
+			sample = ADAPT_GAP_SAMPLE_MAX_NS;
 		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
 		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
 	} else {
-		a->gap_ewma_ns = ADAPT_WAKE_COST_NS; /* unknown rate: not worth polling yet */
+		a->gap_ewma_ns = ADAPT_POLL_GAP_MAX_NS; /* unknown rate: not worth polling yet */
 	}
 	a->last_arrival_ns = now;
 	if (backlog && n >= a->batch)
@@ -121,12 +142,14 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
 	const struct adapt_state *a = &q->ad;
-	if (!a->last_arrival_ns || a->gap_ewma_ns >= ADAPT_WAKE_COST_NS)
+	if (!a->last_arrival_ns || a->gap_ewma_ns >= ADAPT_POLL_GAP_MAX_NS)
 		return false;
-	uint64_t limit = ADAPT_POLL_GAPS * a->gap_ewma_ns;
-	if (limit > ADAPT_POLL_MAX_NS)
-		limit = ADAPT_POLL_MAX_NS;
-	return now - a->last_arrival_ns < limit;
+	uint64_t window = ADAPT_POLL_GAPS * a->gap_ewma_ns;
+	if (window < ADAPT_POLL_MIN_NS)
+		window = ADAPT_POLL_MIN_NS;
+	if (window > ADAPT_POLL_MAX_NS)
+		window = ADAPT_POLL_MAX_NS;
+	return now - a->last_arrival_ns < window;
 }
 
 static const struct sched_policy policies[] = {

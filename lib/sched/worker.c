@@ -137,8 +137,14 @@ static void slot_put(struct vqs_queue *q, struct req_slot *r)
 	q->nfree++;
 }
 
-/* Stage r's used entry. Owner of q. */
-static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written, uint64_t now)
+/* Count r's latency, from when its worker noticed it to `now`. Owner of q. */
+static void stat_latency(struct vqs_queue *q, const struct req_slot *r, uint64_t now)
+{
+	stat_add(&q->c.latency_hist[stat_bucket(now - r->t0_ns, VQS_STATS_LAT_BUCKETS)], 1);
+}
+
+/* Stage r's used entry. Owner of q. Latency is counted by the caller. */
+static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
 {
 	if (written > r->req.elem.in_len) {
 		vqs_warn("sched: handler reported %u bytes written into a %u-byte buffer", written,
@@ -148,7 +154,6 @@ static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written, uint
 	if (vqs_vq_fill(q->vq, &r->req.elem, written) < 0)
 		vqs_warn("sched: used entry for chain %u rejected (queue reset?)", r->req.elem.id);
 	stat_add(&q->c.reqs, 1);
-	stat_add(&q->c.latency_hist[stat_bucket(now - r->t0_ns, VQS_STATS_LAT_BUCKETS)], 1);
 }
 
 /* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
@@ -169,14 +174,17 @@ static void flush_call(struct vqs_queue *q)
 
 void sched_reap(struct vqs_queue *q)
 {
-	struct lf_node *n = lf_take_all(&q->done);
-	if (!n)
+	/* A plain load first: a polling worker reaps once per poll, and the list is nearly always
+	 * empty; no read-modify-write on a line completers write unless there is something. */
+	if (lf_empty(&q->done))
 		return;
+	struct lf_node *n = lf_take_all(&q->done);
 	uint64_t now = vqs_now_ns();
 	while (n) {
 		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
 		n = n->next;
-		fill(q, r, r->written, now);
+		fill(q, r, r->written);
+		stat_latency(q, r, now);
 		stat_add(&q->c.async_completions, 1);
 		slot_put(q, r);
 	}
@@ -188,12 +196,15 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 	struct req_slot *r = (struct req_slot *)req;
 	struct vqs_queue *q = r->q;
 	if (tls_running == q) {
-		/* On q's worker inside its handler: q is ours, fill directly. */
-		fill(q, r, written, vqs_now_ns());
-		if (r->st == SLOT_OUT)
+		/* On q's worker inside its handler: q is ours, fill directly. A request of the
+		 * current batch is timed when the handler returns (one clock read per batch). */
+		fill(q, r, written);
+		if (r->st == SLOT_OUT) {
+			stat_latency(q, r, vqs_now_ns());
 			slot_put(q, r);
-		else
+		} else {
 			r->st = SLOT_DONE_HERE;
+		}
 		return;
 	}
 	r->written = written;
@@ -256,7 +267,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 						 q->iov_per_req);
 				}
 				if (q->on_broken)
-					q->on_broken(q, why, q->opaque);
+					q->on_broken(q, why, q->on_broken_opaque);
 			}
 			break;
 		}
@@ -305,11 +316,12 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
  * Requests it keeps beyond the call share the batch's pin. Inside vqs_mem_read_lock. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
-			  const struct vqs_mem_table *t)
+			  const struct vqs_mem_table *t, uint64_t *now)
 {
 	tls_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
 	tls_running = NULL;
+	*now = vqs_now_ns();
 	if (taken > n) {
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
@@ -323,6 +335,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE) {
+			stat_latency(q, r, *now);
 			slot_put(q, r);
 			continue;
 		}
@@ -343,15 +356,30 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	return taken;
 }
 
+/* The ring has no chain to pop: a cheap look at the avail index before the full pop path (memory
+ * table pin, request slot), which a polling worker would otherwise pay on every empty poll. A
+ * broken ring reads as empty here, so it goes to the pop that reports it. Inside the read-side
+ * section. */
+static bool ring_looks_empty(struct vqs_queue *q)
+{
+	return !vqs_vq_avail_count(q->vq) && vqs_vq_error(q->vq) == VQS_VQ_OK;
+}
+
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
- * take more (no free slot, handler gave back, ring broken). */
-static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t now,
+ * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
+ * latest clock read); on return, the latest read made (after the last handler call), so the caller
+ * reads the clock once per batch, not once per step. */
+static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 			   struct turn_budget *used)
 {
 	struct vqs_sched *s = q->s;
 	const struct sched_policy *pol = s->pol;
-	uint64_t noticed = atomic_exchange_explicit(&q->noticed_ns, 0, memory_order_relaxed);
-	uint64_t t0 = noticed && noticed < now ? noticed : now;
+	/* Load first: set only by a wake that made the queue READY, so 0 on most polls. */
+	uint64_t noticed = atomic_load_explicit(&q->noticed_ns, memory_order_relaxed);
+	if (noticed)
+		atomic_store_explicit(&q->noticed_ns, 0, memory_order_relaxed);
+	uint64_t t = *now;
+	uint64_t t0 = noticed && noticed < t ? noticed : t;
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
@@ -374,9 +402,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			want = q->nfree;
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
-		bool empty;
-		const struct vqs_mem_table *t;
-		unsigned n = pop_pinned(w, q, want, t0, &empty, &t);
+		bool empty = true;
+		const struct vqs_mem_table *tab = NULL;
+		unsigned n = ring_looks_empty(q) ? 0 : pop_pinned(w, q, want, t0, &empty, &tab);
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -386,19 +414,20 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				end = TURN_DRAINED;
 			break;
 		}
-		now = vqs_now_ns();
-		q->last_work_ns = now;
-		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), now);
+		/* Found at t (the last clock read, just before this pop): what the rate estimate and
+		 * the poll timeout need, at poll-loop resolution. */
+		q->last_work_ns = t;
+		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		uint64_t b = 0;
 		for (unsigned i = 0; i < n; i++)
 			b += (uint64_t)w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
-		unsigned taken = hand_over(w, q, n, t);
+		unsigned taken = hand_over(w, q, n, tab, &t);
 		flush_call(q);
 		pkts += taken;
 		bytes += b;
 		stat_add(&q->c.bytes, b);
-		t0 = vqs_now_ns();
+		t0 = t;
 		if (empty && taken == n) {
 			end = TURN_DRAINED;
 			break;
@@ -407,6 +436,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	vqs_mem_read_unlock();
 	used->pkts = pkts;
 	used->bytes = bytes;
+	*now = t;
 	return end;
 }
 
@@ -529,7 +559,8 @@ static void worker_sleep(struct sched_worker *w)
 /* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
  * queues between turns: after every turn that served requests and goes back on the list (so a
  * kicked queue gets on the list before it), and every EVENT_CHECK_TURNS turns otherwise (empty
- * polls). */
+ * polls). A group with one queue has no other queue a kick could bring in, so it never looks:
+ * that epoll_wait was a system call per request for a busy-polled queue. */
 #define EVENT_CHECK_TURNS 32u
 /* Re-arm races served within one turn before the queue goes back on the list. */
 #define MAX_REARMS 4u
@@ -542,28 +573,71 @@ static void check_events(struct sched_worker *w, uint64_t now)
 		dispatch(w, ev, n, now);
 }
 
-static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+/*
+ * q stays polled and its worker could only take it again: it is the one queue of the group,
+ * nothing else is listed, and no control thread waits for it. Then the next poll runs right here,
+ * as part of the same turn: no trip through the ready list (lock, list and state RMWs), which is
+ * most of what a busy-polling worker spends between two requests. A wake meanwhile only sets
+ * PENDING (the queue is RUNNING), and each poll reaps handed-over completions itself.
+ */
+static bool poll_again_here(struct sched_worker *w, struct vqs_queue *q)
 {
-	if (!take_turn(q))
-		return;
-	uint64_t start = vqs_now_ns(), now = start;
-	if (atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
+	struct sched_group *g = w->g;
+	return atomic_load_explicit(&g->nqueues, memory_order_relaxed) <= 1 &&
+	       atomic_load_explicit(&g->nready, memory_order_relaxed) <= 0 &&
+	       !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ);
+}
+
+/* Light polls between two turns of a queue polled in place (see spin_for_work). */
+#define SPIN_POLLS 64u
+
+/*
+ * Between two turns of a queue polled in place, poll it lightly: look at the avail index and the
+ * handed-over completions only, up to SPIN_POLLS times, inside one read-side section (bounded: a
+ * few microseconds, so a memory-table replacement waiting for a grace period is not held up).
+ * A full turn costs a clock read (the poll timeout), a memory-table pin and the counters; doing
+ * one per SPIN_POLLS empty polls instead of one per poll makes the loop that waits for the next
+ * request a few loads long, which is what a request arriving at a polled queue waits for.
+ * Returns whether it saw work (or something else to look at: a pause request, a listed queue).
+ */
+static bool spin_for_work(struct sched_worker *w, struct vqs_queue *q)
+{
+	unsigned i = 0;
+	vqs_mem_read_lock();
+	while (i < SPIN_POLLS && lf_empty(&q->done) && ring_looks_empty(q) && poll_again_here(w, q))
+		i++;
+	vqs_mem_read_unlock();
+	stat_add(&q->c.polls, i);
+	stat_add(&q->c.empty_polls, i);
+	stat_add(&w->c.polls, i);
+	stat_add(&w->c.empty_polls, i);
+	return i < SPIN_POLLS;
+}
+
+/* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
+ * Returns whether the queue goes back on the list; *pkts: requests it served. */
+static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
+{
+	uint64_t start = *now;
+	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
+	if (atomic_load_explicit(&q->wake_req, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
 		q->parked = false;
 	struct turn_budget used = {0, 0};
-	enum turn_end end;
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
-		end = serve(w, q, now, &used);
-		now = vqs_now_ns();
+		enum turn_end end = serve(w, q, now, &used);
 		if (end != TURN_DRAINED) {
 			again = end == TURN_BUDGET;
 			break;
 		}
 		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
 		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
-		 * that keeps saying "more" without yielding any goes back on the list instead. */
+		 * that keeps saying "more" without yielding any goes back on the list instead. The
+		 * clock is read here, once per empty poll: poll timeouts need the present. */
+		*now = vqs_now_ns();
 		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
-			q->s->pol->keep_polling(q->s, q, now); /* no kick fd: only polling sees work */
+			q->s->pol->keep_polling(q->s, q, *now); /* no kick fd: only polling sees work */
 		if (again || !rearm_finds_more(q))
 			break;
 		if (rearms == MAX_REARMS) {
@@ -572,9 +646,23 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 		}
 	}
 	stat_add(&q->c.turns, 1);
-	stat_add(&q->c.busy_ns, now - start);
+	stat_add(&q->c.busy_ns, *now - start);
 	stat_add(&w->c.turns, 1);
-	if ((again && used.pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS) {
+	*pkts = used.pkts;
+	return again;
+}
+
+static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+{
+	if (!take_turn(q))
+		return;
+	uint64_t now = vqs_now_ns(), pkts;
+	bool again;
+	while ((again = one_turn(w, q, &now, &pkts)) && poll_again_here(w, q))
+		if (spin_for_work(w, q))
+			now = vqs_now_ns(); /* when the work was found: its latency starts here */
+	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
+	    ((again && pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS)) {
 		w->turns_since_check = 0;
 		check_events(w, now);
 	}

@@ -18,16 +18,22 @@
 
 #define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX))
 
-static struct vqs_sched *sched(enum vqs_policy p, unsigned nworkers)
+static struct vqs_sched *sched_poll_timeout(enum vqs_policy p, unsigned nworkers,
+					     uint32_t poll_timeout_us)
 {
 	struct vqs_sched_opts so;
 	vqs_sched_opts_init(&so);
 	so.policy = p;
 	so.nworkers = nworkers;
-	so.poll_timeout_us = 20;
+	so.poll_timeout_us = poll_timeout_us;
 	struct vqs_sched *s;
 	assert_int_equal(vqs_sched_create(&s, &so), 0);
 	return s;
+}
+
+static struct vqs_sched *sched(enum vqs_policy p, unsigned nworkers)
+{
+	return sched_poll_timeout(p, nworkers, 20);
 }
 
 static struct traffic_cfg cfg_for(unsigned long total)
@@ -160,6 +166,30 @@ static void test_live_detach_reattach_mid_stream(void **state)
 	vqs_sched_destroy(other);
 }
 
+/*
+ * Every detach and pause lands in the middle of a turn: busy-poll without a timeout never lets a
+ * queue go idle, so the control thread always waits for a running worker to hand the queue over
+ * (RUNNING -> PAUSED at the end of its turn, or while it polls the queue without requeueing it)
+ * and then frees it. A worker that touched the queue after that hand-over reads freed memory
+ * (TSan and ASan builds report it); one that kept polling without looking for the pause request
+ * would hang detach (the test times out).
+ */
+static void test_live_detach_and_pause_while_polled(void **state)
+{
+	struct vqs_sched *s = sched_poll_timeout(VQS_POLICY_POLL, 2, 0);
+	other = sched_poll_timeout(VQS_POLICY_POLL, 1, 0);
+	struct traffic_cfg c = cfg_for(100000);
+	c.nqueues = 2; /* worker 1 polls one queue alone: the turn that never ends by itself */
+	unsigned n = run_with(s, c, detach_round, 300);
+	printf("%u detach/attach rounds\n", n);
+	assert_true(n > 0);
+	n = run_with(s, c, pause_round, 300);
+	printf("%u pauses\n", n);
+	assert_true(n > 0);
+	vqs_sched_destroy(s);
+	vqs_sched_destroy(other);
+}
+
 static void idle_round(struct traffic *t, unsigned round) {}
 
 static void test_live_set_fds_mid_stream(void **state)
@@ -181,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_live_policy_change_cycles_all_policies),
 		cmocka_unit_test(test_live_pause_resume),
 		cmocka_unit_test(test_live_detach_reattach_mid_stream),
+		cmocka_unit_test(test_live_detach_and_pause_while_polled),
 		cmocka_unit_test(test_live_set_fds_mid_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
