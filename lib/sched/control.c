@@ -326,7 +326,7 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
 	o.size = sizeof(o);
 	if (!sched_policy_get(o.policy) || (unsigned)o.placement > VQS_PLACE_AUTO ||
-	    !o.nworkers || o.nworkers > SCHED_MAX_WORKERS || !o.batch_max || o.batch_max > 256 ||
+	    !o.nworkers || o.nworkers > SCHED_MAX_WORKERS || !o.batch_max || o.batch_max > SCHED_BATCH_MAX ||
 	    !o.budget_pkts || !o.budget_bytes ||
 	    (o.placement == VQS_PLACE_PIN && !CPU_COUNT(&o.cpus)))
 		return -EINVAL;

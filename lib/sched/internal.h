@@ -45,6 +45,7 @@
 
 /* Queues one scheduler can hold at once (size of the epoll key table). */
 #define SCHED_MAX_QUEUES 4096u
+#define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
 #define SCHED_BELL_KEY UINT64_MAX
 
 /* Request slot states, as the queue's owner sees them. */
@@ -159,8 +160,9 @@ struct sched_worker {
 	int numa_node;         /* AUTO: node its memory should come from; -1 = any */
 	struct w_counters c;
 	unsigned turns_since_check;
-	struct vqs_elem giveback[256]; /* scratch for vqs_vq_unpop */
-	struct req_slot *batch[256];
+	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
+	struct req_slot *batch[SCHED_BATCH_MAX];
+	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
 };
 
 /* A policy's decisions, plugged into the one worker loop (worker.c). */

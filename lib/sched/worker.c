@@ -421,10 +421,13 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		q->last_work_ns = t;
 		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
-		uint64_t b = 0;
 		for (unsigned i = 0; i < n; i++)
-			b += (uint64_t)w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
 		unsigned taken = hand_over(w, q, n, tab, &t);
+		/* Only what the handler took counts against the budget: given-back chains come again. */
+		uint64_t b = 0;
+		for (unsigned i = 0; i < taken; i++)
+			b += w->batch_bytes[i];
 		flush_call(q);
 		pkts += taken;
 		bytes += b;
