@@ -73,7 +73,7 @@ static bool two_cpus(int *a, int *b)
 
 static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
-	int a, b;
+	int a = -1, b = -1;
 	if (!two_cpus(&a, &b))
 		skip();
 	struct vqs_ksim_seed2023_opts o;
