@@ -2,7 +2,9 @@
 # Side by side: vqs-switch versus dpdk-testpmd (io mode between two net_vhost ports), both
 # forwarding 64-byte frames between the same virtio-user ports, the forwarder on CPU 1 and the
 # traffic on CPU 0. Runs are interleaved; prints each run and the medians of: delivered Mpps,
-# the forwarder's CPU use while forwarding, and in the 2 s after traffic stops (/proc/PID/stat).
+# the forwarder's CPU use while forwarding, and in the 2 s after traffic stops (/proc/PID/stat),
+# and the forwarder's CPU time per delivered frame (ns; on a shared machine the forwarder gets a
+# varying share of its CPU, which moves Mpps far more than this).
 #
 #   MODE=txrx  one testpmd transmits (txonly) into port 0, another receives (rxonly) from port 1
 #              (default). On a 2-CPU machine both traffic testpmds spin on CPU 0 and take turns
@@ -11,6 +13,8 @@
 #              sends each frame it receives back out of the other port: frames circle through the
 #              forwarder, and the receiving side is never descheduled behind a second spinner.
 #
+#   SWITCH_ARGS="--batch 64" adds options to vqs-switch's command line (its defaults otherwise).
+#
 #   RUNS=3 SECS=3 POLICY=adaptive VQS_BUILD_DIR=build/test-plain scripts/bench-vhost-user.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +22,7 @@ cd "$(dirname "$0")/.."
 interop_init bench_vu
 need_peer_packages dpdk dpdk-dev
 RUNS=${RUNS:-3} SECS=${SECS:-3} POLICY=${POLICY:-adaptive} MODE=${MODE:-txrx}
+SWITCH_ARGS=${SWITCH_ARGS:-}
 HZ=$(getconf CLK_TCK)
 MAC0=02:00:00:00:00:01 MAC1=02:00:00:00:00:02
 
@@ -55,7 +60,7 @@ rx_pps_median() {
 
 median() { sort -n | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : 0}'; }
 
-measure() { # measure DIR FWDPID: prints "mpps busy_cpu% idle_cpu%"
+measure() { # measure DIR FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame"
   local dir=$1 fwd=$2 c0 c1 c1b c2 t0 t1 l0 l1 pid
   sleep 1 # past the ramp
   t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd"); l0=$(wc -l <"$RXLOG")
@@ -70,13 +75,14 @@ measure() { # measure DIR FWDPID: prints "mpps busy_cpu% idle_cpu%"
   [ "$MODE" = loop ] && ports=2 # both ports receive; the median is per port
   pps=$(rx_pps_median "$RXLOG" "$l0" "$l1")
   awk -v r="$pps" -v p=$ports -v b=$((c1 - c0)) -v i=$((c2 - c1b)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { printf "%.3f %.0f %.1f\n", r * p / 1e6, 100 * b / hz / (t1 - t0), 100 * i / hz / 2 }'
+    'BEGIN { pps = r * p; cpu = b / hz / (t1 - t0)
+             printf "%.3f %.0f %.1f %.0f\n", pps / 1e6, 100 * cpu, 100 * i / hz / 2, pps ? 1e9 * cpu / pps : 0 }'
 }
 
 run_switch() {
   local dir=$WORK/sw$1; mkdir -p "$dir"
   spawn "$dir/switch.log" taskset -c 1 "$SWITCH" --socket "$dir/p0" --socket "$dir/p1" \
-    --policy "$POLICY" --workers 1
+    --policy "$POLICY" --workers 1 $SWITCH_ARGS
   local sw=$SPAWNED
   wait_for "[ -S $dir/p0 ] && [ -S $dir/p1 ]" 10 || fail "switch sockets missing"
   traffic "$dir"
@@ -97,7 +103,7 @@ run_testpmd() {
   stop_pid "$fwd" INT
 }
 
-echo "bench-vhost-user: mode=$MODE policy=$POLICY runs=$RUNS secs=$SECS (Mpps busy% idle%)"
+echo "bench-vhost-user: mode=$MODE policy=$POLICY switch_args='$SWITCH_ARGS' runs=$RUNS secs=$SECS (Mpps busy% idle% ns/frame)"
 : >"$WORK/sw.txt"; : >"$WORK/tp.txt"
 for r in $(seq "$RUNS"); do
   # Not in $(...): the processes a run starts must be known to this shell's exit trap.
@@ -106,5 +112,5 @@ for r in $(seq "$RUNS"); do
 done
 for n in sw tp; do
   f=$WORK/$n.txt
-  echo "median $n: Mpps=$(awk '{print $1}' "$f" | median) busy_cpu%=$(awk '{print $2}' "$f" | median) idle_cpu%=$(awk '{print $3}' "$f" | median)"
+  echo "median $n: Mpps=$(awk '{print $1}' "$f" | median) busy_cpu%=$(awk '{print $2}' "$f" | median) idle_cpu%=$(awk '{print $3}' "$f" | median) cpu_ns/frame=$(awk '{print $4}' "$f" | median)"
 done

@@ -222,7 +222,10 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		}
 		/* One snapshot of the header: the addresses switched on are the ones delivered. */
 		struct frame_src f = { .e = e, .hl = hl, .eth = eth, .len = e->out_len - (uint32_t)hl };
-		iov_read(e->iov, e->out_num, hl, eth, ETH_HDR);
+		if (e->iov[0].iov_len >= hl + ETH_HDR) /* the usual layout: a fixed-size copy */
+			memcpy(eth, (const uint8_t *)e->iov[0].iov_base + hl, ETH_HDR);
+		else
+			iov_read(e->iov, e->out_num, hl, eth, ETH_HDR);
 		bool flood;
 		uint64_t to;
 		if (have_last && !memcmp(eth, last, sizeof(last))) {

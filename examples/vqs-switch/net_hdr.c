@@ -14,6 +14,11 @@ size_t sw_net_hdr_len(uint64_t features)
 
 void sw_net_hdr_rx(uint8_t *out, size_t hdr_len, uint16_t num_buffers)
 {
-	struct sw_net_hdr h = { .num_buffers = num_buffers }; /* little-endian host */
-	memcpy(out, &h, hdr_len);
+	/* Fixed-size stores the compiler inlines (this runs per frame), num_buffers little-endian
+	 * as virtio 1.x lays it out. */
+	memset(out, 0, SW_NET_HDR_LEGACY);
+	if (hdr_len == SW_NET_HDR_MAX) {
+		out[SW_NET_HDR_LEGACY] = (uint8_t)num_buffers;
+		out[SW_NET_HDR_LEGACY + 1] = (uint8_t)(num_buffers >> 8);
+	}
 }
