@@ -20,8 +20,9 @@ static int spawn(struct blk_env *e)
 		return -errno;
 	if (pid == 0) {
 		execl(VQS_BLK_BIN, "vqs-blk", "--socket", e->sock, "--file", e->file, "--queues",
-		      queues, "--workers", "2", "--policy", "pool", "--io-threads", "4", "--latency-us", "300", "--serial", "vqs-test-disk",
-		      (char *)NULL);
+		      queues, "--workers", "2", "--policy", "pool", "--io-threads", "4",
+		      "--latency-us", "300", "--serial", "vqs-test-disk",
+		      e->client ? "--client" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	e->pid = pid;
@@ -34,10 +35,11 @@ static int connect_setup(struct blk_env *e)
 	return r < 0 ? r : vqs_vu_frontend_setup(e->f);
 }
 
-int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues)
+int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client)
 {
 	static unsigned seq;
 	memset(e, 0, sizeof(*e));
+	e->client = client;
 	snprintf(e->sock, sizeof(e->sock), "/tmp/vqs-blk-test-%d-%u.sock", (int)getpid(), seq);
 	snprintf(e->file, sizeof(e->file), "/tmp/vqs-blk-test-%d-%u.img", (int)getpid(), seq++);
 	e->disk_bytes = bytes;
@@ -53,6 +55,7 @@ int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues)
 	struct vqs_vu_frontend_opts o;
 	vqs_vu_frontend_opts_init(&o);
 	o.path = e->sock;
+	o.server = client;
 	o.num_queues = queues;
 	o.queue_size = 128;
 	o.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(BLK_F_FLUSH) |

@@ -25,13 +25,14 @@ struct blk_env {
 	char sock[108], file[108];
 	uint64_t disk_bytes;
 	uint16_t queues;
+	bool client; /* vqs-blk connects (--client) to our listening frontend */
 	pid_t pid; /* the running vqs-blk, 0 when none */
 	struct vqs_vu_frontend *f;
 };
 
-/* Fresh socket and disk paths, the disk created with `bytes`; vqs-blk started and a frontend with
- * `queues` queues connected and set up. 0 or -errno. */
-int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues);
+/* Fresh socket and disk paths, the disk created with `bytes`; vqs-blk started (in client mode:
+ * connecting to us) and a frontend with `queues` queues connected and set up. 0 or -errno. */
+int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client);
 /* Frontend destroyed, vqs-blk stopped with SIGTERM; returns its exit status (0 = clean). */
 int blk_env_stop(struct blk_env *e);
 /* SIGKILL vqs-blk and reap it. 0 or -errno. */

@@ -212,7 +212,7 @@ static void read_back(struct blk_env *e, unsigned gens)
 
 static void run_pattern(struct blk_env *e, unsigned gens, unsigned kills)
 {
-	assert_int_equal(blk_env_start(e, (uint64_t)DISK_BLOCKS * BLOCK, QUEUES), 0);
+	assert_int_equal(blk_env_start(e, (uint64_t)DISK_BLOCKS * BLOCK, QUEUES, false), 0);
 	struct stream st = { .e = e };
 	for (unsigned i = 0; i < NSLOT; i++)
 		assert_int_equal(blk_slot_alloc(e, &st.r[i].s, MAX_RUN * BLOCK), 0);

@@ -26,18 +26,28 @@ struct ctx {
 	struct blk_slot s;
 };
 
-static int setup(void **state)
+/* One vqs-blk for a group of tests; with `client`, vqs-blk connects to a listening frontend. */
+static int start(void **state, uint16_t queues, bool client)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
-	if (!c || blk_env_start(&c->e, DISK, 1) < 0 || blk_slot_alloc(&c->e, &c->s, 64 * 1024) < 0)
+	if (!c)
 		return -1;
 	*state = c;
-	return 0;
+	return blk_env_start(&c->e, DISK, queues, client) < 0 ||
+			       blk_slot_alloc(&c->e, &c->s, 64 * 1024) < 0
+		       ? -1
+		       : 0;
 }
 
+static int setup(void **state) { return start(state, 1, false); }
+static int setup_client(void **state) { return start(state, 2, true); }
+
+/* Also after a failed setup or assertion: no vqs-blk is left running. */
 static int teardown(void **state)
 {
 	struct ctx *c = *state;
+	if (!c)
+		return -1;
 	int status = blk_env_stop(&c->e);
 	free(c);
 	return status == 0 ? 0 : -1;
@@ -188,6 +198,17 @@ static void test_hostile_discard_segments_checked(void **state)
 	assert_int_equal(rq(c, BLK_T_DISCARD, 0, 0), BLK_S_IOERR);
 }
 
+/* vqs-blk --client connects to a listening frontend and serves it the same way. */
+static void test_client_mode_serves_a_listening_frontend(void **state)
+{
+	struct ctx *c = *state;
+	memset(data(c, 4096), 0x3c, 4096);
+	assert_int_equal(rq(c, BLK_T_OUT, 16, 4096), BLK_S_OK);
+	memset(data(c, 4096), 0, 4096);
+	assert_int_equal(rq(c, BLK_T_IN, 16, 4096), BLK_S_OK);
+	assert_int_equal(data(c, 4096)[4095], 0x3c);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -205,5 +226,9 @@ int main(void)
 		cmocka_unit_test(test_hostile_write_with_writable_data_is_ioerr),
 		cmocka_unit_test(test_hostile_discard_segments_checked),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	const struct CMUnitTest client[] = {
+		cmocka_unit_test(test_client_mode_serves_a_listening_frontend),
+	};
+	int failed = cmocka_run_group_tests(tests, setup, teardown);
+	return failed + cmocka_run_group_tests(client, setup_client, teardown);
 }
