@@ -14,6 +14,13 @@
  * The fds are eventfds for SET_VRING_KICK/CALL/ERR and, for every other request, the same 1 MiB
  * memfd (so SET_MEM_TABLE, ADD_MEM_REG and SET_INFLIGHT_FD can map real memory). A declared size
  * larger than what follows is sent as is: the backend must cope with the short message.
+ *
+ * Each input is a whole session (accept, handshake, ring start, teardown with an RCU grace
+ * period), so expect about a hundred executions per second. For a long run:
+ *   CC=clang cmake -S . -B build/fuzz -DVQS_BUILD_FUZZ=ON -DVQS_BUILD_EXAMPLES=OFF \
+ *     -DVQS_BUILD_BENCH=OFF && cmake --build build/fuzz --target fuzz_vhost_user
+ *   mkdir -p /tmp/vu && cp tests/fuzz/corpus/vhost_user/* /tmp/vu/
+ *   build/fuzz/tests/fuzz/fuzz_vhost_user -max_total_time=14400 /tmp/vu
  */
 #include <errno.h>
 #include <fcntl.h>
