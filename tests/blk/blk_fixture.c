@@ -15,14 +15,19 @@ static int spawn(struct blk_env *e)
 {
 	char queues[16];
 	snprintf(queues, sizeof(queues), "%u", e->queues);
+	const char *argv[24] = { "vqs-blk", "--socket", e->sock, "--file", e->file, "--queues",
+				 queues, "--workers", "2", "--policy", "pool", "--io-threads", "4",
+				 "--latency-us", "300", "--serial", "vqs-test-disk" };
+	unsigned n = 17;
+	if (e->packed)
+		argv[n++] = "--packed";
+	if (e->client)
+		argv[n++] = "--client";
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		execl(VQS_BLK_BIN, "vqs-blk", "--socket", e->sock, "--file", e->file, "--queues",
-		      queues, "--workers", "2", "--policy", "pool", "--io-threads", "4",
-		      "--latency-us", "300", "--serial", "vqs-test-disk",
-		      e->client ? "--client" : (char *)NULL, (char *)NULL);
+		execv(VQS_BLK_BIN, (char *const *)argv);
 		_exit(127);
 	}
 	e->pid = pid;
@@ -35,11 +40,12 @@ static int connect_setup(struct blk_env *e)
 	return r < 0 ? r : vqs_vu_frontend_setup(e->f);
 }
 
-int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client)
+static int start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client, bool packed)
 {
 	static unsigned seq;
 	memset(e, 0, sizeof(*e));
 	e->client = client;
+	e->packed = packed;
 	snprintf(e->sock, sizeof(e->sock), "/tmp/vqs-blk-test-%d-%u.sock", (int)getpid(), seq);
 	snprintf(e->file, sizeof(e->file), "/tmp/vqs-blk-test-%d-%u.img", (int)getpid(), seq++);
 	e->disk_bytes = bytes;
@@ -59,7 +65,8 @@ int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool clien
 	o.num_queues = queues;
 	o.queue_size = 128;
 	o.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(BLK_F_FLUSH) |
-		     VQS_BIT(BLK_F_MQ) | VQS_BIT(BLK_F_DISCARD);
+		     VQS_BIT(BLK_F_MQ) | VQS_BIT(BLK_F_DISCARD) |
+		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
 	o.mem_size = 8u << 20;
 	o.timeout_ms = 10000;
 	if (r == 0)
@@ -67,6 +74,16 @@ int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool clien
 	if (r == 0)
 		r = connect_setup(e);
 	return r;
+}
+
+int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client)
+{
+	return start(e, bytes, queues, client, false);
+}
+
+int blk_env_start_packed(struct blk_env *e, uint64_t bytes, uint16_t queues)
+{
+	return start(e, bytes, queues, false, true);
 }
 
 static int reap(pid_t pid)

@@ -26,6 +26,7 @@ struct blk_env {
 	uint64_t disk_bytes;
 	uint16_t queues;
 	bool client; /* vqs-blk connects (--client) to our listening frontend */
+	bool packed; /* packed rings (set before blk_env_start's frontend setup: see below) */
 	pid_t pid; /* the running vqs-blk, 0 when none */
 	struct vqs_vu_frontend *f;
 };
@@ -33,6 +34,8 @@ struct blk_env {
 /* Fresh socket and disk paths, the disk created with `bytes`; vqs-blk started (in client mode:
  * connecting to us) and a frontend with `queues` queues connected and set up. 0 or -errno. */
 int blk_env_start(struct blk_env *e, uint64_t bytes, uint16_t queues, bool client);
+/* The same with packed rings offered by vqs-blk (--packed) and wanted by the frontend. */
+int blk_env_start_packed(struct blk_env *e, uint64_t bytes, uint16_t queues);
 /* Frontend destroyed, vqs-blk stopped with SIGTERM; returns its exit status (0 = clean). */
 int blk_env_stop(struct blk_env *e);
 /* SIGKILL vqs-blk and reap it. 0 or -errno. */

@@ -210,9 +210,12 @@ static void read_back(struct blk_env *e, unsigned gens)
 	assert_int_equal(bad, 0);
 }
 
-static void run_pattern(struct blk_env *e, unsigned gens, unsigned kills)
+static void run_pattern(struct blk_env *e, unsigned gens, unsigned kills, bool packed)
 {
-	assert_int_equal(blk_env_start(e, (uint64_t)DISK_BLOCKS * BLOCK, QUEUES, false), 0);
+	uint64_t bytes = (uint64_t)DISK_BLOCKS * BLOCK;
+	assert_int_equal(packed ? blk_env_start_packed(e, bytes, QUEUES)
+				: blk_env_start(e, bytes, QUEUES, false), 0);
+	assert_int_equal(!!(vqs_vu_frontend_features(e->f) & VQS_BIT(VQS_F_RING_PACKED)), packed);
 	struct stream st = { .e = e };
 	for (unsigned i = 0; i < NSLOT; i++)
 		assert_int_equal(blk_slot_alloc(e, &st.r[i].s, MAX_RUN * BLOCK), 0);
@@ -280,12 +283,17 @@ static int teardown(void **state)
 
 static void test_pattern_without_kills_reads_back(void **state)
 {
-	run_pattern(*state, 1, 0);
+	run_pattern(*state, 1, 0, false);
 }
 
 static void test_sigkill_restart_6_times_no_block_lost_or_torn(void **state)
 {
-	run_pattern(*state, 4, 6);
+	run_pattern(*state, 4, 6, false);
+}
+
+static void test_packed_sigkill_restart_6_times_no_block_lost_or_torn(void **state)
+{
+	run_pattern(*state, 4, 6, true);
 }
 
 int main(void)
@@ -296,6 +304,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_restart_6_times_no_block_lost_or_torn,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_packed_sigkill_restart_6_times_no_block_lost_or_torn, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
