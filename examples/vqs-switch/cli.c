@@ -17,7 +17,7 @@ static const char usage[] =
 	"  --cpus LIST          CPUs for pin/auto, e.g. 0-1,3\n"
 	"  --busy-cpus LIST     CPUs auto placement keeps off (vCPUs)\n"
 	"  --poll-us US         poll policy: idle spin before sleeping (default 50)\n"
-	"  --batch N            most frames or buffers per handler call (default 32, up to 256)\n"
+	"  --batch N            most frames or buffers per handler call (default 64, up to 256)\n"
 	"  --packed             offer packed rings (used when the frontend negotiates them)\n"
 	"  --no-mrg-rxbuf       do not offer mergeable receive buffers\n"
 	"  --mac-age S          forget addresses silent for S seconds (default 300)\n"
@@ -86,10 +86,6 @@ int sw_cli_parse(struct sw_cli *c, int argc, char **argv)
 	sw_opts_init(&c->sw);
 	vqs_sched_opts_init(&c->sched);
 	c->sched.policy = VQS_POLICY_ADAPTIVE;
-	/* A receive queue is handed a batch of buffers whatever the number of frames staged for it,
-	 * and gives the unused ones back to the ring (popped, translated, unpopped): 32 (testpmd's
-	 * default burst) keeps that waste small while a transmit batch still amortises a turn. */
-	c->sched.batch_max = SW_BATCH_DEFAULT;
 	c->sw.paths = c->paths;
 	unsigned long v;
 	int opt;

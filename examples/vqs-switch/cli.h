@@ -7,8 +7,6 @@
 
 #include "switch.h"
 
-#define SW_BATCH_DEFAULT 32u /* the scheduler's batch_max for the switch (--batch) */
-
 struct sw_cli {
 	const char *paths[SW_MAX_PORTS];
 	struct sw_opts sw;      /* nports/paths/client/packed/mrg/ages; sched left NULL */
