@@ -3,10 +3,10 @@
  * Forwarding. A port's transmit handler reads each frame's Ethernet header out of the guest once
  * (the addresses it switches on are the bytes it delivers), learns the source address, picks the
  * destinations (the learned port, or every other port for broadcast, multicast and unknown
- * addresses) and copies the frame straight from the guest's buffers into the first destination's
- * staging ring (later flood destinations copy that slot). The destination's receive handler moves
- * staged frames into its guest's receive buffers: two copies per frame, as testpmd's io forwarding
- * between vhost ports makes (guest to mbuf to guest).
+ * addresses) and copies the frame straight from the guest's buffers into the destination's
+ * staging ring (a frame with several destinations through one snapshot of it). The destination's
+ * receive handler moves staged frames into its guest's receive buffers: two copies per frame, as
+ * testpmd's io forwarding between vhost ports makes (guest to mbuf to guest).
  *
  * Nothing taken from a guest is lost without a counter:
  *  - a full staging ring makes the sender give the rest of its batch back (handler return) and
@@ -134,21 +134,21 @@ static void hold(struct sw_port **held, struct sw_port *to)
 }
 
 /* Where a frame being staged comes from: the sender's transmit chain, with the Ethernet header
- * taken from the snapshot the switching decision was made on, or (for the second and later
- * destinations of a flood) the copy already staged for the first, so that every destination gets
- * the same bytes. */
+ * taken from the snapshot the switching decision was made on, or, for a frame with several
+ * destinations, a snapshot of the whole frame, so that every destination gets the same bytes
+ * (not another destination's slot: that belongs to its receive handler once its lock is let go). */
 struct frame_src {
 	const struct vqs_elem *e;
 	size_t hl;
-	const uint8_t *eth;    /* ETH_HDR bytes */
-	const uint8_t *staged; /* the whole frame once staged somewhere, else NULL */
+	const uint8_t *eth;   /* ETH_HDR bytes */
+	const uint8_t *whole; /* the whole frame, or NULL: copy from the chain */
 	uint32_t len;
 };
 
 /* Append a frame to to's staging ring, to being held (locked): 0 when staged or counted as
  * dropped, -EAGAIN when the sender must wait for room (it is then registered as a waiter). */
 static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
-		struct frame_src *f, uint64_t now, bool flood)
+		const struct frame_src *f, uint64_t now, bool flood)
 {
 	if (!to->rxq) {
 		/* A flood reaches the ports that are up; only a frame meant for this port is lost. */
@@ -170,13 +170,12 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 	struct sw_slot *s = &to->slots[(to->head + to->count) & (SW_STAGE_SLOTS - 1)];
 	uint8_t *d = s->buf + SW_NET_HDR_MAX;
 	s->len = f->len;
-	if (f->staged) {
-		memcpy(d, f->staged, f->len);
+	if (f->whole) {
+		memcpy(d, f->whole, f->len);
 	} else {
 		/* The only copy out of the guest's buffer, straight into the slot. */
 		memcpy(d, f->eth, ETH_HDR);
 		iov_read(f->e->iov, f->e->out_num, f->hl + ETH_HDR, d + ETH_HDR, f->len - ETH_HDR);
-		f->staged = d;
 	}
 	to->count++;
 	if (to->rx_parked) {
@@ -196,7 +195,7 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0;
 	/* The previous frame's addresses and where they led: a batch is mostly one flow, which then
 	 * costs one learn and one lookup. A table change meanwhile is seen by the next batch. */
-	uint8_t eth[ETH_HDR], last[12];
+	uint8_t eth[ETH_HDR], last[12], whole[SW_FRAME_MAX];
 	uint64_t last_to = 0;
 	bool last_flood = false, have_last = false;
 	unsigned i, fetched = 0;
@@ -241,6 +240,11 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		if (!to && !before)
 			sw_count(&a->c.drop[SW_DROP_FILTERED], 1);
 		to &= ~before;
+		if (to & (to - 1)) {
+			memcpy(whole, eth, ETH_HDR);
+			iov_read(e->iov, e->out_num, hl + ETH_HDR, whole + ETH_HDR, f.len - ETH_HDR);
+			f.whole = whole;
+		}
 		uint64_t done = before;
 		for (unsigned d = 0; to; d++) {
 			if (!(to & bit(d)))
