@@ -5,11 +5,12 @@
 #include <string.h>
 
 /*
- * A chain of the scheduler's default 16 iovecs holds the header, the data and the status byte,
- * so a request may carry 14 data segments: seg_max tells the guest (a longer chain would break
- * the queue).
+ * A request's chain holds the header, the data segments and the status byte; the device asks the
+ * scheduler for IOV_PER_REQ iovecs per request and tells the guest seg_max = IOV_PER_REQ - 2 (a
+ * longer chain would break the queue). 128 matches what Linux's virtio-blk uses by default.
  */
-#define SEG_MAX 14
+#define IOV_PER_REQ 130
+#define SEG_MAX (IOV_PER_REQ - 2)
 #define MAX_DISCARD_SECTORS (32u << 11) /* 32 MiB per segment */
 #define MAX_DISCARD_SEG 16
 
@@ -85,6 +86,7 @@ int blk_dev_init(struct blk_dev *dev, const struct blk_dev_opts *o, const struct
 		.queue_handler = queue_handler,
 		.get_config = get_config,
 		.set_config = set_config,
+		.iov_per_req = IOV_PER_REQ,
 	};
 	return 0;
 }

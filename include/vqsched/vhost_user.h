@@ -190,6 +190,9 @@ struct vqs_vu_device_ops {
 	void (*queue_state)(void *opaque, unsigned qidx, struct vqs_queue *q);
 	/* The frontend connected (true) or went away (false; every queue already stopped). */
 	void (*connection)(void *opaque, bool connected);
+	/* Iovecs one request may span (vqs_queue_opts.iov_per_req; 0 = the scheduler's default of
+	 * 16). A device advertising a segment limit (virtio-blk seg_max) sets it to match. */
+	uint16_t iov_per_req;
 };
 
 struct vqs_vu_backend_opts {

@@ -109,6 +109,8 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.vq = r->vq;
 	qo.kick_fd = r->kick_fd;
 	qo.call_fd = r->call_fd;
+	if (b->ops->iov_per_req)
+		qo.iov_per_req = b->ops->iov_per_req;
 	qo.on_broken = ring_broken;
 	qo.on_broken_opaque = r;
 	if (err == 0) {

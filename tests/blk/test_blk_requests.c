@@ -173,6 +173,30 @@ static void test_hostile_header_split_across_buffers_is_accepted(void **state)
 	assert_int_equal(blk_slot_status(&c->e, &c->s), BLK_S_OK);
 }
 
+/* seg_max (config) is what the device serves: a request with that many data segments works. */
+static void test_request_with_seg_max_segments_is_served(void **state)
+{
+	struct ctx *c = *state;
+	enum { SEGS = 64 }; /* well past the scheduler's default of 16 iovecs per request */
+	struct vqs_drv_buf b[SEGS + 2];
+	uint8_t *d = data(c, SEGS * 512);
+	for (unsigned i = 0; i < SEGS * 512; i++)
+		d[i] = (uint8_t)(i * 7 + 3);
+	set_hdr(c, BLK_T_OUT, 16);
+	b[0] = (struct vqs_drv_buf){ c->s.hdr, 16 };
+	for (unsigned i = 0; i < SEGS; i++)
+		b[1 + i] = (struct vqs_drv_buf){ c->s.data + i * 512, 512 };
+	b[SEGS + 1] = (struct vqs_drv_buf){ c->s.status, 1 };
+	assert_int_equal(blk_submit_wait(&c->e, 0, b, SEGS + 1, 1), 1);
+	assert_int_equal(blk_slot_status(&c->e, &c->s), BLK_S_OK);
+	memset(d, 0, SEGS * 512);
+	set_hdr(c, BLK_T_IN, 16);
+	assert_int_equal(blk_submit_wait(&c->e, 0, b, 1, SEGS + 1), SEGS * 512 + 1);
+	assert_int_equal(blk_slot_status(&c->e, &c->s), BLK_S_OK);
+	for (unsigned i = 0; i < SEGS * 512; i++)
+		assert_int_equal(d[i], (uint8_t)(i * 7 + 3));
+}
+
 static void test_hostile_write_with_writable_data_is_ioerr(void **state)
 {
 	struct ctx *c = *state;
@@ -223,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_short_header_is_ioerr),
 		cmocka_unit_test(test_hostile_no_writable_byte_completes_with_nothing),
 		cmocka_unit_test(test_hostile_header_split_across_buffers_is_accepted),
+		cmocka_unit_test(test_request_with_seg_max_segments_is_served),
 		cmocka_unit_test(test_hostile_write_with_writable_data_is_ioerr),
 		cmocka_unit_test(test_hostile_discard_segments_checked),
 	};
