@@ -14,11 +14,15 @@
 
 enum workload { WL_STREAM, WL_RR, WL_SWEEP, WL_IDLE, WL__COUNT };
 enum touch { TOUCH_NONE, TOUCH_READ, TOUCH_COPY };
+/* How the drivers reach the device: rings in one process, or a vhost-user connection. */
+enum transport { TRANSPORT_DIRECT, TRANSPORT_VHOST_USER };
 
 const char *workload_name(enum workload w);
 int workload_parse(const char *s, enum workload *out);
 const char *touch_name(enum touch t);
 int touch_parse(const char *s, enum touch *out);
+const char *transport_name(enum transport t);
+int transport_parse(const char *s, enum transport *out);
 
 /* Where threads run. Lists of CPU numbers; the defaults come from the allowed mask. */
 #define BENCH_MAX_CPUS 64
@@ -36,6 +40,7 @@ struct point {
 	bool packed;          /* VQS_F_RING_PACKED */
 	bool event_idx;       /* VQS_F_EVENT_IDX */
 	bool driver_block;    /* drivers wait for calls on the eventfd instead of spinning */
+	enum transport transport;
 	enum touch touch;
 	unsigned streams;     /* queues */
 	unsigned batch_max;   /* scheduler batch limit */

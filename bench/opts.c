@@ -16,7 +16,7 @@ struct flag {
 	int which; /* dim / scalar index; for K_SC_ENUM the enum parser below */
 };
 
-enum { E_TOUCH, E_LAYOUT, E_WAIT, E_BOOL01 };
+enum { E_TOUCH, E_LAYOUT, E_WAIT, E_TRANSPORT, E_BOOL01 };
 
 static const struct flag flags[] = {
 	{"--preset", "NAME", "preset to run (default: default)", K_STR, 0},
@@ -53,6 +53,9 @@ static const struct flag flags[] = {
 	{"--event-idx", "0|1", "negotiate VIRTIO_F_EVENT_IDX (default 1)", K_SC_ENUM, E_BOOL01},
 	{"--driver-wait", "W", "spin|block: drivers poll for completions or sleep on calls (default spin)",
 	 K_SC_ENUM, E_WAIT},
+	{"--transport", "T", "direct|vhost-user: rings in this process, or served by the library's "
+	 "vhost-user backend to its frontend over a unix socket (default direct)", K_SC_ENUM,
+	 E_TRANSPORT},
 	{"--shared-cpu", "0|1", "owner and drivers on the first CPU (the affinity shape)", K_SC_ENUM,
 	 E_BOOL01 + 1},
 	{"--worker-cpus", "LIST", "CPUs for pinned workers (default: the first allowed CPU)", K_CPUS, 0},
@@ -119,6 +122,13 @@ static int parse_enum(int which, const char *s, struct opts *o)
 			return -EINVAL;
 		o->sc[SC_DRIVER_BLOCK] = !strcmp(s, "block");
 		return 0;
+	case E_TRANSPORT: {
+		enum transport t;
+		if (transport_parse(s, &t))
+			return -EINVAL;
+		o->sc[SC_TRANSPORT] = t;
+		return 0;
+	}
 	default: /* 0|1 flags: E_BOOL01 event_idx, E_BOOL01 + 1 shared_cpu */
 		if (strcmp(s, "0") && strcmp(s, "1"))
 			return -EINVAL;

@@ -232,6 +232,7 @@ static void json_run(FILE *f, const struct result *r)
 	json_str(f, r->key);
 	fprintf(f, ", \"workload\": \"%s\", \"policy\": \"%s\", \"placement\": \"%s\", "
 		   "\"shared_cpu\": %s, \"layout\": \"%s\", \"event_idx\": %s, \"driver_wait\": \"%s\", "
+		   "\"transport\": \"%s\", "
 		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
 		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
@@ -240,7 +241,8 @@ static void json_run(FILE *f, const struct result *r)
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
 		vqs_placement_name(pt->placement), pt->shared_cpu ? "true" : "false",
 		pt->packed ? "packed" : "split", pt->event_idx ? "true" : "false",
-		pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->tx_batch, pt->ring,
+		pt->driver_block ? "block" : "spin", transport_name(pt->transport), pt->streams,
+		pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
 		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
 		pt->inject_ns, pt->duration_ms, r->repeats, r->error, r->worker_cpus);
@@ -312,7 +314,7 @@ int output_csv(const char *path, const struct report *rep)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,streams,"
+	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,transport,streams,"
 		   "batch_max,ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
 	for (unsigned k = 0; k < FIG__COUNT; k++)
 		fprintf(f, ",%s,%s_min,%s_max", fig_names[k], fig_names[k], fig_names[k]);
@@ -320,11 +322,12 @@ int output_csv(const char *path, const struct report *rep)
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
 		const struct point *pt = &r->pt;
-		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
+		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
 			workload_name(pt->workload), vqs_policy_name(pt->policy),
 			vqs_placement_name(pt->placement), r->worker_cpus, pt->shared_cpu,
 			pt->packed ? "packed" : "split",
-			pt->driver_block ? "block" : "spin", pt->streams, pt->batch_max, pt->ring,
+			pt->driver_block ? "block" : "spin", transport_name(pt->transport), pt->streams,
+			pt->batch_max, pt->ring,
 			pt->outstanding, pt->payload, touch_name(pt->touch), (unsigned long long)pt->rate,
 			pt->handler_ns, pt->exit_ns, pt->inject_ns, r->repeats, r->error);
 		for (unsigned k = 0; k < FIG__COUNT; k++)

@@ -132,6 +132,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->event_idx = pick(o, SC_EVENT_IDX, 1);
 	pt->driver_block = pick(o, SC_DRIVER_BLOCK, g->driver_block);
 	pt->shared_cpu = pick(o, SC_SHARED_CPU, g->shared_cpu);
+	pt->transport = (enum transport)pick(o, SC_TRANSPORT, TRANSPORT_DIRECT);
 
 	/* Two CPUs: workers on the first, drivers on the second; the affinity shape puts the
 	 * owner and the drivers on the first and lets the placement decide for the workers. */

@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "cpu.h"
+#include "transport_vu.h"
 
 enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
 
@@ -67,6 +68,7 @@ struct run {
 	struct vqs_gmem *gmem;
 	struct vqs_mem *mem;
 	struct vqs_sched *sched;
+	struct vu_link *vu; /* vhost-user transport: owns gmem, the driver queues and their fds */
 	struct stream *st;
 	struct driver *drv;
 	unsigned buf_len;
@@ -329,6 +331,8 @@ static int stream_init(struct run *r, struct stream *s, uint64_t features)
 		s->free_list[s->nfree++] = pt->ring - 1 - i;
 	}
 	s->next_seq = 1;
+	if (r->vu)
+		return 0; /* rings and eventfds come from the link once it is up (stream_bind_vu) */
 	struct vqs_drv_vq_config dc = {
 		.size = sizeof(dc), .num = pt->ring, .features = features, .gmem = r->gmem};
 	int rc = vqs_drv_vq_create(&s->drv, &dc);
@@ -348,15 +352,30 @@ static int stream_init(struct run *r, struct stream *s, uint64_t features)
 	return 0;
 }
 
+/* Stream i's ends on the vhost-user link: its driver queue, fds and the backend's queue. */
+static void stream_bind_vu(struct run *r, unsigned i)
+{
+	struct stream *s = &r->st[i];
+	struct vu_stream_ends e;
+	vu_link_ends(r->vu, i, &e);
+	s->drv = e.drv;
+	s->kick_fd = e.kick_fd;
+	s->call_fd = e.call_fd;
+	s->q = e.q;
+	if (!r->pt->driver_block)
+		vqs_drv_disable_cb(s->drv); /* a polling guest wants no interrupts */
+}
+
 static void stream_fini(struct stream *s)
 {
+	bool own = !s->run || s->run->pt->transport == TRANSPORT_DIRECT; /* else the link's */
 	if (s->dev)
 		vqs_vq_destroy(s->dev);
-	if (s->drv)
+	if (s->drv && own)
 		vqs_drv_vq_destroy(s->drv);
-	if (s->kick_fd >= 0)
+	if (s->kick_fd >= 0 && own)
 		close(s->kick_fd);
-	if (s->call_fd >= 0)
+	if (s->call_fd >= 0 && own)
 		close(s->call_fd);
 	free(s->slots);
 	free(s->free_list);
@@ -545,10 +564,16 @@ int workload_run(const struct point *pt, struct sample *out)
 	for (unsigned i = 0; i < pt->streams; i++)
 		r.st[i].kick_fd = r.st[i].call_fd = -1;
 	struct vqs_mem_region reg;
-	if ((rc = vqs_gmem_create(&r.gmem, 1ull << 32, arena)))
-		goto out;
-	vqs_gmem_region(r.gmem, &reg);
-	if ((rc = vqs_mem_create(&r.mem)) || (rc = vqs_mem_set(r.mem, &reg, 1)))
+	if (pt->transport == TRANSPORT_VHOST_USER) {
+		/* the backend maps the frontend's memfd itself: no vqs_mem on this side */
+		rc = vu_link_create(&r.vu, pt->streams, pt->ring, features, arena);
+		r.gmem = rc ? NULL : vu_link_gmem(r.vu);
+	} else if (!(rc = vqs_gmem_create(&r.gmem, 1ull << 32, arena))) {
+		vqs_gmem_region(r.gmem, &reg);
+		if (!(rc = vqs_mem_create(&r.mem)))
+			rc = vqs_mem_set(r.mem, &reg, 1);
+	}
+	if (rc)
 		goto out;
 	for (unsigned i = 0; i < pt->streams; i++)
 		if ((rc = stream_init(&r, &r.st[i], features)))
@@ -566,7 +591,15 @@ int workload_run(const struct point *pt, struct sample *out)
 		cpu_pin_self_list(&main_cpus);
 	if (rc)
 		goto out;
+	for (unsigned i = 0; r.vu && i < pt->streams; i++)
+		vu_link_serve(r.vu, i, handler, &r.st[i]);
+	if (r.vu && (rc = vu_link_start(r.vu, r.sched)))
+		goto out;
 	for (unsigned i = 0; i < pt->streams; i++) {
+		if (r.vu) {
+			stream_bind_vu(&r, i);
+			continue;
+		}
 		struct vqs_queue_opts qo;
 		vqs_queue_opts_init(&qo);
 		qo.vq = r.st[i].dev;
@@ -602,7 +635,7 @@ stop:
 	if (!rc) /* after the joins: the drivers' histograms are theirs until then */
 		collect(&r, &a, &b, out);
 	for (unsigned i = 0; i < pt->streams; i++) {
-		if (r.st[i].q)
+		if (r.st[i].q && !r.vu) /* the backend detaches its own queues */
 			vqs_sched_detach(r.st[i].q);
 		if (r.st[i].dev && vqs_vq_is_broken(r.st[i].dev)) {
 			fprintf(stderr, "vqs-bench: queue %u broke: %s\n", i,
@@ -612,6 +645,10 @@ stop:
 		}
 	}
 out:
+	if (r.vu) { /* stops the backend's queues: before their scheduler goes */
+		vu_link_destroy(r.vu);
+		r.gmem = NULL;
+	}
 	if (r.sched)
 		vqs_sched_destroy(r.sched);
 	if (r.st)

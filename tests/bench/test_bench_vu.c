@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-bench over vhost-user (--transport vhost-user): the workloads run through the library's
+ * vhost-user backend and frontend with zero loss, every run says so in its record and its key,
+ * and that key is the direct run's key plus the transport, so compare matches like with like.
+ * Never a speed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "run.h"
+
+#define TINY "--quick", "--no-floors", "--duration-ms", "10", "--warmup-ms", "5"
+#define VU_SUFFIX "/vhost-user"
+
+/* Every run of the report was over `transport`, its key ending in the suffix exactly then. */
+static void check_transport(const char *json_path, const char *transport)
+{
+	struct json doc;
+	assert_int_equal(json_parse_file(json_path, &doc), 0);
+	const struct json *runs = json_get(&doc, "runs");
+	assert_non_null(runs);
+	assert_true(runs->n > 0);
+	bool vu = !strcmp(transport, "vhost-user");
+	for (size_t i = 0; i < runs->n; i++) {
+		const struct json *r = &runs->items[i];
+		const char *key = json_str_or(r, "key", "");
+		size_t kl = strlen(key), sl = strlen(VU_SUFFIX);
+		assert_string_equal(json_str_or(r, "transport", "?"), transport);
+		assert_int_equal(kl > sl && !strcmp(key + kl - sl, VU_SUFFIX), vu);
+	}
+	json_free(&doc);
+}
+
+static void workload_vu(const char *wl)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "vu-%s.json", wl);
+	const char *json = bench_path(name);
+	const char *args[] = {"--workloads", wl, "--policies", "pool,poll", "--streams", "1,3",
+			      "--batch", "1,64", "--transport", "vhost-user", TINY, "--json", json,
+			      NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, 8);
+	check_transport(json, "vhost-user");
+}
+
+static void test_vu_stream_no_loss(void **state) { workload_vu("stream"); }
+static void test_vu_rr_no_loss(void **state) { workload_vu("rr"); }
+
+/* The packed layout, blocking drivers (the backend's calls wake them), several drivers and
+ * outstanding requests per stream, over the real connection. */
+static void test_vu_packed_block_drivers_no_loss(void **state)
+{
+	const char *json = bench_path("vu-packed.json");
+	const char *args[] = {"--workloads", "stream,rr", "--policies", "adaptive", "--placements",
+			      "pin", "--streams", "3", "--drivers", "2", "--batch", "16",
+			      "--outstanding", "4", "--layout", "packed", "--driver-wait", "block",
+			      "--rates", "0", "--transport", "vhost-user", TINY, "--json", json,
+			      NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, 2);
+	check_transport(json, "vhost-user");
+}
+
+/* The same point run direct and over vhost-user: keys differ by the suffix only, and direct
+ * keeps the key it had before transports existed (no suffix). */
+static void test_vu_key_is_direct_key_plus_transport(void **state)
+{
+	const char *dj = bench_path("key-direct.json"), *vj = bench_path("key-vu.json");
+	const char *direct[] = {"--workloads", "rr", "--policies", "poll", "--placements", "pin",
+				"--streams", "1", "--batch", "1", TINY, "--json", dj, NULL};
+	const char *vu[] = {"--workloads", "rr", "--policies", "poll", "--placements", "pin",
+			    "--streams", "1", "--batch", "1", "--transport", "vhost-user", TINY,
+			    "--json", vj, NULL};
+	assert_int_equal(bench_run(NULL, direct), 0);
+	assert_int_equal(bench_run(NULL, vu), 0);
+	check_transport(dj, "direct");
+	check_transport(vj, "vhost-user");
+	struct json a, b;
+	assert_int_equal(json_parse_file(dj, &a), 0);
+	assert_int_equal(json_parse_file(vj, &b), 0);
+	const struct json *ra = json_get(&a, "runs"), *rb = json_get(&b, "runs");
+	assert_true(ra->n > 0);
+	assert_int_equal(ra->n, rb->n); /* the same plan, in the same order */
+	for (size_t i = 0; i < ra->n; i++) {
+		char want[300];
+		snprintf(want, sizeof(want), "%s%s", json_str_or(&ra->items[i], "key", ""), VU_SUFFIX);
+		assert_string_equal(json_str_or(&rb->items[i], "key", ""), want);
+	}
+	json_free(&a);
+	json_free(&b);
+}
+
+static void test_vu_bad_transport_fails(void **state)
+{
+	const char *bad[] = {"--transport", "tcp", NULL};
+	assert_int_equal(bench_run(NULL, bad), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vu_stream_no_loss),
+		cmocka_unit_test(test_vu_rr_no_loss),
+		cmocka_unit_test(test_vu_packed_block_drivers_no_loss),
+		cmocka_unit_test(test_vu_key_is_direct_key_plus_transport),
+		cmocka_unit_test(test_vu_bad_transport_fails),
+	};
+	return cmocka_run_group_tests(tests, NULL, bench_cleanup);
+}
