@@ -622,8 +622,10 @@ int workload_run(const struct point *pt, struct sample *out)
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
 	sleep_ms(pt->duration_ms);
-	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
+	/* Mark before DRAIN: a driver with nothing in flight exits on DRAIN, and a finished thread's
+	 * CPU clock can no longer be read (its time would read as 0 and the difference underflow). */
 	window_mark(&r, &b);
+	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 stop:
 	for (unsigned i = 0; i < pt->drivers; i++)
 		if (r.drv[i].started) {
