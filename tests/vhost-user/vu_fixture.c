@@ -290,3 +290,11 @@ unsigned vu_wait_fds(unsigned want)
 	}
 	return n;
 }
+
+int vu_kick_restart(struct vqs_vu_frontend *f, unsigned q)
+{
+	uint64_t idx = q;
+	int kick = vqs_vu_frontend_kick_fd(f, q);
+	return vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true, NULL, 0,
+				       NULL);
+}

@@ -55,6 +55,9 @@ void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts 
 /* Echo `count` requests of `len` bytes through queue q, checking every byte. 0 or -errno. */
 int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
 
+/* Send SET_VRING_KICK with queue q's kick eventfd (acked): restarts a stopped ring. 0 or -errno. */
+int vu_kick_restart(struct vqs_vu_frontend *f, unsigned q);
+
 /* Add `count` requests to queue q and kick, without waiting for them. 0 or -errno. */
 int vu_echo_submit(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
 

@@ -123,11 +123,7 @@ static void test_packed_vring_base_avail_half_only_resumes_used_there(void **sta
 	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_BASE, &base, sizeof(base),
 						 NULL, 0, true, NULL, 0, NULL),
 			 0);
-	uint64_t idx = 0;
-	int kick = vqs_vu_frontend_kick_fd(f, 0);
-	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true,
-						 NULL, 0, NULL),
-			 0);
+	assert_int_equal(vu_kick_restart(f, 0), 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 120, 64), 0);
 	vqs_vu_frontend_destroy(f);
 	vu_env_stop(&env);
@@ -220,11 +216,7 @@ static void test_get_vring_base_stops_ring_and_kick_restarts(void **state)
 	assert_int_equal(s.queue_starts, 1);
 	assert_int_equal(s.queue_stops, 1);
 	/* A new kick starts the ring again where it stopped. */
-	uint64_t idx = 0;
-	int kick = vqs_vu_frontend_kick_fd(f, 0);
-	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true,
-						 NULL, 0, NULL),
-			 0);
+	assert_int_equal(vu_kick_restart(f, 0), 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 5, 16), 0);
 	vqs_vu_frontend_destroy(f);
 	vu_env_stop(&env);
