@@ -105,6 +105,15 @@ struct vqs_queue_opts {
 	 */
 	void (*on_broken)(struct vqs_queue *q, enum vqs_vq_err why, void *opaque);
 	void *on_broken_opaque;
+	/*
+	 * The first prefetch_lines * 64 bytes of each request's first buffer (the lines holding
+	 * them) are prefetched by the worker as it pops a batch (for writing when the chain has no
+	 * readable buffer), so that the misses on buffers the driver
+	 * wrote on its CPU overlap the rest of the pops instead of stalling the handler one after
+	 * another (default 1; 0 = none, for handlers that do not touch the buffers). A prefetch
+	 * never faults, whatever the chain says.
+	 */
+	uint8_t prefetch_lines;
 };
 VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
 

@@ -47,6 +47,7 @@ void vqs_queue_opts_init(struct vqs_queue_opts *o)
 	o->group = -1;
 	o->worker = -1;
 	o->iov_per_req = 16;
+	o->prefetch_lines = 1;
 }
 
 /* ---- groups and workers ---- */
@@ -461,6 +462,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	q->group_id = o.group;
 	q->pref_worker = o.worker;
 	q->iov_per_req = o.iov_per_req;
+	q->prefetch_lines = o.prefetch_lines;
 	q->notify_on = true;
 	atomic_init(&q->kick_fd, o.kick_fd);
 	atomic_init(&q->call_fd, o.call_fd);

@@ -116,6 +116,7 @@ struct vqs_queue {
 	struct vqs_mem *mem; /* the vq's memory map, read at attach and resume */
 	_Atomic int kick_fd, call_fd;
 	uint16_t iov_per_req;
+	uint8_t prefetch_lines;
 
 	/* Owner side (the worker running it, or the control thread while PAUSED). */
 	struct req_slot **slot_mem;    /* every slot, for freeing */
