@@ -66,39 +66,17 @@ static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, cons
 	return done;
 }
 
-/* How many requests ahead of the one being copied the handlers prefetch: far enough that a
- * guest buffer's line arrives while earlier frames are copied, near enough that the lines are
- * still in cache when their turn comes (all of a 64-request batch at once overflows the line fill
- * buffers and the early lines are evicted or the late prefetches dropped). */
+/* How many staged frames ahead of the one being delivered the receive handler prefetches: far
+ * enough that its lines arrive while the frames before it are copied. (Guest buffers need no
+ * prefetch here: the scheduler starts fetching them as it pops the batch.) */
 #define PREFETCH_AHEAD 4u
 
-/* Start pulling a request's first guest buffer into the cache: it was last written (or read) by
- * the guest's CPU, and one miss after another on the copy is most of a small frame's cost. */
-static void prefetch_req(const struct vqs_req *r, bool for_write)
+/* Start pulling a staged frame's first two lines (header room and a small frame): staged a
+ * few turns ago, they are often out of the first-level caches by the time they are delivered. */
+static void prefetch_staged(const struct sw_slot *s)
 {
-	const struct vqs_elem *e = &r->elem;
-	unsigned first = for_write ? e->out_num : 0, cnt = for_write ? e->in_num : e->out_num;
-	if (!cnt)
-		return;
-	const uint8_t *p = e->iov[first].iov_base;
-	bool two = e->iov[first].iov_len > 64;
-	if (for_write) {
-		__builtin_prefetch(p, 1);
-		if (two)
-			__builtin_prefetch(p + 64, 1);
-	} else {
-		__builtin_prefetch(p, 0);
-		if (two)
-			__builtin_prefetch(p + 64, 0);
-	}
-}
-
-/* Prefetch reqs[*fetched..upto) (bounded by n); *fetched: how many were prefetched so far. */
-static void prefetch_upto(struct vqs_req *const *reqs, unsigned n, unsigned upto, unsigned *fetched,
-			  bool for_write)
-{
-	for (; *fetched < upto && *fetched < n; ++*fetched)
-		prefetch_req(reqs[*fetched], for_write);
+	__builtin_prefetch(s->buf);
+	__builtin_prefetch(s->buf + 64);
 }
 
 /* Ports the frame goes to; learns its source. */
@@ -167,7 +145,9 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 	}
 	if (!to->count)
 		to->last_drain_ns = now; /* the stall clock runs from when frames start waiting */
-	struct sw_slot *s = &to->slots[(to->head + to->count) & (SW_STAGE_SLOTS - 1)];
+	unsigned at = (to->head + to->count) & (SW_STAGE_SLOTS - 1);
+	struct sw_slot *s = &to->slots[at];
+	s->buf = SW_NET_HDR_MAX + f->len <= SW_SLOT_SMALL ? to->small[at] : to->large[at];
 	uint8_t *d = s->buf + SW_NET_HDR_MAX;
 	s->len = f->len;
 	if (f->whole) {
@@ -198,11 +178,10 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	uint8_t eth[ETH_HDR], last[12], whole[SW_FRAME_MAX];
 	uint64_t last_to = 0;
 	bool last_flood = false, have_last = false;
-	unsigned i, fetched = 0;
+	unsigned i;
 	for (i = 0; i < n; i++) {
 		struct vqs_req *r = reqs[i];
 		const struct vqs_elem *e = &r->elem;
-		prefetch_upto(reqs, n, i + 1 + PREFETCH_AHEAD, &fetched, false);
 		uint64_t before = 0;
 		if (a->partial && a->partial_id == e->id && a->partial_gen == gen)
 			before = a->partial_done;
@@ -299,10 +278,9 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	size_t hl = atomic_load_explicit(&b->hdr_len, memory_order_relaxed);
 	bool mrg = atomic_load_explicit(&b->mrg_rxbuf, memory_order_relaxed);
 	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0, wake = 0;
-	unsigned used = 0, fetched = 0;
+	unsigned used = 0;
 	bool short_batch = false;
 
-	prefetch_upto(reqs, n, PREFETCH_AHEAD, &fetched, true);
 	pthread_mutex_lock(&b->lock);
 	unsigned count0 = b->count;
 	while (b->count && used < n) {
@@ -339,9 +317,10 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			b->count--;
 			continue;
 		}
+		if (b->count > PREFETCH_AHEAD) /* the frame delivered PREFETCH_AHEAD frames on */
+			prefetch_staged(&b->slots[(b->head + PREFETCH_AHEAD) & (SW_STAGE_SLOTS - 1)]);
 		/* Header (in the slot's room before the frame) and frame as one run of bytes across
 		 * as many buffers as it needs; the first buffer holds the whole header. */
-		prefetch_upto(reqs, n, used + k + PREFETCH_AHEAD, &fetched, true);
 		uint8_t *run = s->buf + SW_NET_HDR_MAX - hl;
 		size_t off = 0, total = hl + s->len;
 		sw_net_hdr_rx(run, hl, (uint16_t)k);

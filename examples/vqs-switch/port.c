@@ -26,10 +26,14 @@ int sw_port_init(struct sw_port *p, struct sw_switch *sw, unsigned id)
 	memset(p, 0, sizeof(*p));
 	p->sw = sw;
 	p->id = id;
-	p->slots = calloc(SW_STAGE_SLOTS, sizeof(*p->slots));
-	if (!p->slots)
-		return -ENOMEM;
 	pthread_mutex_init(&p->lock, NULL);
+	p->slots = calloc(SW_STAGE_SLOTS, sizeof(*p->slots));
+	p->small = aligned_alloc(64, SW_STAGE_SLOTS * sizeof(*p->small));
+	p->large = calloc(SW_STAGE_SLOTS, sizeof(*p->large));
+	if (!p->slots || !p->small || !p->large) {
+		sw_port_fini(p);
+		return -ENOMEM;
+	}
 	atomic_init(&p->hdr_len, 12);
 	return 0;
 }
@@ -38,7 +42,11 @@ void sw_port_fini(struct sw_port *p)
 {
 	pthread_mutex_destroy(&p->lock);
 	free(p->slots);
+	free(p->small);
+	free(p->large);
 	p->slots = NULL;
+	p->small = NULL;
+	p->large = NULL;
 }
 
 static uint64_t get(_Atomic uint64_t *c)

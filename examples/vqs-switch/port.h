@@ -43,11 +43,18 @@ struct sw_counters {
 	_Atomic uint64_t drop[SW_DROP__COUNT];
 };
 
-/* A staged frame: the frame at buf + SW_NET_HDR_MAX, and room before it for the receiver's net
+/* Room for a staged frame: the frame at SW_NET_HDR_MAX, and room before it for the receiver's net
  * header, so header and frame go into the receive buffers as one run of bytes. */
+#define SW_SLOT_BYTES (SW_NET_HDR_MAX + SW_FRAME_MAX)
+/* Frames that fit this much room (with the header room) are staged in a dense array: the whole
+ * ring's small frames then span a few pages and lines, which staging and delivering touch at the
+ * rate frames go through; only larger frames use their slot's full-size room. */
+#define SW_SLOT_SMALL 128u
+
+/* A staged frame: len bytes at buf + SW_NET_HDR_MAX (buf: the slot's small or full-size room). */
 struct sw_slot {
 	uint32_t len;
-	uint8_t buf[SW_NET_HDR_MAX + SW_FRAME_MAX];
+	uint8_t *buf;
 };
 
 struct sw_switch;
@@ -66,6 +73,8 @@ struct sw_port {
 	pthread_mutex_t lock; /* everything below, up to the counters */
 	struct vqs_queue *rxq, *txq; /* running queues, NULL when stopped */
 	struct sw_slot *slots;
+	uint8_t (*small)[SW_SLOT_SMALL]; /* per slot: room for a small frame */
+	uint8_t (*large)[SW_SLOT_BYTES]; /* per slot: room for any frame */
 	unsigned head, count;
 	bool rx_parked;         /* receive handler gave its buffers back for lack of frames */
 	bool rx_starved;        /* a frame needs more receive buffers than the ring offers */

@@ -91,8 +91,11 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 	sw_mac_init(&sw->mac);
 	sw->ops = (struct vqs_vu_device_ops){
 		.size = sizeof(sw->ops),
+		/* IN_ORDER: both handlers complete every buffer they take, in the order popped
+		 * (what they give back comes again, in order), so the guest may use its in-order
+		 * ring paths (descriptors in table order, no free list). */
 		.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
-			    VQS_BIT(VQS_F_INDIRECT_DESC) |
+			    VQS_BIT(VQS_F_INDIRECT_DESC) | VQS_BIT(VQS_F_IN_ORDER) |
 			    (o->mrg_rxbuf ? VQS_BIT(SW_NET_F_MRG_RXBUF) : 0) |
 			    (o->packed ? VQS_BIT(VQS_F_RING_PACKED) : 0),
 		.protocol_features = VQS_BIT(VQS_VU_PROTOCOL_F_MQ) |
