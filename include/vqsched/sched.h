@@ -108,10 +108,10 @@ struct vqs_queue_opts {
 	/*
 	 * The first prefetch_lines * 64 bytes of each request's first buffer (the lines holding
 	 * them) are prefetched by the worker as it pops a batch (for writing when the chain has no
-	 * readable buffer), so that the misses on buffers the driver
-	 * wrote on its CPU overlap the rest of the pops instead of stalling the handler one after
-	 * another (default 1; 0 = none, for handlers that do not touch the buffers). A prefetch
-	 * never faults, whatever the chain says.
+	 * readable buffer), so that the misses on buffers the driver wrote on its CPU overlap the
+	 * rest of the pops instead of stalling the handler one after another (default 1; 0 = none,
+	 * for handlers that do not touch the buffers). A prefetch never faults, whatever the chain
+	 * says.
 	 */
 	uint8_t prefetch_lines;
 };
