@@ -89,8 +89,11 @@ static long round_trip(struct fx *f, bool writable)
 		uint32_t len;
 		if (vqs_drv_get_used(f->p.drv, &len) == &token)
 			return len;
+		/* Wait for a call (or 10 ms), and reset the eventfd so the next wait waits. */
 		struct pollfd pfd = {.fd = f->call, .events = POLLIN};
-		poll(&pfd, 1, 10);
+		uint64_t v;
+		if (poll(&pfd, 1, 10) > 0 && read(f->call, &v, sizeof(v)) < 0)
+			fail_msg("call eventfd read failed");
 	}
 	return -1;
 }
