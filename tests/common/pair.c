@@ -2,7 +2,9 @@
 #include "pair.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t gpa_base,
 		  size_t arena_size)
@@ -43,4 +45,27 @@ void vqs_pair_fini(struct vqs_pair *p)
 	if (p->gmem)
 		vqs_gmem_destroy(p->gmem);
 	memset(p, 0, sizeof(*p));
+}
+
+long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
+			 const struct vqs_drv_buf *bufs, unsigned out, unsigned in)
+{
+	static int token;
+	int rc = vqs_drv_add(p->drv, bufs, out, in, &token, false);
+	if (rc)
+		return rc;
+	vqs_drv_kick_prepare(p->drv);
+	uint64_t one = 1, v;
+	if (write(kick_fd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	for (int i = 0; i < 500; i++) {
+		uint32_t len;
+		if (vqs_drv_get_used(p->drv, &len) == &token)
+			return len;
+		/* Wait for a call (or 10 ms), and reset the eventfd so the next wait waits. */
+		struct pollfd pfd = {.fd = call_fd, .events = POLLIN};
+		if (poll(&pfd, 1, 10) > 0 && read(call_fd, &v, sizeof(v)) < 0)
+			return -errno;
+	}
+	return -1;
 }

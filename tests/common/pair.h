@@ -23,4 +23,11 @@ int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t 
 		  size_t arena_size);
 void vqs_pair_fini(struct vqs_pair *p);
 
+/* Send one chain of `out` readable then `in` writable buffers (bufs[0..out+in)), kick kick_fd,
+ * and wait up to 5 s for it to come back, sleeping on call_fd (reset after each call). Returns
+ * the length the device reported, -1 when it did not come back, -errno when it could not be
+ * sent. For a queue served by a scheduler with nothing else in flight. */
+long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
+			 const struct vqs_drv_buf *bufs, unsigned out, unsigned in);
+
 #endif

@@ -6,7 +6,6 @@
  * guest memory (a prefetch must stay within the buffer's lines), and that a caller built before
  * the field existed (a shorter opts size) still attaches and gets the default.
  */
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,26 +75,11 @@ static void fx_fini(struct fx *f)
 }
 
 /* One chain of LEN bytes ending on the arena's last byte, readable or writable; returns the
- * length the device reported (bounded wait: -1 when it never came back). */
+ * length the device reported (-1: it never came back). */
 static long round_trip(struct fx *f, bool writable)
 {
-	static int token;
 	struct vqs_drv_buf b = {.gpa = BASE + ARENA - LEN, .len = LEN};
-	assert_int_equal(vqs_drv_add(f->p.drv, &b, writable ? 0 : 1, writable ? 1 : 0, &token, false), 0);
-	vqs_drv_kick_prepare(f->p.drv);
-	uint64_t one = 1;
-	assert_int_equal(write(f->kick, &one, sizeof(one)), sizeof(one));
-	for (int i = 0; i < 500; i++) {
-		uint32_t len;
-		if (vqs_drv_get_used(f->p.drv, &len) == &token)
-			return len;
-		/* Wait for a call (or 10 ms), and reset the eventfd so the next wait waits. */
-		struct pollfd pfd = {.fd = f->call, .events = POLLIN};
-		uint64_t v;
-		if (poll(&pfd, 1, 10) > 0 && read(f->call, &v, sizeof(v)) < 0)
-			fail_msg("call eventfd read failed");
-	}
-	return -1;
+	return vqs_pair_round_trip(&f->p, f->kick, f->call, &b, writable ? 0 : 1, writable ? 1 : 0);
 }
 
 static void serves_like_without(unsigned lines)
