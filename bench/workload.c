@@ -83,15 +83,14 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 	struct stream *s = opaque;
 	const struct point *pt = s->run->pt;
 	/* The driver wrote every request's lines on the other CPU, so each first touch misses:
-	 * ask for all of the batch's lines before working on the first, so the misses overlap
-	 * instead of queueing one behind the other (a prefetch never faults, whatever the
-	 * hostile chain says). */
+	 * ask for all of the batch's response lines before working on the first, so the misses
+	 * overlap instead of queueing one behind the other (a prefetch never faults, whatever the
+	 * hostile chain says). The scheduler already fetched each request's first, readable
+	 * buffer as it popped the batch (vqs_queue_opts.prefetch_lines). */
 	for (unsigned i = 0; i < n; i++) {
 		const struct vqs_elem *e = &reqs[i]->elem;
-		if (e->out_num >= 1 && e->in_num >= 1) {
-			__builtin_prefetch(e->iov[0].iov_base, 0);
+		if (e->out_num >= 1 && e->in_num >= 1)
 			__builtin_prefetch(e->iov[e->out_num].iov_base, 1);
-		}
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct vqs_elem *e = &reqs[i]->elem;
