@@ -198,7 +198,8 @@ int vqs_vu_frontend_request(struct vqs_vu_frontend *f, uint32_t request, const v
 		vu_msg_close_fds(&m);
 		return m.p.u64 ? -EPROTO : 0;
 	}
-	memcpy(reply, m.p.bytes, m.hdr.size);
+	if (reply_len) /* reply may be NULL when no payload is expected (reply_len 0) */
+		memcpy(reply, m.p.bytes, m.hdr.size);
 	if (reply_fd && m.nfds == 1) {
 		*reply_fd = m.fds[0];
 		m.nfds = 0;
