@@ -258,14 +258,21 @@ static int ring_node(struct vqs_queue *q)
 	return node;
 }
 
-/* Make g q's group (q is PAUSED); NULL leaves its group. Keeps the groups' queue counts. */
+/* Make g q's group (q is PAUSED); NULL leaves its group. Keeps the groups' queue counts (all,
+ * and those with notifications on). */
 static void set_group(struct vqs_queue *q, struct sched_group *g)
 {
 	struct sched_group *old = atomic_load_explicit(&q->group, memory_order_relaxed);
-	if (old)
+	if (old) {
 		atomic_fetch_sub_explicit(&old->nqueues, 1, memory_order_relaxed);
-	if (g)
+		if (q->notify_on)
+			atomic_fetch_sub_explicit(&old->armed, 1, memory_order_relaxed);
+	}
+	if (g) {
 		atomic_fetch_add_explicit(&g->nqueues, 1, memory_order_relaxed);
+		if (q->notify_on)
+			atomic_fetch_add_explicit(&g->armed, 1, memory_order_relaxed);
+	}
 	/* release: the group is read by wakers after their acquire CAS on the state. */
 	atomic_store_explicit(&q->group, g, memory_order_release);
 }

@@ -145,6 +145,10 @@ struct sched_group {
 	 * workers: a stale value only costs one needless or one skipped event check, and a queue
 	 * joins or leaves only while PAUSED, after which its first turn reads it afresh). */
 	_Atomic unsigned nqueues;
+	/* Of those, queues with notifications on (notify_on): only they can be kicked, so workers
+	 * busy with other queues look for kicks between turns only while there is one. Changed by
+	 * a queue's owner (relaxed: a stale read only moves that look to the next turn). */
+	_Atomic int armed;
 	_Atomic bool stop;
 };
 

@@ -387,6 +387,17 @@ static bool ring_looks_empty(struct vqs_queue *q)
 	return !vqs_vq_avail_count(q->vq) && vqs_vq_error(q->vq) == VQS_VQ_OK;
 }
 
+/* Record whether q's notifications are on, in q and in its group's count of queues a kick can
+ * concern (see sched_group.armed). Owner of q. */
+static void set_notify_on(struct vqs_queue *q, bool on)
+{
+	if (q->notify_on == on)
+		return;
+	q->notify_on = on;
+	struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->armed, on ? 1 : -1, memory_order_relaxed);
+}
+
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
  * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
  * latest clock read); on return, the latest read made (after the last handler call), so the caller
@@ -409,7 +420,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	sched_reap(q);
 	if (q->notify_on && !q->parked && !q->broken) {
 		vqs_vq_disable_notify(q->vq);
-		q->notify_on = false;
+		set_notify_on(q, false);
 	}
 	while (!q->parked && !q->broken) {
 		if (pkts >= s->o.budget_pkts || bytes >= s->o.budget_bytes) {
@@ -473,12 +484,10 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 static bool rearm_finds_more(struct vqs_queue *q)
 {
 	vqs_mem_read_lock();
-	q->notify_on = true;
 	bool more = vqs_vq_enable_notify(q->vq);
-	if (more) {
+	if (more)
 		vqs_vq_disable_notify(q->vq);
-		q->notify_on = false;
-	}
+	set_notify_on(q, !more);
 	vqs_mem_read_unlock();
 	return more;
 }
@@ -694,7 +703,10 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 	bool seen = false;
 	while ((again = one_turn(w, q, &now, &pkts, seen)) && poll_again_here(w, q))
 		seen = spin_for_work(w, q);
+	/* No queue of the group with notifications on: no kick could concern one (a late kick for
+	 * a polled queue waits in the epoll set for the next look). */
 	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
+	    atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0 &&
 	    ((again && pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS)) {
 		w->turns_since_check = 0;
 		check_events(w, now);
