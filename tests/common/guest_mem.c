@@ -42,3 +42,20 @@ uint64_t tmem_buf(struct tmem *m, uint32_t len, uint8_t fill)
 	memset(tmem_host(m, gpa, len ? len : 1), fill, len);
 	return gpa;
 }
+
+void tmem_vq_config(const struct tmem *m, unsigned num, uint64_t features, uint64_t desc_gpa,
+		    uint64_t driver_gpa, uint64_t device_gpa, struct vqs_vq_config *c)
+{
+	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = num, .features = features,
+				    .addr_space = VQS_ADDR_GPA, .desc_addr = desc_gpa,
+				    .driver_addr = driver_gpa, .device_addr = device_gpa,
+				    .mem = m->mem};
+}
+
+struct vqs_vq *tmem_vq_create(const struct vqs_vq_config *c)
+{
+	struct vqs_vq *vq = NULL;
+	assert_int_equal(vqs_vq_create(&vq), 0);
+	assert_int_equal(vqs_vq_configure(vq, c), 0);
+	return vq;
+}

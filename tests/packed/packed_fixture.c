@@ -10,10 +10,7 @@
 
 void pfx_ring_config(const struct pfx_ring *r, struct vqs_vq_config *c)
 {
-	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = r->num, .features = r->features,
-				    .addr_space = VQS_ADDR_GPA, .desc_addr = r->desc_gpa,
-				    .driver_addr = r->driver_gpa, .device_addr = r->device_gpa,
-				    .mem = r->m->mem};
+	tmem_vq_config(r->m, r->num, r->features, r->desc_gpa, r->driver_gpa, r->device_gpa, c);
 }
 
 void pfx_ring_init(struct pfx_ring *r, struct tmem *m, unsigned num, uint64_t features)
@@ -31,8 +28,7 @@ void pfx_ring_init(struct pfx_ring *r, struct tmem *m, unsigned num, uint64_t fe
 	r->avail_wrap = r->used_wrap = true;
 	struct vqs_vq_config c;
 	pfx_ring_config(r, &c);
-	assert_int_equal(vqs_vq_create(&r->vq), 0);
-	assert_int_equal(vqs_vq_configure(r->vq, &c), 0);
+	r->vq = tmem_vq_create(&c);
 }
 
 void pfx_ring_fini(struct pfx_ring *r)

@@ -10,10 +10,7 @@
 
 void fx_ring_config(const struct fx_ring *r, struct vqs_vq_config *c)
 {
-	*c = (struct vqs_vq_config){.size = sizeof(*c), .num = r->num, .features = r->features,
-				    .addr_space = VQS_ADDR_GPA, .desc_addr = r->desc_gpa,
-				    .driver_addr = r->avail_gpa, .device_addr = r->used_gpa,
-				    .mem = r->m->mem};
+	tmem_vq_config(r->m, r->num, r->features, r->desc_gpa, r->avail_gpa, r->used_gpa, c);
 }
 
 void fx_ring_init(struct fx_ring *r, struct tmem *m, unsigned num, uint64_t features)
@@ -30,8 +27,7 @@ void fx_ring_init(struct fx_ring *r, struct tmem *m, unsigned num, uint64_t feat
 	r->used = tmem_host(m, r->used_gpa, vqs_vring_used_size(num));
 	struct vqs_vq_config c;
 	fx_ring_config(r, &c);
-	assert_int_equal(vqs_vq_create(&r->vq), 0);
-	assert_int_equal(vqs_vq_configure(r->vq, &c), 0);
+	r->vq = tmem_vq_create(&c);
 }
 
 void fx_ring_fini(struct fx_ring *r)

@@ -95,11 +95,9 @@ static void test_state_set_continues_on_new_queue(void **state)
 	struct vqs_vq_state st;
 	vqs_vq_get_state(c->r.vq, &st);
 
-	struct vqs_vq *vq2;
 	struct vqs_vq_config cfg;
 	fx_ring_config(&c->r, &cfg);
-	assert_int_equal(vqs_vq_create(&vq2), 0);
-	assert_int_equal(vqs_vq_configure(vq2, &cfg), 0);
+	struct vqs_vq *vq2 = tmem_vq_create(&cfg);
 	assert_int_equal(vqs_vq_set_state(vq2, &st), 0);
 	assert_int_equal(pop_id(vq2), 2);
 	assert_int_equal(fx_pop(vq2, &e, iov, 2), 0);
