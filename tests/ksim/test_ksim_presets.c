@@ -30,10 +30,15 @@ static void test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing(void
 	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
 	vqs_ksim_seed2017_print(stdout, &o, &r);
+	/* Taken from the producer ring, then dropped for want of guest buffers: the 4.13 path does
+	 * it at either batch size (64 only takes more at once), so a short run counts both columns,
+	 * as the library's own verdict does; batch 64 alone dropped nothing in one slow TSan run. */
 	uint64_t drops_413 = 0;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
-		assert_int_equal(r.cell[row][C413_B64].err, 0);
-		drops_413 += r.cell[row][C413_B64].drops_batch;
+		for (unsigned col = C413_B1; col <= C413_B64; col++) {
+			assert_int_equal(r.cell[row][col].err, 0);
+			drops_413 += r.cell[row][col].drops_batch;
+		}
 		assert_true(lossless(&r.cell[row][FIXED_B1]));
 		assert_true(lossless(&r.cell[row][FIXED_B64]));
 		assert_true(lossless(&r.cell[row][ADAPTIVE]));
