@@ -35,7 +35,7 @@ static const struct flag flags[] = {
 	{"--ring", "N", "queue size (default 256)", K_SC, SC_RING},
 	{"--outstanding", "K", "rr: requests in flight per stream (default 1)", K_SC, SC_OUTSTANDING},
 	{"--payload", "BYTES", "request buffer size (default 64)", K_SC, SC_PAYLOAD},
-	{"--touch", "MODE", "handler touches the payload: none|read|copy (default none)", K_SC_ENUM,
+	{"--touch", "MODE", "none: null handler; read|copy: touch the payload and echo a sequence number (default none)", K_SC_ENUM,
 	 E_TOUCH},
 	{"--drivers", "N", "driver (guest) threads (default 1)", K_SC, SC_DRIVERS},
 	{"--workers", "N", "scheduler workers for pool/poll/adaptive (default 1)", K_SC, SC_WORKERS},

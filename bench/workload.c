@@ -3,10 +3,11 @@
  * One measured point: `streams` driver-side queues in one guest-memory arena, served by a vqsched
  * scheduler, fed by `drivers` threads (the guests) through real eventfd kicks and calls.
  *
- * Every request carries a sequence number in its readable buffer; the handler echoes it into the
- * writable buffer; the driver checks the echo against the slot it sent it from. A completion for
- * a slot not in flight is a duplicate, a wrong echo is corrupted, and whatever is still in flight
- * after the drain deadline is lost. Latency is from just before the kick decision of the batch a
+ * A completion for a slot not in flight is a duplicate, and whatever is still in flight after the
+ * drain deadline is lost. When the handler touches the payload (read, copy), every request also
+ * carries a sequence number in its readable buffer that the handler echoes into the writable one,
+ * and a wrong echo is corrupted; the null handler (touch none) touches no payload at all, as the
+ * minimal ring of the floors does not, and a non-zero length written is corrupted. Latency is from just before the kick decision of the batch a
  * request went out in to the moment its driver sees it used.
  *
  * Phases (main thread drives them): warm-up, measure (counters and histograms run), drain.
@@ -82,6 +83,14 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 {
 	struct stream *s = opaque;
 	const struct point *pt = s->run->pt;
+	if (pt->touch == TOUCH_NONE) {
+		/* the null handler: what the floors measure, the ring and the scheduler alone */
+		for (unsigned i = 0; i < n; i++) {
+			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			vqs_req_complete(reqs[i], 0);
+		}
+		return n;
+	}
 	/* The driver wrote every request's lines on the other CPU, so each first touch misses:
 	 * ask for all of the batch's response lines before working on the first, so the misses
 	 * overlap instead of queueing one behind the other (a prefetch never faults, whatever the
@@ -105,7 +114,7 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 				const unsigned char *p = out->iov_base;
 				for (size_t k = 0; k < pay; k += 8)
 					sum += *(const uint64_t *)(p + k);
-			} else if (pt->touch == TOUCH_COPY) {
+			} else {
 				size_t cp = pay < in->iov_len ? pay : in->iov_len;
 				memcpy(in->iov_base, out->iov_base, cp);
 				written = (uint32_t)cp;
@@ -121,6 +130,14 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 }
 
 /* ---- driver side ---- */
+
+/* Whether requests carry a sequence number for the handler to echo: only when it touches the
+ * payload anyway; the null handler's requests are checked by slot (lost, duplicated) and by
+ * the length written (0). */
+static bool echoes(const struct point *pt)
+{
+	return pt->touch != TOUCH_NONE;
+}
 
 static void count_calls(struct run *r, int fd)
 {
@@ -142,10 +159,14 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 			d->dup++;
 			continue;
 		}
-		uint64_t echo;
-		memcpy(&echo, sl->in, SEQ_BYTES);
-		if (len < SEQ_BYTES || echo != sl->seq)
-			d->corrupt++;
+		if (!echoes(s->run->pt)) {
+			d->corrupt += len != 0; /* the null handler writes nothing */
+		} else {
+			uint64_t echo;
+			memcpy(&echo, sl->in, SEQ_BYTES);
+			if (len < SEQ_BYTES || echo != sl->seq)
+				d->corrupt++;
+		}
 		sl->busy = false;
 		s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
 		s->inflight--;
@@ -178,7 +199,8 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 		/* The response buffer is not cleared: what it holds is an older (smaller) sequence
 		 * number or 0, never this one (numbers start at 1), so a missing echo still counts
 		 * as corrupted, without a store per request into a line the device owns. */
-		memcpy(sl->out, &sl->seq, SEQ_BYTES);
+		if (echoes(s->run->pt))
+			memcpy(sl->out, &sl->seq, SEQ_BYTES);
 		struct vqs_drv_buf b[2] = {{sl->out_gpa, s->run->buf_len}, {sl->in_gpa, s->run->buf_len}};
 		if (vqs_drv_add(s->drv, b, 1, 1, sl, false))
 			break;
@@ -609,6 +631,8 @@ int workload_run(const struct point *pt, struct sample *out)
 		qo.group = -1;
 		qo.worker = -1;
 		qo.iov_per_req = 4;
+		if (!echoes(pt))
+			qo.prefetch_lines = 0; /* the null handler reads no buffer */
 		if ((rc = vqs_sched_attach(r.sched, &qo, &r.st[i].q)))
 			goto out;
 	}
