@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "util/log.h"
+#include "util/alloc.h"
 
 /* Most descriptors in one indirect table: tables are kept per slot for the queue's lifetime, so
  * this bounds the arena a queue's indirect tables can use (num * 2 KiB). */
@@ -26,7 +27,7 @@ int vqs_drv_base_init(struct vqs_drv_vq *dq, const struct vqs_drv_vq_config *cfg
 									   : VQS_DRV_INDIRECT_MAX)
 					: 0;
 	dq->num_free = cfg->num;
-	dq->slots = calloc(cfg->num, sizeof(*dq->slots));
+	dq->slots = vqs_alloc_lines(cfg->num, sizeof(*dq->slots));
 	return dq->slots ? 0 : -ENOMEM;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "util/log.h"
+#include "util/alloc.h"
 
 struct vqs_drv_packed {
 	struct vqs_drv_vq base; /* first: driver.c sees only this */
@@ -68,15 +69,15 @@ static void packed_destroy(struct vqs_drv_vq *dq)
 static int packed_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg)
 {
 	unsigned num = cfg->num;
-	struct vqs_drv_packed *p = calloc(1, sizeof(*p));
+	struct vqs_drv_packed *p = vqs_alloc_lines(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	struct vqs_drv_vq *dq = &p->base;
 	dq->ops = &vqs_drv_packed_ops; /* so packed_destroy can run on failure */
 	int rc = vqs_drv_base_init(dq, cfg);
 	bool in_order = cfg->features & VQS_BIT(VQS_F_IN_ORDER);
-	if (rc || !(p->next_id = calloc(num, sizeof(*p->next_id))) ||
-	    (in_order && !(p->order = calloc(num, sizeof(*p->order))))) {
+	if (rc || !(p->next_id = vqs_alloc_lines(num, sizeof(*p->next_id))) ||
+	    (in_order && !(p->order = vqs_alloc_lines(num, sizeof(*p->order))))) {
 		packed_destroy(dq);
 		return rc ? rc : -ENOMEM;
 	}

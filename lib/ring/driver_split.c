@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "util/log.h"
+#include "util/alloc.h"
 
 /* A cache line: a multiple of the desc, avail and used alignments of 2.7. */
 #define DRV_SPLIT_AREA_ALIGN 64u
@@ -98,12 +99,12 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	unsigned num = cfg->num;
 	if (num & (num - 1))
 		return -EINVAL;
-	struct vqs_drv_split *s = calloc(1, sizeof(*s));
+	struct vqs_drv_split *s = vqs_alloc_lines(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	struct vqs_drv_vq *dq = &s->base;
 	int rc = vqs_drv_base_init(dq, cfg);
-	if (rc || !(s->next = calloc(num, sizeof(*s->next)))) {
+	if (rc || !(s->next = vqs_alloc_lines(num, sizeof(*s->next)))) {
 		split_destroy(dq);
 		return rc ? rc : -ENOMEM;
 	}

@@ -5,6 +5,7 @@
  */
 #include "ring/vq_internal.h"
 #include "util/log.h"
+#include "util/alloc.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -51,7 +52,7 @@ static const struct vqs_ring_ops *layout_ops(uint64_t features)
 
 int vqs_vq_create(struct vqs_vq **out)
 {
-	struct vqs_vq *vq = calloc(1, sizeof(*vq));
+	struct vqs_vq *vq = vqs_alloc_lines(1, sizeof(*vq));
 	if (!vq)
 		return -ENOMEM;
 	*out = vq;

@@ -21,6 +21,7 @@
 #include "sched/internal.h"
 #include "util/log.h"
 #include "util/tsan.h"
+#include "util/alloc.h"
 
 #define SCHED_MAX_WORKERS 256u
 
@@ -66,7 +67,7 @@ static void group_free(struct sched_group *g)
 
 static int group_new(struct sched_group **out)
 {
-	struct sched_group *g = calloc(1, sizeof(*g));
+	struct sched_group *g = vqs_alloc_lines(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	pthread_mutex_init(&g->take_lock, NULL);
@@ -95,7 +96,7 @@ static int worker_start(struct vqs_sched *s, struct sched_group *shared, int gro
 		s->w = w;
 		s->capw = cap;
 	}
-	struct sched_worker *w = calloc(1, sizeof(*w));
+	struct sched_worker *w = vqs_alloc_lines(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->s = s;
@@ -426,8 +427,8 @@ void vqs_sched_destroy(struct vqs_sched *s)
 
 static int slots_alloc(struct vqs_queue *q, unsigned n)
 {
-	q->slot_mem = calloc(n, sizeof(*q->slot_mem));
-	q->pin_mem = calloc(n, sizeof(*q->pin_mem));
+	q->slot_mem = vqs_alloc_lines(n, sizeof(*q->slot_mem));
+	q->pin_mem = vqs_alloc_lines(n, sizeof(*q->pin_mem));
 	if (!q->slot_mem || !q->pin_mem)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
@@ -435,7 +436,7 @@ static int slots_alloc(struct vqs_queue *q, unsigned n)
 		q->free_pins = &q->pin_mem[i];
 	}
 	for (unsigned i = 0; i < n; i++) {
-		struct req_slot *r = calloc(1, sizeof(*r) + q->iov_per_req * sizeof(struct iovec));
+		struct req_slot *r = vqs_alloc_lines(1, sizeof(*r) + q->iov_per_req * sizeof(struct iovec));
 		if (!r)
 			return -ENOMEM;
 		r->q = q;
@@ -457,7 +458,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
 	if (!o.vq || !o.handler || !vqs_vq_is_configured(o.vq) || !o.iov_per_req)
 		return -EINVAL;
-	struct vqs_queue *q = calloc(1, sizeof(*q));
+	struct vqs_queue *q = vqs_alloc_lines(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->s = s;
