@@ -5,6 +5,7 @@
  * loaded once into a local copy, validated, and only the copy is used.
  */
 #include "ring/vq_internal.h"
+#include "util/prefetch.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -167,6 +168,11 @@ static int avail_entries(struct vqs_vq *vq)
 	if (n > vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_AVAIL_IDX);
 	s->avail_idx = idx;
+	/* The used entry these chains will complete into was read last by the driver, on its
+	 * CPU: take the line for writing now, so the request for it overlaps the descriptor reads
+	 * instead of stalling the full barrier of need_call after flush. (Not used->idx: the
+	 * driver polls it, and would take it back before the store.) */
+	vqs_prefetch_write(&s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask]);
 	/* the entries split_pop's look-ahead will not reach: those up to its distance */
 	for (uint16_t k = 1; k < n && k < SPLIT_PREFETCH_AHEAD; k++)
 		prefetch_head(s, (uint16_t)(s->last_avail_idx + k));
