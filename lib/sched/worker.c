@@ -339,14 +339,14 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned
 }
 
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Requests it keeps beyond the call share the batch's pin. Inside vqs_mem_read_lock. */
+ * Requests it keeps beyond the call share the batch's pin; those it completed during the call
+ * stay SLOT_DONE_HERE for retire_done_here, after the flush. Inside vqs_mem_read_lock. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
-			  const struct vqs_mem_table *t, uint64_t *now)
+			  const struct vqs_mem_table *t)
 {
 	tls_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
 	tls_running = NULL;
-	*now = vqs_now_ns();
 	if (taken > n) {
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
@@ -359,11 +359,8 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	struct pin_ref *pin = NULL;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE) {
-			stat_latency(q, r, *now);
-			slot_put(q, r);
+		if (r->st == SLOT_DONE_HERE)
 			continue;
-		}
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
 		 * which only q's owner reaps, later): keep its buffers mapped until then. */
 		if (!pin) {
@@ -379,6 +376,20 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	if (!pin)
 		vqs_mem_table_put(t);
 	return taken;
+}
+
+/* Count and free the requests of batch[0..taken) completed inside the handler call, published
+ * by now. Owner of q. */
+static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			     uint64_t now)
+{
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st == SLOT_DONE_HERE) {
+			stat_latency(q, r, now);
+			slot_put(q, r);
+		}
+	}
 }
 
 /* The ring has no chain to pop: a cheap look at the avail index before the full pop path (memory
@@ -459,12 +470,16 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
-		unsigned taken = hand_over(w, q, n, tab, &t);
+		unsigned taken = hand_over(w, q, n, tab);
+		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
+		 * are not on the way of the completions to the driver. */
+		flush_call(q);
+		t = vqs_now_ns();
+		retire_done_here(w, q, taken, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		uint64_t b = 0;
 		for (unsigned i = 0; i < taken; i++)
 			b += w->batch_bytes[i];
-		flush_call(q);
 		pkts += taken;
 		bytes += b;
 		stat_add(&q->c.bytes, b);
