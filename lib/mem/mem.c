@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "mem/pin.h"
 #include "mem/table.h"
 #include "util/log.h"
 #include "util/tsan.h"
@@ -89,12 +90,16 @@ static void table_retire(struct vqs_mem *m, struct vqs_mem_table *t)
 	urcu_bp_call_rcu(&t->rcu, table_retired);
 }
 
+void vqs_mem_table_pin(const struct vqs_mem_table *t)
+{
+	/* Relaxed is enough: inside the read-side section the readers' reference cannot go. */
+	atomic_fetch_add_explicit(&((struct vqs_mem_table *)t)->refs, 1, memory_order_relaxed);
+}
+
 const struct vqs_mem_table *vqs_mem_table_get(struct vqs_mem *m)
 {
-	/* acquire: as vqs_mem_current() */
-	struct vqs_mem_table *t = atomic_load_explicit(&m->cur, memory_order_acquire);
-	/* Relaxed is enough: inside the read-side section the reachable reference cannot go. */
-	atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+	const struct vqs_mem_table *t = vqs_mem_current(m);
+	vqs_mem_table_pin(t);
 	return t;
 }
 

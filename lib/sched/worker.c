@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
+#include "mem/pin.h"
 #include "sched/internal.h"
 #include "util/log.h"
 #include "util/prefetch.h"
@@ -316,31 +317,33 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 }
 
 /*
- * pop_batch, with the memory table the chains were translated through pinned in *pin: each pop
+ * pop_batch, returning in *tab the memory table the chains were translated through: each pop
  * translates through the table current at that moment, so if the table was replaced meanwhile,
- * the chains go back and are popped again; then every iovec of the batch lies in *pin.
+ * the chains go back and are popped again; then every iovec of the batch lies in *tab. Not
+ * pinned: the read-side section keeps *tab alive; hand_over pins it if a request outlives it.
  */
-static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
-			   uint64_t t0, bool *empty, const struct vqs_mem_table **pin)
+static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+				 uint64_t t0, bool *empty, const struct vqs_mem_table **tab)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
-		const struct vqs_mem_table *t = vqs_mem_table_get(mem);
+		const struct vqs_mem_table *t = vqs_mem_current(mem);
 		unsigned n = pop_batch(w, q, want, t0, empty);
-		if (n && vqs_mem_table_gen(vqs_mem_current(mem)) == vqs_mem_table_gen(t)) {
-			*pin = t;
-			return n;
-		}
-		vqs_mem_table_put(t);
 		if (!n)
 			return 0;
+		/* t cannot be freed inside the section, so no newer table has its address */
+		if (vqs_mem_current(mem) == t) {
+			*tab = t;
+			return n;
+		}
 		give_back(w, q, 0, n);
 	}
 }
 
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Requests it keeps beyond the call share the batch's pin; those it completed during the call
- * stay SLOT_DONE_HERE for retire_done_here, after the flush. Inside vqs_mem_read_lock. */
+ * Requests it keeps beyond the call share one pin on t, taken for the first of them; those it
+ * completed during the call stay SLOT_DONE_HERE for retire_done_here, after the flush. Inside
+ * vqs_mem_read_lock. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
 			  const struct vqs_mem_table *t)
 {
@@ -366,6 +369,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		if (!pin) {
 			pin = q->free_pins;
 			q->free_pins = pin->next_free;
+			vqs_mem_table_pin(t);
 			pin->t = t;
 			pin->refs = 0;
 		}
@@ -373,8 +377,6 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		r->pin = pin;
 		r->st = SLOT_OUT;
 	}
-	if (!pin)
-		vqs_mem_table_put(t);
 	return taken;
 }
 
@@ -452,7 +454,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		bool empty = true;
 		const struct vqs_mem_table *tab = NULL;
 		/* seen: the caller just saw chains, so the first pop goes without the look. */
-		unsigned n = !seen && ring_looks_empty(q) ? 0 : pop_pinned(w, q, want, t0, &empty, &tab);
+		unsigned n = !seen && ring_looks_empty(q) ? 0 : pop_in_one_table(w, q, want, t0, &empty, &tab);
 		seen = false;
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
