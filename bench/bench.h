@@ -100,6 +100,9 @@ struct floors {
 	unsigned batch[8];
 	double ring_ops_per_s[8];
 	double ring_rr_p50_ns, ring_rr_p99_ns;
+	/* Not floors: vqsched's own rings, [0] split and [1] packed, answering one request at a
+	 * time with no scheduler in between (floors_vring.c). 0 when not measured. */
+	double vring_rr_p50_ns[2], vring_rr_p99_ns[2];
 };
 
 struct goal {
@@ -129,6 +132,8 @@ double machine_loadavg(void);
 int workload_run(const struct point *pt, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
+/* The vring_rr reference lines of f, on the same CPUs (a: device, b: driver). */
+void floors_measure_vring(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* Floor bounding a point: saturating stream/sweep: ring throughput at its batch; rr and offered
  * rates: ring request/response p50. */
 void floors_attach(const struct floors *f, struct result *r);

@@ -67,3 +67,32 @@ void cpu_spin_ns(uint64_t ns)
 	while (vqs_now_ns() < end)
 		cpu_relax();
 }
+
+struct pair_arg {
+	int cpu;
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *pair_thread(void *p)
+{
+	struct pair_arg *a = p;
+	cpu_pin_self(a->cpu);
+	a->fn(a->arg);
+	return NULL;
+}
+
+int cpu_run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), void *arg)
+{
+	struct pair_arg b = {.cpu = cpu_b, .fn = fb, .arg = arg};
+	struct cpu_list mine;
+	pthread_t t;
+	cpu_allowed(&mine);
+	if (pthread_create(&t, NULL, pair_thread, &b))
+		return -EAGAIN;
+	cpu_pin_self(cpu_a);
+	fa(arg);
+	pthread_join(t, NULL);
+	cpu_pin_self_list(&mine);
+	return 0;
+}

@@ -17,6 +17,9 @@ int cpu_pin_self_list(const struct cpu_list *l);
 /* CPU time consumed so far by a thread of this process (Linux thread id / pthread). */
 uint64_t cpu_tid_ns(pid_t tid);
 uint64_t cpu_pthread_ns(pthread_t t);
+/* Run fa(arg) on cpu_a (this thread) and fb(arg) on cpu_b (a new thread) at once; this thread
+ * gets its CPU mask back afterwards (later points place their threads from it). 0 or -errno. */
+int cpu_run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), void *arg);
 /* Burn ns nanoseconds of CPU on the calling thread (handler cost, guest-exit cost). */
 void cpu_spin_ns(uint64_t ns);
 

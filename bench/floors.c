@@ -22,37 +22,6 @@
 #include "bench.h"
 #include "cpu.h"
 
-struct pair_arg {
-	int cpu;
-	void (*fn)(void *);
-	void *arg;
-};
-
-static void *pair_thread(void *p)
-{
-	struct pair_arg *a = p;
-	cpu_pin_self(a->cpu);
-	a->fn(a->arg);
-	return NULL;
-}
-
-/* Run fa on cpu_a (this thread) and fb on cpu_b (a new thread) at once; this thread gets its
- * CPU mask back afterwards (later points place their threads from it). */
-static int run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), void *arg)
-{
-	struct pair_arg b = {.cpu = cpu_b, .fn = fb, .arg = arg};
-	struct cpu_list mine;
-	pthread_t t;
-	cpu_allowed(&mine);
-	if (pthread_create(&t, NULL, pair_thread, &b))
-		return -EAGAIN;
-	cpu_pin_self(cpu_a);
-	fa(arg);
-	pthread_join(t, NULL);
-	cpu_pin_self_list(&mine);
-	return 0;
-}
-
 /* ---- cache-line ping-pong ---- */
 
 struct line {
@@ -215,7 +184,7 @@ static int mring_run(struct mring *r, int a, int b, unsigned batch, bool rr, uin
 	r->rr = rr;
 	r->duration_ns = dur_ns;
 	hist_reset(&r->h);
-	return run_pair(a, mring_producer, b, mring_consumer, r);
+	return cpu_run_pair(a, mring_producer, b, mring_consumer, r);
 }
 
 static double median3(double x, double y, double z)
@@ -234,7 +203,7 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	for (int t = 0; t < 3; t++) {
 		struct line l = {.iters = quick ? 20000 : 100000};
 		atomic_init(&l.v, 0);
-		run_pair(a, line_ping, b, line_pong, &l);
+		cpu_run_pair(a, line_ping, b, line_pong, &l);
 		rtt[t] = (double)l.ns / (double)l.iters;
 	}
 	f->cacheline_rtt_ns = median3(rtt[0], rtt[1], rtt[2]);
@@ -245,7 +214,7 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 		e->to_a = eventfd(0, EFD_CLOEXEC);
 		e->iters = quick ? 300 : 2000;
 		if (e->to_b >= 0 && e->to_a >= 0)
-			run_pair(a, efd_ping, b, efd_pong, e);
+			cpu_run_pair(a, efd_ping, b, efd_pong, e);
 		f->eventfd_rtt_ns = hist_quantile(&e->h, 0.5);
 		if (e->to_b >= 0)
 			close(e->to_b);
@@ -277,6 +246,7 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	f->ring_rr_p50_ns = hist_quantile(&r->h, 0.5);
 	f->ring_rr_p99_ns = hist_quantile(&r->h, 0.99);
 	free(r);
+	floors_measure_vring(f, ring, a, b, quick);
 	f->measured = true;
 }
 

@@ -16,11 +16,12 @@ static bool plain(const struct result *r)
 }
 
 static const struct result *find(const struct report *rep, enum workload w, enum vqs_policy pol,
-				 unsigned streams, unsigned batch, uint64_t rate)
+				 unsigned streams, unsigned batch, uint64_t rate, bool packed)
 {
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
-		if (plain(r) && r->pt.workload == w && r->pt.policy == pol && r->pt.streams == streams &&
+		if (plain(r) && r->pt.packed == packed && r->pt.workload == w && r->pt.policy == pol &&
+		    r->pt.streams == streams &&
 		    (batch == 0 || r->pt.batch_max == batch) && r->pt.rate == rate &&
 		    (w != WL_RR || r->pt.outstanding == 1))
 			return r;
@@ -58,23 +59,32 @@ static void goal_stream_floor(struct report *rep)
 	}
 }
 
-static void goal_rr(struct report *rep)
+/* Busy-poll rr against the minimal ring's request/response, on one ring layout. */
+static const struct result *goal_poll_rr(struct report *rep, bool packed)
 {
-	struct goal *g = add(rep, "poll-rr-vs-ring",
-			     "busy-poll rr p50 <= 1.25x the minimal ring request/response p50");
-	struct goal *a = add(rep, "adaptive-rr-vs-poll",
-			     "adaptive rr p50 <= 1.5x busy-poll's, and an idle queue < 1% of a CPU");
-	const struct result *poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 64, 0);
+	struct goal *g = add(rep, packed ? "poll-rr-vs-ring-packed" : "poll-rr-vs-ring",
+			     packed ? "as poll-rr-vs-ring, on packed rings"
+				    : "busy-poll rr p50 <= 1.25x the minimal ring request/response p50");
+	const struct result *poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 64, 0, packed);
 	if (!poll)
-		poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 0, 0);
+		poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 0, 0, packed);
 	if (poll && rep->floors.ring_rr_p50_ns > 0) {
 		double x = poll->med[FIG_P50] / rep->floors.ring_rr_p50_ns;
 		g->status = x <= 1.25;
 		snprintf(g->detail, sizeof(g->detail), "poll p50 %.0f ns / ring %.0f ns = %.2fx",
 			 poll->med[FIG_P50], rep->floors.ring_rr_p50_ns, x);
 	}
-	const struct result *ad = poll ? find(rep, WL_RR, VQS_POLICY_ADAPTIVE, 1, poll->pt.batch_max, 0)
-				       : NULL;
+	return poll;
+}
+
+static void goal_rr(struct report *rep)
+{
+	const struct result *poll = goal_poll_rr(rep, false);
+	goal_poll_rr(rep, true);
+	struct goal *a = add(rep, "adaptive-rr-vs-poll",
+			     "adaptive rr p50 <= 1.5x busy-poll's, and an idle queue < 1% of a CPU");
+	const struct result *ad =
+		poll ? find(rep, WL_RR, VQS_POLICY_ADAPTIVE, 1, poll->pt.batch_max, 0, false) : NULL;
 	const struct result *idle = NULL;
 	for (unsigned i = 0; i < rep->nresults && !idle; i++) {
 		const struct result *r = &rep->results[i];
@@ -107,7 +117,7 @@ static void goal_sweep(struct report *rep)
 		double best_ops = 0, best_p99 = 0;
 		for (unsigned k = 0; k < 3; k++) {
 			const struct result *f = find(rep, WL_SWEEP, fixed[k], ad->pt.streams,
-						      ad->pt.batch_max, ad->pt.rate);
+						      ad->pt.batch_max, ad->pt.rate, ad->pt.packed);
 			if (!f)
 				continue;
 			if (f->med[FIG_OPS] > best_ops)
@@ -131,9 +141,9 @@ static void goal_sweep(struct report *rep)
 	if (!levels || !light)
 		return;
 	const struct result *ded = find(rep, WL_SWEEP, VQS_POLICY_DEDICATED, light->pt.streams,
-					light->pt.batch_max, light->pt.rate);
+					light->pt.batch_max, light->pt.rate, light->pt.packed);
 	const struct result *pool = find(rep, WL_SWEEP, VQS_POLICY_POOL, light->pt.streams,
-					 light->pt.batch_max, light->pt.rate);
+					 light->pt.batch_max, light->pt.rate, light->pt.packed);
 	double cpu_ref = 0;
 	if (ded)
 		cpu_ref = ded->med[FIG_WCPU];

@@ -48,6 +48,11 @@ static void print_floors(FILE *f, const struct floors *fl)
 		fmt_rate(r, sizeof(r), fl->ring_ops_per_s[i]);
 		fprintf(f, "  minimal ring stream, batch %-3u %8s ops/s\n", fl->batch[i], r);
 	}
+	fprintf(f, "reference, not a floor: vqsched's rings alone (no scheduler), request/response:\n");
+	for (unsigned l = 0; l < 2; l++)
+		fprintf(f, "  %-6s ring                    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal ring)\n",
+			l ? "packed" : "split", fl->vring_rr_p50_ns[l], fl->vring_rr_p99_ns[l],
+			fl->ring_rr_p50_ns > 0 ? fl->vring_rr_p50_ns[l] / fl->ring_rr_p50_ns : 0);
 }
 
 double machine_loadavg(void)
@@ -68,8 +73,8 @@ void output_table(FILE *f, const struct report *rep)
 		   "which counts its own spinning threads)\n", rep->preset, rep->loadavg_start,
 		rep->loadavg_end);
 	print_floors(f, &rep->floors);
-	fprintf(f, "\n%-7s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
-		"load", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
+	fprintf(f, "\n%-7s %-6s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
+		"load", "ring", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
 		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "batch", "vs-floor", "loss");
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
@@ -88,19 +93,20 @@ void output_table(FILE *f, const struct report *rep)
 			snprintf(fl, sizeof(fl), "%.2fx", r->floor_ratio);
 		else
 			strcpy(fl, "-");
+		const char *ring = pt->packed ? "packed" : "split";
 		char place[96];
 		snprintf(place, sizeof(place), "%s%s%s%s", vqs_placement_name(pt->placement),
 			 pt->shared_cpu ? "*" : "", pt->placement == VQS_PLACE_PIN ? "" : ":",
 			 pt->placement == VQS_PLACE_PIN ? "" : r->worker_cpus);
 		if (r->error && !r->repeats) {
-			fprintf(f, "%-7s %-9s %-12s %4u %5u %7s  error: %s\n", workload_name(pt->workload),
-				vqs_policy_name(pt->policy), place, pt->streams, pt->batch_max, rate,
+			fprintf(f, "%-7s %-6s %-9s %-12s %4u %5u %7s  error: %s\n",
+				workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place, pt->streams, pt->batch_max, rate,
 				strerror(-r->error));
 			continue;
 		}
 		fprintf(f,
-			"%-7s %-9s %-12s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
-			workload_name(pt->workload), vqs_policy_name(pt->policy), place, pt->streams,
+			"%-7s %-6s %-9s %-12s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
+			workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place, pt->streams,
 			pt->batch_max, rate, ops, p50, p99, p999, wc, dc, r->med[FIG_WUTIL] * 100,
 			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_BATCH], fl,
 			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
@@ -208,6 +214,15 @@ static void json_floors(FILE *f, const struct floors *fl)
 	json_num(f, fl->ring_rr_p50_ns);
 	fprintf(f, ", \"ring_rr_p99_ns\": ");
 	json_num(f, fl->ring_rr_p99_ns);
+	fprintf(f, ", \"vring_rr_p50_ns\": {\"split\": ");
+	json_num(f, fl->vring_rr_p50_ns[0]);
+	fprintf(f, ", \"packed\": ");
+	json_num(f, fl->vring_rr_p50_ns[1]);
+	fprintf(f, "}, \"vring_rr_p99_ns\": {\"split\": ");
+	json_num(f, fl->vring_rr_p99_ns[0]);
+	fprintf(f, ", \"packed\": ");
+	json_num(f, fl->vring_rr_p99_ns[1]);
+	fprintf(f, "}");
 	fprintf(f, ", \"ring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);

@@ -14,6 +14,13 @@
 #define G_TRADEOFF                                                                          \
 	{.dim = {[DIM_WORKLOADS] = "stream,rr", [DIM_POLICIES] = ALL_POLICIES,              \
 		 [DIM_STREAMS] = "1,10,50", [DIM_BATCHES] = "1,64"}}
+/* The request/response floor comparison again on the packed layout: one ring line carries the
+ * request and its completion, where the split layout chains three dependent reads (index, avail
+ * entry, descriptor) on the device's side alone. */
+#define G_RR_PACKED                                                                         \
+	{.dim = {[DIM_WORKLOADS] = "rr", [DIM_POLICIES] = "poll,adaptive", [DIM_STREAMS] = "1", \
+		 [DIM_BATCHES] = "64"},                                                     \
+	 .packed = true}
 #define G_IDLE {.dim = {[DIM_WORKLOADS] = "idle", [DIM_POLICIES] = ALL_POLICIES}}
 #define G_SWEEP                                                                             \
 	{.dim = {[DIM_WORKLOADS] = "sweep", [DIM_POLICIES] = ALL_POLICIES,                  \
@@ -25,9 +32,9 @@
 
 const struct preset bench_presets[] = {
 	{"default", "what scripts/bench.sh runs: tradeoff, idle cost, sweep and affinity",
-	 {G_TRADEOFF, G_IDLE, G_SWEEP, G_AFFINITY}, 4, 3, NULL},
-	{"tradeoff", "each policy, batch 1/64, 1/10/50 streams, stream and rr (the 2017 shape)",
-	 {G_TRADEOFF, G_IDLE}, 2, 3, NULL},
+	 {G_TRADEOFF, G_RR_PACKED, G_IDLE, G_SWEEP, G_AFFINITY}, 5, 3, NULL},
+	{"tradeoff", "each policy, batch 1/64, 1/10/50 streams, stream and rr (the 2017 shape), "
+	 "rr on packed rings too", {G_TRADEOFF, G_RR_PACKED, G_IDLE}, 3, 3, NULL},
 	{"affinity", "owner and spinning driver on one CPU, workers inherit/float/auto (the 2023 shape)",
 	 {G_AFFINITY}, 1, 3, NULL},
 	{"sweep", "offered load from light to saturation, one curve per policy",
@@ -128,7 +135,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->duration_ms = (uint32_t)pick(o, SC_DURATION, o->quick ? 60 : 250);
 	pt->warmup_ms = (uint32_t)pick(o, SC_WARMUP, o->quick ? 20 : 60);
 	pt->tx_batch = (unsigned)pick(o, SC_TX_BATCH, 0);
-	pt->packed = pick(o, SC_PACKED, 0);
+	pt->packed = pick(o, SC_PACKED, g->packed);
 	pt->event_idx = pick(o, SC_EVENT_IDX, 1);
 	pt->driver_block = pick(o, SC_DRIVER_BLOCK, g->driver_block);
 	pt->shared_cpu = pick(o, SC_SHARED_CPU, g->shared_cpu);

@@ -18,6 +18,7 @@ struct preset_group {
 	const char *dim[DIM__COUNT]; /* comma lists; NULL = the default of that dimension */
 	bool shared_cpu;             /* affinity shape */
 	bool driver_block;
+	bool packed;                 /* packed ring layout (default split) */
 	unsigned outstanding;        /* rr in-flight per stream, 0 = default */
 };
 

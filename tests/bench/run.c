@@ -101,7 +101,14 @@ void bench_check_report(const char *json_path, unsigned min_runs)
 	struct json doc;
 	assert_int_equal(json_parse_file(json_path, &doc), 0);
 	assert_non_null(json_get(&doc, "machine"));
-	assert_non_null(json_get(&doc, "floors"));
+	const struct json *floors = json_get(&doc, "floors");
+	assert_non_null(floors);
+	if (json_num_or(floors, "measured", 0)) {
+		/* the floors and the ring references next to them all came out */
+		assert_true(json_num_or(floors, "ring_rr_p50_ns", 0) > 0);
+		assert_true(json_num_or(json_get(floors, "vring_rr_p50_ns"), "split", 0) > 0);
+		assert_true(json_num_or(json_get(floors, "vring_rr_p50_ns"), "packed", 0) > 0);
+	}
 	assert_non_null(json_get(&doc, "goals"));
 	const struct json *runs = json_get(&doc, "runs");
 	assert_non_null(runs);
