@@ -82,6 +82,17 @@ struct vqs_req {
 typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
 				   void *opaque);
 
+/*
+ * Demand: how many requests q's handler can take right now, asked (with the handler's opaque)
+ * before each pop of q's turns; the batch popped is capped by it, so chains the handler would
+ * only give back are never popped (a receive queue with three frames waiting wants three
+ * buffers, not a batch of 64 with 61 handed back). 0 stops serving q until vqs_queue_wake(q),
+ * exactly as a handler that takes nothing: the device arranges that wake (e.g. when a frame
+ * arrives), and a wake that races with the 0 is not lost. A cap, not a promise: the handler may
+ * still give back. Runs on the worker serving q, inside its turn; keep it short.
+ */
+typedef unsigned (*vqs_demand_fn)(struct vqs_queue *q, void *opaque);
+
 struct vqs_queue_opts {
 	uint32_t size;          /* sizeof(struct vqs_queue_opts) */
 	struct vqs_vq *vq;      /* configured queue; the scheduler uses it until detach */
@@ -114,6 +125,7 @@ struct vqs_queue_opts {
 	 * says.
 	 */
 	uint8_t prefetch_lines;
+	vqs_demand_fn demand; /* NULL = the policy's batch size alone */
 };
 VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
 

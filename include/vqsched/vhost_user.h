@@ -193,6 +193,10 @@ struct vqs_vu_device_ops {
 	/* Iovecs one request may span (vqs_queue_opts.iov_per_req; 0 = the scheduler's default of
 	 * 16). A device advertising a segment limit (virtio-blk seg_max) sets it to match. */
 	uint16_t iov_per_req;
+	/* The demand function of queue qidx (vqs_queue_opts.demand; it gets the handler's opaque),
+	 * or NULL; asked each time the queue starts, as queue_handler. A receive queue caps its pops
+	 * at what it has to deliver. Older callers' smaller struct (size) leaves it NULL. */
+	vqs_demand_fn (*queue_demand)(void *opaque, unsigned qidx);
 };
 
 struct vqs_vu_backend_opts {
@@ -200,7 +204,7 @@ struct vqs_vu_backend_opts {
 	const char *path;      /* unix socket path */
 	bool client;           /* false: listen on path (unlinking a stale socket); true: connect */
 	struct vqs_sched *sched;              /* queues run here; not owned */
-	const struct vqs_vu_device_ops *ops;  /* must outlive the backend */
+	const struct vqs_vu_device_ops *ops;  /* copied at create */
 	void *opaque;                         /* passed to every ops callback */
 	uint32_t reconnect_min_ms;  /* client: first retry delay (default 10) */
 	uint32_t reconnect_max_ms;  /* client: backoff cap (default 1000) */

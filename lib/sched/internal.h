@@ -117,6 +117,7 @@ struct vqs_queue {
 	_Atomic int kick_fd, call_fd;
 	uint16_t iov_per_req;
 	uint8_t prefetch_lines;
+	vqs_demand_fn demand;
 
 	/* Owner side (the worker running it, or the control thread while PAUSED). */
 	struct req_slot **slot_mem;    /* every slot, for freeing */

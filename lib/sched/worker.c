@@ -451,6 +451,15 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			want = q->nfree;
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
+		if (q->demand) {
+			unsigned d = q->demand(q, q->opaque);
+			if (!d) {
+				q->parked = true; /* as after a give-back: until vqs_queue_wake */
+				break;
+			}
+			if (want > d)
+				want = d;
+		}
 		bool empty = true;
 		const struct vqs_mem_table *tab = NULL;
 		/* seen: the caller just saw chains, so the first pop goes without the look. */

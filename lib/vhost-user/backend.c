@@ -7,6 +7,7 @@
  * the backend then stops the rings, drops the memory and serves the next frontend.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -227,8 +228,9 @@ static int check_opts(const struct vqs_vu_backend_opts *o)
 	if (!o || o->size < sizeof(*o) || !o->path || !o->sched || !o->ops)
 		return -EINVAL;
 	const struct vqs_vu_device_ops *ops = o->ops;
-	if (ops->size < sizeof(*ops) || !ops->queue_handler || ops->num_queues == 0 ||
-	    ops->num_queues > 256 || ops->config_size > VQS_VU_CONFIG_MAX)
+	/* the struct as first released (up to iov_per_req) or larger */
+	if (ops->size < offsetof(struct vqs_vu_device_ops, queue_demand) || !ops->queue_handler ||
+	    ops->num_queues == 0 || ops->num_queues > 256 || ops->config_size > VQS_VU_CONFIG_MAX)
 		return -EINVAL;
 	if (strlen(o->path) >= sizeof(((struct vqs_vu_backend *)0)->path))
 		return -ENAMETOOLONG;
@@ -250,7 +252,11 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 		b->opts.reconnect_max_ms = b->opts.reconnect_min_ms;
 	if (!b->opts.msg_timeout_ms)
 		b->opts.msg_timeout_ms = 1000;
-	b->ops = o->ops;
+	/* a copy: callers built against an older, shorter struct get the new fields zeroed */
+	memcpy(&b->ops_copy, o->ops, o->ops->size < sizeof(b->ops_copy) ? o->ops->size
+									 : sizeof(b->ops_copy));
+	b->ops_copy.size = sizeof(b->ops_copy);
+	b->ops = &b->ops_copy;
 	b->opaque = o->opaque;
 	strcpy(b->path, o->path);
 	b->opts.path = b->path;

@@ -115,6 +115,8 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.on_broken_opaque = r;
 	if (err == 0) {
 		qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
+		if (b->ops->queue_demand)
+			qo.demand = b->ops->queue_demand(b->opaque, i);
 		err = qo.handler ? vqs_sched_attach(b->opts.sched, &qo, &r->sq) : -EINVAL;
 	}
 	if (err < 0) {

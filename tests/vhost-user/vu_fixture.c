@@ -118,6 +118,12 @@ void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 
 int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client)
 {
+	return vu_env_start_with(env, num_queues, client, NULL);
+}
+
+int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
+		      void (*tweak)(struct vqs_vu_device_ops *ops))
+{
 	static _Atomic unsigned seq;
 	memset(env, 0, sizeof(*env));
 	snprintf(env->path, sizeof(env->path), "/tmp/vqs-vu-%d-%u.sock", (int)getpid(),
@@ -125,6 +131,8 @@ int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client)
 	/* Packed rings offered; frontends take them only when they ask. */
 	vu_echo_init(&env->echo, num_queues,
 		     VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_RING_PACKED));
+	if (tweak)
+		tweak(&env->echo.ops);
 	struct vqs_sched_opts so;
 	vqs_sched_opts_init(&so);
 	so.policy = VQS_POLICY_POOL;

@@ -46,6 +46,9 @@ struct vu_env {
 /* Scheduler (pool, one worker) + backend on a fresh socket path, offering VERSION_1, EVENT_IDX
  * and RING_PACKED. client: the backend connects. */
 int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client);
+/* vu_env_start, with tweak(ops) applied to the device ops before the backend is created. */
+int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
+		      void (*tweak)(struct vqs_vu_device_ops *ops));
 void vu_env_stop(struct vu_env *env);
 /* Wait (bounded) until the backend counted `n` disconnects. */
 bool vu_env_wait_disconnects(struct vu_env *env, uint64_t n);

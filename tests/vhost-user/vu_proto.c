@@ -6,6 +6,7 @@
  * frontend disconnects with fds and threads back to where they were.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +32,60 @@ static struct vqs_vu_frontend *connect_frontend(struct vu_env *env, uint16_t nq)
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 	return f;
+}
+
+/* ---- device ops: queue_demand ---- */
+
+static atomic_uint demand_calls;
+
+static unsigned count_demand(struct vqs_queue *q, void *opaque)
+{
+	atomic_fetch_add(&demand_calls, 1);
+	return UINT_MAX;
+}
+
+static unsigned trap_demand(struct vqs_queue *q, void *opaque)
+{
+	fail_msg("demand read beyond the device ops' size");
+	return 0;
+}
+
+static vqs_demand_fn counting_demand(void *opaque, unsigned qidx) { return count_demand; }
+static vqs_demand_fn trapping_demand(void *opaque, unsigned qidx) { return trap_demand; }
+
+static void with_queue_demand(struct vqs_vu_device_ops *ops)
+{
+	ops->queue_demand = counting_demand;
+}
+
+static void ops_from_before_queue_demand(struct vqs_vu_device_ops *ops)
+{
+	ops->size = (uint32_t)offsetof(struct vqs_vu_device_ops, queue_demand);
+	ops->queue_demand = trapping_demand;
+}
+
+static void echo_with_ops(void (*tweak)(struct vqs_vu_device_ops *ops))
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start_with(&env, 1, false, tweak), 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
+	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
+	vqs_vu_frontend_destroy(f);
+	assert_true(vu_env_wait_disconnects(&env, 1));
+	vu_env_stop(&env);
+}
+
+static void test_queue_demand_is_asked_before_pops(void **state)
+{
+	atomic_store(&demand_calls, 0);
+	echo_with_ops(with_queue_demand);
+	assert_true(atomic_load(&demand_calls) > 0);
+}
+
+static void test_device_ops_from_before_queue_demand_still_serve(void **state)
+{
+	echo_with_ops(ops_from_before_queue_demand);
 }
 
 static void test_server_mode_handshake_and_echo(void **state)
@@ -432,6 +487,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server_mode_handshake_and_echo),
+		cmocka_unit_test(test_queue_demand_is_asked_before_pops),
+		cmocka_unit_test(test_device_ops_from_before_queue_demand_still_serve),
 		cmocka_unit_test(test_packed_ring_handshake_and_echo),
 		cmocka_unit_test(test_packed_vring_base_avail_half_only_resumes_used_there),
 		cmocka_unit_test(test_client_mode_backend_connects_with_retry),
