@@ -18,6 +18,7 @@
  *  - a receive handler with no staged frames gives its buffers back and is woken by the next push.
  */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "net_hdr.h"
@@ -264,6 +265,30 @@ void sw_wake_senders(struct sw_switch *sw, uint64_t mask)
 	}
 }
 
+/*
+ * Receive buffers worth popping: the frames waiting, at the buffers per frame of the last turn
+ * (the rest would only be given back); none when no frame waits (parked: the next push wakes the
+ * queue, as after a give-back); no cap while a frame keeps coming up short of buffers, so the
+ * batch can grow to what that frame needs.
+ */
+unsigned sw_rx_demand(struct vqs_queue *q, void *opaque)
+{
+	struct sw_port *b = opaque;
+	(void)q;
+	pthread_mutex_lock(&b->lock);
+	unsigned d, per = b->rx_bufs_per_frame ? b->rx_bufs_per_frame : 1;
+	if (b->rx_short_turns) {
+		d = UINT_MAX;
+	} else if (!b->count) {
+		b->rx_parked = true;
+		d = 0;
+	} else {
+		d = b->count > UINT_MAX / per ? UINT_MAX : b->count * per;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return d;
+}
+
 /* A receive chain the switch can write into: writable only; the first of a frame holds the
  * whole header. */
 static bool rx_chain_ok(const struct vqs_elem *e, size_t hl, bool first)
@@ -278,7 +303,7 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	size_t hl = atomic_load_explicit(&b->hdr_len, memory_order_relaxed);
 	bool mrg = atomic_load_explicit(&b->mrg_rxbuf, memory_order_relaxed);
 	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0, wake = 0;
-	unsigned used = 0;
+	unsigned used = 0, most_bufs = 0;
 	bool short_batch = false;
 
 	pthread_mutex_lock(&b->lock);
@@ -331,6 +356,8 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			vqs_req_complete(reqs[used + j], (uint32_t)c);
 		}
 		used += k;
+		if (k > most_bufs)
+			most_bufs = k;
 		frames++;
 		bytes += s->len;
 		b->head = (b->head + 1) & (SW_STAGE_SLOTS - 1);
@@ -357,6 +384,8 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	}
 	if (used)
 		b->rx_short_turns = 0;
+	if (most_bufs)
+		b->rx_bufs_per_frame = most_bufs;
 	pthread_mutex_unlock(&b->lock);
 	sw_wake_senders(sw, wake);
 	sw_count(&b->c.tx_frames, frames);

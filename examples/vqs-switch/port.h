@@ -79,6 +79,7 @@ struct sw_port {
 	bool rx_parked;         /* receive handler gave its buffers back for lack of frames */
 	bool rx_starved;        /* a frame needs more receive buffers than the ring offers */
 	unsigned rx_short_turns; /* turns in a row that could not place the first frame */
+	unsigned rx_bufs_per_frame; /* most receive buffers one frame took in the last turn (0 = 1) */
 	uint64_t waiters;       /* ports whose transmit queue waits for room here (bit = port id) */
 	uint64_t last_drain_ns; /* last time the receive queue took frames (or started) */
 

@@ -28,6 +28,12 @@ static vqs_handler_fn queue_handler(void *opaque, unsigned qidx, void **handler_
 	return NULL;
 }
 
+static vqs_demand_fn queue_demand(void *opaque, unsigned qidx)
+{
+	(void)opaque;
+	return qidx == SW_RXQ ? sw_rx_demand : NULL;
+}
+
 static void set_features(void *opaque, uint64_t f)
 {
 	struct sw_port *p = opaque;
@@ -46,7 +52,10 @@ static void queue_state(void *opaque, unsigned qidx, struct vqs_queue *q)
 	pthread_mutex_lock(&p->lock);
 	if (qidx == SW_RXQ) {
 		p->rxq = q;
-		p->rx_parked = false;
+		/* rx_parked is left alone: the queue's first turn may already have parked it (its
+		 * demand found nothing to deliver) before the backend tells us it started, and only
+		 * the push that sees the flag wakes it. A flag left over from an earlier session
+		 * costs one spurious wake. */
 		p->rx_starved = false;
 		p->last_drain_ns = vqs_now_ns();
 		if (!q) {
@@ -103,6 +112,7 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 				     VQS_BIT(VQS_VU_PROTOCOL_F_STATUS),
 		.num_queues = 2,
 		.queue_handler = queue_handler,
+		.queue_demand = queue_demand,
 		.set_features = set_features,
 		.queue_state = queue_state,
 		.connection = connection,

@@ -60,6 +60,8 @@ static inline bool sw_stalled(const struct sw_port *p, uint64_t now)
 /* forward.c: the queue handlers and the step between them. */
 unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque);
 unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque);
+/* The receive queue's demand (vqs_demand_fn): buffers for the frames waiting. */
+unsigned sw_rx_demand(struct vqs_queue *q, void *opaque);
 /* Wake the transmit queues of the ports in mask. */
 void sw_wake_senders(struct sw_switch *sw, uint64_t mask);
 
