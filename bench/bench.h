@@ -103,6 +103,7 @@ struct floors {
 	/* Not floors: vqsched's own rings, [0] split and [1] packed, answering one request at a
 	 * time with no scheduler in between (floors_vring.c). 0 when not measured. */
 	double vring_rr_p50_ns[2], vring_rr_p99_ns[2];
+	double vring_stream_ops_per_s[8]; /* split, at batch[i] */
 };
 
 struct goal {
@@ -132,8 +133,13 @@ double machine_loadavg(void);
 int workload_run(const struct point *pt, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
-/* The vring_rr reference lines of f, on the same CPUs (a: device, b: driver). */
+/* Median of three figures. */
+double median3(double x, double y, double z);
+/* The vring reference lines of f, on the same CPUs (a: device, b: driver). */
 void floors_measure_vring(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
+/* The stream floor bounding batch size `batch`: the largest measured batch not above it (index
+ * into f->batch; f->nbatch > 0). */
+unsigned floors_batch_index(const struct floors *f, unsigned batch);
 /* Floor bounding a point: saturating stream/sweep: ring throughput at its batch; rr and offered
  * rates: ring request/response p50. */
 void floors_attach(const struct floors *f, struct result *r);

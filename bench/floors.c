@@ -187,7 +187,7 @@ static int mring_run(struct mring *r, int a, int b, unsigned batch, bool rr, uin
 	return cpu_run_pair(a, mring_producer, b, mring_consumer, r);
 }
 
-static double median3(double x, double y, double z)
+double median3(double x, double y, double z)
 {
 	return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
 }
@@ -250,6 +250,14 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	f->measured = true;
 }
 
+unsigned floors_batch_index(const struct floors *f, unsigned batch)
+{
+	unsigned i = 0;
+	while (i + 1 < f->nbatch && f->batch[i + 1] <= batch)
+		i++;
+	return i;
+}
+
 void floors_attach(const struct floors *f, struct result *r)
 {
 	r->floor_name = NULL;
@@ -258,10 +266,7 @@ void floors_attach(const struct floors *f, struct result *r)
 		return;
 	bool saturating = r->pt.workload != WL_RR && r->pt.rate == 0;
 	if (saturating && f->nbatch) {
-		/* throughput, bounded by the minimal ring at the largest batch not above the point's */
-		unsigned i = 0;
-		while (i + 1 < f->nbatch && f->batch[i + 1] <= r->pt.batch_max)
-			i++;
+		unsigned i = floors_batch_index(f, r->pt.batch_max);
 		static char names[8][32];
 		snprintf(names[i], sizeof(names[i]), "ring_ops_per_s[%u]", f->batch[i]);
 		r->floor_name = names[i];

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reference lines next to the floors: vqsched's own rings, its driver side and its device side,
- * answering one request at a time between two pinned polling threads with nothing in between (no
- * scheduler, no handler, no eventfd). Not floors of the machine: they show what the ring layout
- * itself costs over the minimal ring, so a point's gap to the floor splits into the format's
- * share and the scheduler's.
+ * between two pinned polling threads with nothing in between (no scheduler, no handler, no
+ * eventfd): answering one request at a time (split and packed), and streaming at the floors'
+ * batch sizes (split, as vqs-bench's points: requests of a readable and a writable buffer, the
+ * driver refilling in whole batches, the device publishing and deciding the call once per
+ * batch). Not floors of the machine: they show what the ring format itself costs over the
+ * minimal ring, so a point's gap to the floor splits into the format's share and the
+ * scheduler's.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -19,9 +22,11 @@ struct vref {
 	struct vqs_vq *dev;
 	uint64_t out_gpa, in_gpa;
 	uint64_t duration_ns;
+	unsigned batch; /* 0: request/response, one at a time; else the streaming batch */
 	atomic_bool stop;
 	bool failed;
 	struct hist h;
+	uint64_t ops, ns; /* streaming: requests completed in ns */
 };
 
 /* Giving up on an answer: the device side is ours and answers in microseconds, so this only
@@ -59,17 +64,65 @@ out:
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
 
+/* Streaming: keep the ring full in whole batches, reap everything, until the time is up; then
+ * wait for what is in flight. */
+static void vref_driver_stream(void *p)
+{
+	struct vref *v = p;
+	static int token;
+	unsigned cap = vqs_vq_num(v->dev) / 2, fill = v->batch < cap ? v->batch : cap;
+	uint64_t t0 = vqs_now_ns(), end = t0 + v->duration_ns, now = t0, sent = 0, done = 0;
+	uint32_t len;
+	for (unsigned step = 1;; step++) {
+		while (vqs_drv_get_used(v->drv, &len))
+			done++;
+		if (step % 256 == 0 || now >= end) /* a clock read per 256 steps while sending */
+			now = vqs_now_ns();
+		if (now >= end) {
+			if (done == sent)
+				break;
+			if (now - end > VREF_STALL_NS) {
+				v->failed = true;
+				break;
+			}
+			continue;
+		}
+		if (vqs_drv_free_count(v->drv) / 2 < fill) { /* two descriptors a request */
+			cpu_relax();
+			continue;
+		}
+		for (unsigned i = 0; i < fill; i++) {
+			struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}};
+			if (vqs_drv_add(v->drv, b, 1, 1, &token, false)) {
+				v->failed = true;
+				goto out;
+			}
+		}
+		sent += fill;
+		vqs_drv_kick_prepare(v->drv); /* the device polls: its answer is not needed */
+	}
+out:
+	v->ops = done;
+	v->ns = vqs_now_ns() - t0;
+	/* release pairs with the device loop's acquire: it stops after our last request */
+	atomic_store_explicit(&v->stop, true, memory_order_release);
+}
+
 static void vref_device(void *p)
 {
 	struct vref *v = p;
 	struct iovec iov[4];
-	unsigned polls = 0;
+	unsigned polls = 0, most = v->batch ? v->batch : 1;
 	vqs_mem_read_lock();
 	vqs_vq_disable_notify(v->dev);
 	while (!atomic_load_explicit(&v->stop, memory_order_acquire)) {
+		unsigned n = 0;
 		struct vqs_elem e = {.iov = iov, .iov_cap = 4};
-		if (vqs_vq_pop(v->dev, &e) == 0) {
+		while (n < most && vqs_vq_pop(v->dev, &e) == 0) {
 			vqs_vq_fill(v->dev, &e, 0);
+			n++;
+		}
+		if (n) {
 			vqs_vq_flush(v->dev);
 			vqs_vq_need_call(v->dev);
 		}
@@ -81,11 +134,12 @@ static void vref_device(void *p)
 	vqs_mem_read_unlock();
 }
 
-/* One layout's request/response p50 and p99 in ns; 0 when it could not run. */
-static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_ns, double *p50,
-			 double *p99)
+/* One run on one layout: batch 0 measures request/response (out[0] p50, out[1] p99, in ns),
+ * else streaming (out[0] ops/s). Zeros when it could not run. */
+static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_ns, unsigned batch,
+			 double out[2])
 {
-	*p50 = *p99 = 0;
+	out[0] = out[1] = 0;
 	struct vqs_gmem *gmem = NULL;
 	struct vqs_mem *mem = NULL;
 	struct vqs_mem_region reg;
@@ -112,12 +166,17 @@ static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_
 	if (!v->out_gpa || !v->in_gpa)
 		goto out;
 	v->duration_ns = dur_ns;
+	v->batch = batch;
 	atomic_init(&v->stop, false);
 	hist_reset(&v->h);
-	if (cpu_run_pair(b, vref_driver, a, vref_device, v) || v->failed)
+	if (cpu_run_pair(b, batch ? vref_driver_stream : vref_driver, a, vref_device, v) || v->failed)
 		goto out;
-	*p50 = hist_quantile(&v->h, 0.5);
-	*p99 = hist_quantile(&v->h, 0.99);
+	if (batch) {
+		out[0] = v->ns ? (double)v->ops * 1e9 / (double)v->ns : 0;
+	} else {
+		out[0] = hist_quantile(&v->h, 0.5);
+		out[1] = hist_quantile(&v->h, 0.99);
+	}
 out:
 	if (v && v->dev)
 		vqs_vq_destroy(v->dev);
@@ -136,7 +195,20 @@ void floors_measure_vring(struct floors *f, unsigned ring, int a, int b, bool qu
 		ring = 256;
 	while (ring & (ring - 1)) /* split rings need a power of two */
 		ring &= ring - 1;
-	uint64_t dur = (quick ? 60 : 200) * 1000000ull;
-	vref_measure(false, ring, a, b, dur, &f->vring_rr_p50_ns[0], &f->vring_rr_p99_ns[0]);
-	vref_measure(true, ring, a, b, dur, &f->vring_rr_p50_ns[1], &f->vring_rr_p99_ns[1]);
+	uint64_t ms = 1000000ull;
+	for (unsigned l = 0; l < 2; l++) {
+		double r[2];
+		vref_measure(l == 1, ring, a, b, (quick ? 60 : 200) * ms, 0, r);
+		f->vring_rr_p50_ns[l] = r[0];
+		f->vring_rr_p99_ns[l] = r[1];
+	}
+	/* the batch sizes of the minimal ring's stream, median of three as there */
+	for (unsigned i = 0; i < f->nbatch; i++) {
+		double ops[3], r[2];
+		for (int t = 0; t < 3; t++) {
+			vref_measure(false, ring, a, b, (quick ? 20 : 60) * ms, f->batch[i], r);
+			ops[t] = r[0];
+		}
+		f->vring_stream_ops_per_s[i] = median3(ops[0], ops[1], ops[2]);
+	}
 }

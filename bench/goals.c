@@ -51,9 +51,18 @@ static void goal_stream_floor(struct report *rep)
 			continue;
 		bool ok = r->floor_ratio >= 0.80;
 		g->status = g->status == -1 ? ok : (g->status && ok);
+		/* and, for split rings, how far the ring format alone gets without the scheduler */
+		double alone = r->pt.packed ? 0
+			: rep->floors.vring_stream_ops_per_s[floors_batch_index(&rep->floors,
+										r->pt.batch_max)];
+		char ref[48] = "";
+		if (alone > 0)
+			snprintf(ref, sizeof(ref), " (split rings alone: %.0f%%)",
+				 100 * alone / r->floor_value);
 		off += (size_t)snprintf(g->detail + off, off < sizeof(g->detail) ? sizeof(g->detail) - off : 0,
-					"%sbatch %u: %.0f ops/s = %.0f%% of %.0f", off ? "; " : "",
-					r->pt.batch_max, r->med[FIG_OPS], r->floor_ratio * 100, r->floor_value);
+					"%sbatch %u: %.0f ops/s = %.0f%% of %.0f%s", off ? "; " : "",
+					r->pt.batch_max, r->med[FIG_OPS], r->floor_ratio * 100,
+					r->floor_value, ref);
 		if (off >= sizeof(g->detail))
 			break;
 	}

@@ -48,11 +48,19 @@ static void print_floors(FILE *f, const struct floors *fl)
 		fmt_rate(r, sizeof(r), fl->ring_ops_per_s[i]);
 		fprintf(f, "  minimal ring stream, batch %-3u %8s ops/s\n", fl->batch[i], r);
 	}
-	fprintf(f, "reference, not a floor: vqsched's rings alone (no scheduler), request/response:\n");
+	fprintf(f, "reference, not a floor: vqsched's rings alone (no scheduler):\n");
 	for (unsigned l = 0; l < 2; l++)
-		fprintf(f, "  %-6s ring                    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal ring)\n",
+		fprintf(f, "  %-6s ring request/response    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal ring)\n",
 			l ? "packed" : "split", fl->vring_rr_p50_ns[l], fl->vring_rr_p99_ns[l],
 			fl->ring_rr_p50_ns > 0 ? fl->vring_rr_p50_ns[l] / fl->ring_rr_p50_ns : 0);
+	for (unsigned i = 0; i < fl->nbatch; i++) {
+		char r[32];
+		fmt_rate(r, sizeof(r), fl->vring_stream_ops_per_s[i]);
+		fprintf(f, "  split  ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring)\n",
+			fl->batch[i], r,
+			fl->ring_ops_per_s[i] > 0 ? 100 * fl->vring_stream_ops_per_s[i] / fl->ring_ops_per_s[i]
+						  : 0);
+	}
 }
 
 double machine_loadavg(void)
@@ -223,6 +231,13 @@ static void json_floors(FILE *f, const struct floors *fl)
 	fprintf(f, ", \"packed\": ");
 	json_num(f, fl->vring_rr_p99_ns[1]);
 	fprintf(f, "}");
+	fprintf(f, ", \"vring_stream\": [");
+	for (unsigned i = 0; i < fl->nbatch; i++) {
+		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
+		json_num(f, fl->vring_stream_ops_per_s[i]);
+		fprintf(f, "}");
+	}
+	fprintf(f, "]");
 	fprintf(f, ", \"ring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
