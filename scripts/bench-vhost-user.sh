@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Side by side: vqs-switch versus dpdk-testpmd (io mode between two net_vhost ports), both
 # forwarding 64-byte frames between the same virtio-user ports, the forwarder on CPU 1 and the
-# traffic on CPU 0. Runs are interleaved; prints each run and the medians of: delivered Mpps,
-# the forwarder's CPU use while forwarding, and in the 2 s after traffic stops (/proc/PID/stat),
+# traffic on CPU 0. Runs are interleaved; prints each run and the medians of: delivered Mpps
+# (frames the traffic side received over the window, from its port counters), the forwarder's
+# CPU use while forwarding, and in the 2 s after traffic stops (/proc/PID/stat; the traffic
+# testpmds stop forwarding but stay connected, so this is the cost of idle, connected queues),
 # and the forwarder's CPU time per delivered frame (ns; on a shared machine the forwarder gets a
 # varying share of its CPU, which moves Mpps far more than this).
 #
-#   MODE=txrx  one testpmd transmits (txonly) into port 0, another receives (rxonly) from port 1
-#              (default). On a 2-CPU machine both traffic testpmds spin on CPU 0 and take turns
-#              per scheduler slice, so this measures that, more than the forwarder.
-#   MODE=loop  one testpmd (mac mode, --tx-first) owns both virtio-user ports on one CPU and
+#   MODE=loop  one testpmd (mac mode, tx_first) owns both virtio-user ports on one CPU and
 #              sends each frame it receives back out of the other port: frames circle through the
-#              forwarder, and the receiving side is never descheduled behind a second spinner.
-#              BURST=N (default 512) frames per port are sent first and keep circling: with
-#              testpmd's default of 32 the 64 frames in flight made the run measure round-trip
-#              latency rather than forwarding rate (the forwarder sat idle part of the time).
+#              forwarder, and the receiving side is never descheduled behind a second spinner
+#              (default). BURST=N (default 512) frames per port are sent first and keep circling:
+#              with testpmd's default of 32 the 64 frames in flight made the run measure
+#              round-trip latency rather than forwarding rate (the forwarder sat idle part of the
+#              time).
+#   MODE=txrx  one testpmd transmits (txonly) into port 0, another receives (rxonly) from port 1.
+#              On a 2-CPU machine both traffic testpmds spin on CPU 0 and take turns per
+#              scheduler slice, so this measures that, more than the forwarder.
 #
 #   SWITCH_ARGS="--batch 64" adds options to vqs-switch's command line (its defaults otherwise).
 #
@@ -31,54 +34,69 @@ MAC0=02:00:00:00:00:01 MAC1=02:00:00:00:00:02
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# Start the traffic against sockets DIR/p0 and DIR/p1; sets TRAFFIC (pids to stop when done)
-# and RXLOG (the log whose Rx-pps lines count delivered frames).
+# Start the traffic against sockets DIR/p0 and DIR/p1. The traffic testpmds are interactive
+# (testpmd_ctl), so that traffic can stop while their ports stay connected: the forwarder's CPU
+# "when traffic stops" is then that of connected, idle queues, not of a forwarder whose peers
+# went away. Sets CTLS (their command fds), RXCTL and RXLOG (the one whose RX-packets count
+# delivered frames), RXPORTS (its ports) and TRAFFIC (their pids).
 traffic() {
   local dir=$1
   if [ "$MODE" = loop ]; then
-    testpmd "$dir/loop.log" '0@0,1@0' \
+    testpmd_ctl "$dir/loop.log" '0@0,1@0' \
       --vdev "net_virtio_user0,path=$dir/p0,queues=1,mac=$MAC0" \
       --vdev "net_virtio_user1,path=$dir/p1,queues=1,mac=$MAC1" \
-      -- --forward-mode=mac --eth-peer=0,$MAC1 --eth-peer=1,$MAC0 --tx-first --burst=$BURST \
-      --stats-period=1 --total-num-mbufs=16384 -a
-    TRAFFIC=$SPAWNED RXLOG=$dir/loop.log
-    wait_for "grep -aqs Rx-pps $dir/loop.log" 30 || fail "traffic testpmd did not start"
+      -- -i --forward-mode=mac --eth-peer=0,$MAC1 --eth-peer=1,$MAC0 --burst=$BURST \
+      --total-num-mbufs=16384
+    CTLS=$CTL_FD RXCTL=$CTL_FD RXLOG=$dir/loop.log RXPORTS=2 TRAFFIC=$SPAWNED
+    wait_for "grep -aqs 'testpmd>' $dir/loop.log" 30 || fail "traffic testpmd did not start"
+    echo "start tx_first" >&"$RXCTL"
     return
   fi
-  testpmd "$dir/rx.log" '0@0,1@0' --vdev "net_virtio_user0,path=$dir/p1,queues=1,mac=$MAC1" \
-    -- --forward-mode=rxonly --stats-period=1 --total-num-mbufs=16384 -a
-  local rx=$SPAWNED
-  wait_for "grep -aqs Rx-pps $dir/rx.log" 30 || fail "receiver did not start"
-  testpmd "$dir/tx.log" '0@0,1@0' --vdev "net_virtio_user0,path=$dir/p0,queues=1,mac=$MAC0" \
-    -- --forward-mode=txonly --eth-peer=0,$MAC1 --txpkts=64 --stats-period=1 \
-    --total-num-mbufs=16384 -a
-  TRAFFIC="$SPAWNED $rx" RXLOG=$dir/rx.log
-  wait_for "grep -aqs Tx-pps $dir/tx.log" 30 || fail "sender did not start"
+  testpmd_ctl "$dir/rx.log" '0@0,1@0' --vdev "net_virtio_user0,path=$dir/p1,queues=1,mac=$MAC1" \
+    -- -i --forward-mode=rxonly --total-num-mbufs=16384
+  RXCTL=$CTL_FD RXLOG=$dir/rx.log RXPORTS=1 TRAFFIC=$SPAWNED
+  wait_for "grep -aqs 'testpmd>' $dir/rx.log" 30 || fail "receiver did not start"
+  echo start >&"$RXCTL"
+  testpmd_ctl "$dir/tx.log" '0@0,1@0' --vdev "net_virtio_user0,path=$dir/p0,queues=1,mac=$MAC0" \
+    -- -i --forward-mode=txonly --eth-peer=0,$MAC1 --txpkts=64 --total-num-mbufs=16384
+  CTLS="$CTL_FD $RXCTL" TRAFFIC="$SPAWNED $TRAFFIC"
+  wait_for "grep -aqs 'testpmd>' $dir/tx.log" 30 || fail "sender did not start"
+  echo start >&"$CTL_FD"
 }
 
-# Median Rx-pps (per port and stats period) of the lines printed between line numbers $2 and $3.
-rx_pps_median() {
-  awk -v from="$2" -v to="$3" 'NR > from && NR <= to && /Rx-pps/ { print $2 }' "$1" | median
+# Frames received so far on the receiving testpmd's ports (asks it for its port stats).
+rx_total() {
+  local seen
+  seen=$(grep -ac 'RX-packets' "$RXLOG")
+  echo "show port stats all" >&"$RXCTL"
+  wait_for "[ \$(grep -ac 'RX-packets' $RXLOG) -ge $((seen + RXPORTS)) ]" 10 ||
+    fail "testpmd did not print its port stats"
+  grep -a -oE 'RX-packets: *[0-9]+' "$RXLOG" | tail -n "$RXPORTS" | grep -oE '[0-9]+$' |
+    awk '{ n += $1 } END { print n }'
 }
 
 median() { sort -n | awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : 0}'; }
 
-measure() { # measure DIR FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame"
-  local dir=$1 fwd=$2 c0 c1 c1b c2 t0 t1 l0 l1 pid
-  sleep 1 # past the ramp
-  t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd"); l0=$(wc -l <"$RXLOG")
-  sleep "$SECS"
-  c1=$(cpu_ticks "$fwd"); t1=$(date +%s.%N); l1=$(wc -l <"$RXLOG")
+# The traffic testpmds were told to quit (measure); wait for them, or stop them.
+stop_traffic() {
+  local pid
   for pid in $TRAFFIC; do stop_pid "$pid" INT; done
+}
+
+measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame"
+  local fwd=$1 c0 c1 c1b c2 t0 t1 n0 n1 fd
+  sleep 1 # past the ramp
+  n0=$(rx_total); t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd")
+  sleep "$SECS"
+  c1=$(cpu_ticks "$fwd"); t1=$(date +%s.%N); n1=$(rx_total)
+  for fd in $CTLS; do echo stop >&"$fd"; done
   sleep 0.5
   c1b=$(cpu_ticks "$fwd")
   sleep 2
   c2=$(cpu_ticks "$fwd")
-  local pps ports=1
-  [ "$MODE" = loop ] && ports=2 # both ports receive; the median is per port
-  pps=$(rx_pps_median "$RXLOG" "$l0" "$l1")
-  awk -v r="$pps" -v p=$ports -v b=$((c1 - c0)) -v i=$((c2 - c1b)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { pps = r * p; cpu = b / hz / (t1 - t0)
+  for fd in $CTLS; do echo quit >&"$fd"; exec {fd}>&-; done
+  awk -v n=$((n1 - n0)) -v b=$((c1 - c0)) -v i=$((c2 - c1b)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { pps = n / (t1 - t0); cpu = b / hz / (t1 - t0)
              printf "%.3f %.0f %.1f %.0f\n", pps / 1e6, 100 * cpu, 100 * i / hz / 2, pps ? 1e9 * cpu / pps : 0 }'
 }
 
@@ -89,7 +107,8 @@ run_switch() {
   local sw=$SPAWNED
   wait_for "[ -S $dir/p0 ] && [ -S $dir/p1 ]" 10 || fail "switch sockets missing"
   traffic "$dir"
-  measure "$dir" "$sw"
+  measure "$sw"
+  stop_traffic
   stop_pid "$sw" INT
 }
 
@@ -102,7 +121,8 @@ run_testpmd() {
   wait_for "[ -S $dir/p0 ] && [ -S $dir/p1 ] && grep -aqs Rx-pps $dir/fwd.log" 30 ||
     fail "net_vhost testpmd did not start"
   traffic "$dir"
-  measure "$dir" "$fwd"
+  measure "$fwd"
+  stop_traffic
   stop_pid "$fwd" INT
 }
 

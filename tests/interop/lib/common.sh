@@ -80,11 +80,30 @@ need_peer_packages() { # install the peer; exit 77 only when that is impossible
 }
 
 TESTPMD_N=0
+testpmd_argv() { # testpmd_argv LCORES -> TESTPMD_ARGV: the command up to its own arguments
+  TESTPMD_N=$((TESTPMD_N + 1))
+  TESTPMD_ARGV=(dpdk-testpmd --no-huge -m 1024 --no-pci --no-shconf --no-telemetry
+    --file-prefix="vqs-$INTEROP_NAME-$$-$TESTPMD_N" --lcores "$1")
+}
+
 testpmd() { # testpmd LOG LCORES EAL-VDEV-ARGS... -- TESTPMD-ARGS...
   local log=$1 lcores=$2; shift 2
-  TESTPMD_N=$((TESTPMD_N + 1))
-  spawn "$log" dpdk-testpmd --no-huge -m 1024 --no-pci --no-shconf --no-telemetry \
-    --file-prefix="vqs-$INTEROP_NAME-$$-$TESTPMD_N" --lcores "$lcores" "$@"
+  testpmd_argv "$lcores"
+  spawn "$log" "${TESTPMD_ARGV[@]}" "$@"
+}
+
+# An interactive testpmd (pass -i after --) reading its commands from a FIFO whose write end is
+# fd $CTL_FD: `echo stop >&$CTL_FD` stops its traffic while its ports stay connected.
+testpmd_ctl() { # testpmd_ctl LOG LCORES EAL-VDEV-ARGS... -- -i TESTPMD-ARGS... -> SPAWNED, CTL_FD
+  local log=$1 lcores=$2 fifo; shift 2
+  testpmd_argv "$lcores"
+  fifo=$(mktemp -u "$WORK/ctl.XXXXXX")
+  mkfifo "$fifo"
+  # line-buffered: its answers are read from the log while it runs
+  stdbuf -oL "${TESTPMD_ARGV[@]}" "$@" <"$fifo" >"$log" 2>&1 &
+  SPAWNED=$!
+  INTEROP_PIDS+=("$SPAWNED")
+  exec {CTL_FD}>"$fifo"
 }
 
 # Counter `key` (rx_frames, drop_no_buffers, ...) of port N from the switch's last printout.
