@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t gpa_base,
@@ -68,4 +69,49 @@ long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
 			return -errno;
 	}
 	return -1;
+}
+
+int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t features,
+			 uint64_t gpa_base, size_t arena_size, enum vqs_policy policy,
+			 const struct vqs_queue_opts *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->kick = s->call = -1;
+	int rc = vqs_pair_init(&s->p, num, features, gpa_base, arena_size);
+	if (rc)
+		return rc;
+	s->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = policy;
+	if (s->kick < 0 || s->call < 0)
+		rc = -errno;
+	else
+		rc = vqs_sched_create(&s->sched, &so);
+	if (!rc) {
+		struct vqs_queue_opts qo = *o;
+		qo.vq = s->p.dev;
+		qo.kick_fd = s->kick;
+		qo.call_fd = s->call;
+		rc = vqs_sched_attach(s->sched, &qo, &s->q);
+	}
+	if (rc)
+		vqs_served_pair_fini(s);
+	return rc;
+}
+
+int vqs_served_pair_fini(struct vqs_served_pair *s)
+{
+	int rc = s->q ? vqs_sched_detach(s->q) : 0;
+	if (s->sched)
+		vqs_sched_destroy(s->sched);
+	vqs_pair_fini(&s->p);
+	if (s->kick >= 0)
+		close(s->kick);
+	if (s->call >= 0)
+		close(s->call);
+	memset(s, 0, sizeof(*s));
+	s->kick = s->call = -1;
+	return rc;
 }

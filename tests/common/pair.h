@@ -23,6 +23,24 @@ int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t 
 		  size_t arena_size);
 void vqs_pair_fini(struct vqs_pair *p);
 
+/*
+ * A pair whose device queue a scheduler serves: the pair, its kick and call eventfds, a scheduler
+ * of `policy` (its defaults otherwise), and the device queue attached with the caller's options
+ * `o`, vq and fds filled in (o->size as given, so callers built against an older struct can be
+ * modelled). 0 or -errno, with nothing left allocated.
+ */
+struct vqs_served_pair {
+	struct vqs_pair p;
+	int kick, call;
+	struct vqs_sched *sched;
+	struct vqs_queue *q;
+};
+int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t features,
+			 uint64_t gpa_base, size_t arena_size, enum vqs_policy policy,
+			 const struct vqs_queue_opts *o);
+/* Detach the queue (its return value), destroy the scheduler and the pair, close the fds. */
+int vqs_served_pair_fini(struct vqs_served_pair *s);
+
 /* Send one chain of `out` readable then `in` writable buffers (bufs[0..out+in)), kick kick_fd,
  * and wait up to 5 s for it to come back, sleeping on call_fd (reset after each call). Returns
  * the length the device reported, -1 when it did not come back, -errno when it could not be

@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -24,10 +23,7 @@
 #define WAIT_NS 5000000000ull
 
 struct fx {
-	struct vqs_pair p;
-	int kick, call;
-	struct vqs_sched *sched;
-	struct vqs_queue *q;
+	struct vqs_served_pair s;
 	atomic_uint allow;       /* what demand answers */
 	atomic_uint most;        /* largest batch the handler saw */
 	atomic_uint handled;     /* requests the handler completed */
@@ -65,47 +61,32 @@ static void fx_init(struct fx *f, enum vqs_policy pol, uint32_t opts_size, unsig
 {
 	memset(f, 0, sizeof(*f));
 	atomic_init(&f->allow, allow);
-	assert_int_equal(vqs_pair_init(&f->p, NUM, FEATURES, BASE, ARENA), 0);
-	f->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	f->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	assert_true(f->kick >= 0 && f->call >= 0);
-	struct vqs_sched_opts so;
-	vqs_sched_opts_init(&so);
-	so.policy = pol;
-	assert_int_equal(vqs_sched_create(&f->sched, &so), 0);
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
-	o.vq = f->p.dev;
-	o.kick_fd = f->kick;
-	o.call_fd = f->call;
 	o.handler = handler;
 	o.opaque = f;
 	o.demand = demand; /* beyond a shorter opts_size: must not be read */
 	o.size = opts_size;
-	assert_int_equal(vqs_sched_attach(f->sched, &o, &f->q), 0);
+	assert_int_equal(vqs_served_pair_init(&f->s, NUM, FEATURES, BASE, ARENA, pol, &o), 0);
 }
 
 static void fx_fini(struct fx *f)
 {
-	assert_int_equal(vqs_sched_detach(f->q), 0);
-	vqs_sched_destroy(f->sched);
-	vqs_pair_fini(&f->p);
-	close(f->kick);
-	close(f->call);
+	assert_int_equal(vqs_served_pair_fini(&f->s), 0);
 }
 
 /* Make REQS one-buffer chains available in one go and kick once. */
 static void send_all(struct fx *f)
 {
-	uint64_t gpa = vqs_gmem_alloc(f->p.gmem, 64 * REQS, 64);
+	uint64_t gpa = vqs_gmem_alloc(f->s.p.gmem, 64 * REQS, 64);
 	assert_true(gpa != 0);
 	for (unsigned i = 0; i < REQS; i++) {
 		struct vqs_drv_buf b = {.gpa = gpa + 64 * i, .len = 64};
-		assert_int_equal(vqs_drv_add(f->p.drv, &b, 0, 1, &f->slots[i], false), 0);
+		assert_int_equal(vqs_drv_add(f->s.p.drv, &b, 0, 1, &f->slots[i], false), 0);
 	}
-	vqs_drv_kick_prepare(f->p.drv);
+	vqs_drv_kick_prepare(f->s.p.drv);
 	uint64_t one = 1;
-	assert_int_equal(write(f->kick, &one, sizeof(one)), sizeof(one));
+	assert_int_equal(write(f->s.kick, &one, sizeof(one)), sizeof(one));
 }
 
 static uint64_t now_ns(void)
@@ -122,7 +103,7 @@ static unsigned reap(struct fx *f, unsigned want, uint64_t wait_ns, unsigned cha
 	uint64_t end = now_ns() + wait_ns;
 	while (got < want && now_ns() < end) {
 		uint32_t len;
-		int *tok = vqs_drv_get_used(f->p.drv, &len);
+		int *tok = vqs_drv_get_used(f->s.p.drv, &len);
 		if (!tok) {
 			usleep(200);
 			continue;
@@ -139,7 +120,7 @@ static unsigned reap(struct fx *f, unsigned want, uint64_t wait_ns, unsigned cha
 static uint64_t given_back(struct fx *f)
 {
 	struct vqs_queue_stats st = {.size = sizeof(st)};
-	assert_int_equal(vqs_queue_stats_get(f->q, &st), 0);
+	assert_int_equal(vqs_queue_stats_get(f->s.q, &st), 0);
 	return st.given_back;
 }
 
@@ -170,10 +151,10 @@ static void test_demand_zero_parks_until_wake(void **state)
 	assert_true(atomic_load(&f.demands) >= 1);
 	/* parked: more kicks do not bring it back, only a wake does */
 	uint64_t one = 1;
-	assert_int_equal(write(f.kick, &one, sizeof(one)), sizeof(one));
+	assert_int_equal(write(f.s.kick, &one, sizeof(one)), sizeof(one));
 	assert_int_equal(reap(&f, REQS, 50000000ull, seen), 0);
 	atomic_store(&f.allow, NUM);
-	vqs_queue_wake(f.q);
+	vqs_queue_wake(f.s.q);
 	assert_int_equal(reap(&f, REQS, WAIT_NS, seen), REQS);
 	assert_int_equal(given_back(&f), 0);
 	fx_fini(&f);

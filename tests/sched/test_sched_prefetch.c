@@ -10,8 +10,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "pair.h"
@@ -38,45 +36,24 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 	return n;
 }
 
-struct fx {
-	struct vqs_pair p;
-	int kick, call;
-	struct vqs_sched *sched;
-	struct vqs_queue *q;
-};
-
-static void fx_init(struct fx *f, const struct vqs_queue_opts *o_in, uint32_t opts_size)
+/* o's fields as given, with opts_size as its size (a caller built against an older struct). */
+static void fx_init(struct vqs_served_pair *f, const struct vqs_queue_opts *o_in, uint32_t opts_size)
 {
-	memset(f, 0, sizeof(*f));
-	assert_int_equal(vqs_pair_init(&f->p, NUM, FEATURES, BASE, ARENA), 0);
-	f->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	f->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	assert_true(f->kick >= 0 && f->call >= 0);
-	struct vqs_sched_opts so;
-	vqs_sched_opts_init(&so);
-	so.policy = VQS_POLICY_DEDICATED;
-	assert_int_equal(vqs_sched_create(&f->sched, &so), 0);
 	struct vqs_queue_opts o = *o_in;
 	o.size = opts_size;
-	o.vq = f->p.dev;
-	o.kick_fd = f->kick;
-	o.call_fd = f->call;
 	o.handler = handler;
-	assert_int_equal(vqs_sched_attach(f->sched, &o, &f->q), 0);
+	assert_int_equal(vqs_served_pair_init(f, NUM, FEATURES, BASE, ARENA, VQS_POLICY_DEDICATED, &o),
+			 0);
 }
 
-static void fx_fini(struct fx *f)
+static void fx_fini(struct vqs_served_pair *f)
 {
-	assert_int_equal(vqs_sched_detach(f->q), 0);
-	vqs_sched_destroy(f->sched);
-	vqs_pair_fini(&f->p);
-	close(f->kick);
-	close(f->call);
+	assert_int_equal(vqs_served_pair_fini(f), 0);
 }
 
 /* One chain of LEN bytes ending on the arena's last byte, readable or writable; returns the
  * length the device reported (-1: it never came back). */
-static long round_trip(struct fx *f, bool writable)
+static long round_trip(struct vqs_served_pair *f, bool writable)
 {
 	struct vqs_drv_buf b = {.gpa = BASE + ARENA - LEN, .len = LEN};
 	return vqs_pair_round_trip(&f->p, f->kick, f->call, &b, writable ? 0 : 1, writable ? 1 : 0);
@@ -87,7 +64,7 @@ static void serves_like_without(unsigned lines)
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.prefetch_lines = (uint8_t)lines;
-	struct fx f;
+	struct vqs_served_pair f;
 	fx_init(&f, &o, sizeof(o));
 	uint8_t *end = vqs_gmem_host(f.p.gmem, BASE + ARENA - LEN, LEN);
 	assert_non_null(end);
@@ -125,7 +102,7 @@ static void test_opts_from_before_prefetch_lines_attach_with_default(void **stat
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.prefetch_lines = 0; /* beyond the older size: must not be read */
-	struct fx f;
+	struct vqs_served_pair f;
 	fx_init(&f, &o, (uint32_t)offsetof(struct vqs_queue_opts, prefetch_lines));
 	assert_int_equal(round_trip(&f, true), LEN);
 	fx_fini(&f);
