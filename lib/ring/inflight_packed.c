@@ -105,6 +105,27 @@ static bool published(struct vqs_vq *vq, uint16_t idx, bool wrap)
 }
 
 /*
+ * fill stores every used descriptor's flags but its batch's first, which flush stores last, so a
+ * backend that died with a batch staged can leave descriptors on the ring that look used, in
+ * slots the driver has not reached. Once the next backend publishes the slots before them, the
+ * driver would take them for completions of chains that are about to be resubmitted, and reuse
+ * their ids while they run. The `slots` slots from the used position (idx, wrap) on belong to
+ * the chains in flight: those that look used get the flags of an available descriptor back.
+ */
+static void unpublish_stale(struct vqs_vq *vq, uint16_t idx, bool wrap, unsigned slots)
+{
+	struct vqs_vring_packed_desc *desc = ring(vq)->desc;
+	for (unsigned k = 0; k < slots; k++) {
+		uint16_t f = vqs_packed_flags_acquire(&desc[idx]);
+		if (vqs_packed_desc_is_used(f, wrap))
+			vqs_packed_flags_release(&desc[idx],
+						 (uint16_t)((f & ~(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED)) |
+							    (wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED)));
+		vqs_packed_advance(&idx, &wrap, 1, vq->cfg.num);
+	}
+}
+
+/*
  * Take over a previous backend's region (vhost-user.rst "When reconnecting"). vq.c resolved the
  * ring first, to tell whether a torn completion reached it. 0 or -EINVAL.
  */
@@ -162,6 +183,7 @@ static int restore(struct vqs_vq *vq, struct vqs_packed_inflight *r)
 	p->last_avail_idx = old_used;
 	p->avail_wrap = old_wrap;
 	vqs_packed_advance(&p->last_avail_idx, &p->avail_wrap, slots, num);
+	unpublish_stale(vq, old_used, old_wrap, slots);
 	p->resubmit_pending = pending;
 	p->restored_counter = max_counter;
 	p->resubmit_after = 0;
