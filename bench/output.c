@@ -108,8 +108,8 @@ void output_table(FILE *f, const struct report *rep)
 			 pt->placement == VQS_PLACE_PIN ? "" : r->worker_cpus);
 		if (r->error && !r->repeats) {
 			fprintf(f, "%-7s %-6s %-9s %-12s %4u %5u %7s  error: %s\n",
-				workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place, pt->streams, pt->batch_max, rate,
-				strerror(-r->error));
+				workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place,
+				pt->streams, pt->batch_max, rate, strerror(-r->error));
 			continue;
 		}
 		fprintf(f,

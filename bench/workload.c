@@ -7,8 +7,9 @@
  * drain deadline is lost. When the handler touches the payload (read, copy), every request also
  * carries a sequence number in its readable buffer that the handler echoes into the writable one,
  * and a wrong echo is corrupted; the null handler (touch none) touches no payload at all, as the
- * minimal ring of the floors does not, and a non-zero length written is corrupted. Latency is from just before the kick decision of the batch a
- * request went out in to the moment its driver sees it used.
+ * minimal ring of the floors does not, and a non-zero length written is corrupted. Latency is
+ * from just before the kick decision of the batch a request went out in to the moment its driver
+ * sees it used.
  *
  * Phases (main thread drives them): warm-up, measure (counters and histograms run), drain.
  */

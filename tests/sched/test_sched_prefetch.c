@@ -37,7 +37,8 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 }
 
 /* o's fields as given, with opts_size as its size (a caller built against an older struct). */
-static void fx_init(struct vqs_served_pair *f, const struct vqs_queue_opts *o_in, uint32_t opts_size)
+static void fx_init(struct vqs_served_pair *f, const struct vqs_queue_opts *o_in,
+		    uint32_t opts_size)
 {
 	struct vqs_queue_opts o = *o_in;
 	o.size = opts_size;
