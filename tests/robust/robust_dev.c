@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "robust_dev.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -188,30 +187,3 @@ bool robust_traffic_exact(const struct robust_traffic *t)
 	return true;
 }
 
-static unsigned count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	unsigned n = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *de; (de = readdir(d));)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-unsigned robust_count_fds(void) { return count_dir("/proc/self/fd") - 1; /* opendir's own */ }
-unsigned robust_count_threads(void) { return count_dir("/proc/self/task"); }
-
-unsigned robust_count_maps(bool memfd_only)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	unsigned n = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !memfd_only || strstr(line, "/memfd:") != NULL;
-	fclose(f);
-	return n;
-}

@@ -61,9 +61,5 @@ void robust_traffic_reap(struct robust_traffic *t, int wait_ms);
 /* Every tag completed exactly once with its own data. */
 bool robust_traffic_exact(const struct robust_traffic *t);
 
-unsigned robust_count_fds(void);
-unsigned robust_count_threads(void);
-/* Mapping lines of /proc/self/maps; memfd_only: only memfd mappings (guest memory). */
-unsigned robust_count_maps(bool memfd_only);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "proc_count.h"
 #include "robust_dev.h"
 #include "scale.h"
 
@@ -42,8 +43,8 @@ struct snap {
 
 static struct snap snap(void)
 {
-	return (struct snap){ robust_count_fds(), robust_count_threads(), robust_count_maps(false),
-			      robust_count_maps(true) };
+	return (struct snap){ vqs_test_count_fds(), vqs_test_count_threads(), vqs_test_count_maps(false),
+			      vqs_test_count_maps(true) };
 }
 
 /* Wait (bounded) until the process is back to `base`; the backend cleans up on its own thread. */

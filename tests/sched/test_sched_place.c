@@ -6,7 +6,6 @@
  * auto = off the busy CPUs. Plus the lifecycle: destroy leaves no thread and no fd behind, and the
  * option and name checks.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -18,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "proc_count.h"
 #include "scale.h"
 #include "traffic.h"
 
@@ -185,20 +185,9 @@ static void test_place_auto_pinned_creator_avoids_busy_cpu(void **state)
 	vqs_sched_destroy(s);
 }
 
-static unsigned count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	unsigned n = 0;
-	assert_non_null(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static void test_destroy_leaves_no_thread_or_fd(void **state)
 {
-	unsigned threads = count_dir("/proc/self/task"), fds = count_dir("/proc/self/fd");
+	unsigned threads = vqs_test_count_threads(), fds = vqs_test_count_fds();
 	for (unsigned p = 0; p < 4; p++) {
 		struct vqs_sched_opts o;
 		opts(&o, (enum vqs_policy)p, VQS_PLACE_AUTO, 2);
@@ -217,8 +206,8 @@ static void test_destroy_leaves_no_thread_or_fd(void **state)
 		vqs_sched_destroy(s);
 		traffic_fini(&t);
 	}
-	assert_int_equal(count_dir("/proc/self/task"), threads);
-	assert_int_equal(count_dir("/proc/self/fd"), fds);
+	assert_int_equal(vqs_test_count_threads(), threads);
+	assert_int_equal(vqs_test_count_fds(), fds);
 }
 
 static void test_stats_json_and_getters(void **state)

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "vu_fixture.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -9,6 +8,8 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include "proc_count.h"
 
 static unsigned echo_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
 			     void *opaque)
@@ -257,44 +258,12 @@ int vu_echo_submit(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32
 	return 0;
 }
 
-static unsigned count_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	unsigned n = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *de; (de = readdir(d));)
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-/* opendir holds one fd while counting: not counted. */
-unsigned vu_count_fds(void) { return count_dir("/proc/self/fd") - 1; }
-unsigned vu_count_threads(void) { return count_dir("/proc/self/task"); }
-
-/* Only memfd mappings (guest memory, inflight regions): allocators, sanitizers and thread
- * stacks map and unmap other memory on their own schedule. */
-unsigned vu_count_memfd_maps(void)
-{
-	FILE *fp = fopen("/proc/self/maps", "r");
-	char line[512];
-	unsigned n = 0;
-	if (!fp)
-		return 0;
-	while (fgets(line, sizeof(line), fp))
-		n += strstr(line, "/memfd:") != NULL;
-	fclose(fp);
-	return n;
-}
-
 unsigned vu_wait_fds(unsigned want)
 {
-	unsigned n = vu_count_fds();
+	unsigned n = vqs_test_count_fds();
 	for (int i = 0; i < 400 && n != want; i++) {
 		usleep(5000);
-		n = vu_count_fds();
+		n = vqs_test_count_fds();
 	}
 	return n;
 }

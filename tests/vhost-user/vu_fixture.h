@@ -64,10 +64,6 @@ int vu_kick_restart(struct vqs_vu_frontend *f, unsigned q);
 /* Add `count` requests to queue q and kick, without waiting for them. 0 or -errno. */
 int vu_echo_submit(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
 
-unsigned vu_count_fds(void);
-unsigned vu_count_threads(void);
-/* Mappings of memfds (guest memory, inflight regions) in this process. */
-unsigned vu_count_memfd_maps(void);
 /* Wait (bounded) until the fd count is back to `want`; returns the last count seen. */
 unsigned vu_wait_fds(unsigned want);
 

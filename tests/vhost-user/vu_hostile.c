@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "proc_count.h"
 #include "vu_fixture.h"
 
 static struct vu_env env;
@@ -85,7 +86,7 @@ static void expect_still_serving(struct vqs_vu_frontend *bad, unsigned fds0, uns
 	vqs_vu_frontend_destroy(good);
 	assert_true(vu_env_wait_disconnects(&env, ++disconnects));
 	assert_int_equal(vu_wait_fds(fds0), fds0);
-	assert_int_equal(vu_count_memfd_maps(), maps0);
+	assert_int_equal(vqs_test_count_maps(true), maps0);
 }
 
 /* Send header + payload as given (payload_len may differ from hdr.size on purpose). */
@@ -107,7 +108,7 @@ static void send_msg(struct vqs_vu_frontend *f, uint32_t req, uint32_t flags, ui
 #define HOSTILE_CASE(name, stage, ...)                                                          \
 	static void name(void **state)                                                           \
 	{                                                                                        \
-		unsigned fds0 = vu_count_fds(), maps0 = vu_count_memfd_maps();                   \
+		unsigned fds0 = vqs_test_count_fds(), maps0 = vqs_test_count_maps(true);                   \
 		struct vqs_vu_frontend *f = frontend_at(stage);                                  \
 		__VA_ARGS__;                                                                     \
 		expect_refused(f);                                                               \

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "proc_count.h"
 #include "scale.h"
 #include "vu_fixture.h"
 
@@ -337,7 +338,7 @@ static void test_mem_table_replaced_and_slots_added_while_running(void **state)
 	assert_int_equal(vu_env_start(&env, 1, false), 0);
 	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
 	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
-	unsigned maps0 = vu_count_memfd_maps();
+	unsigned maps0 = vqs_test_count_maps(true);
 	/* Same memory again, as a VMM does after hotplug: rings keep running. */
 	struct vqs_vu_memory mem = { .nregions = 1 };
 	mem.regions[0] = (struct vqs_vu_mem_region){
@@ -373,7 +374,7 @@ static void test_mem_table_replaced_and_slots_added_while_running(void **state)
 			 -EPROTO);
 	close(extra);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 10, 64), 0);
-	assert_int_equal(vu_count_memfd_maps(), maps0);
+	assert_int_equal(vqs_test_count_maps(true), maps0);
 	vqs_vu_frontend_destroy(f);
 	vu_env_stop(&env);
 }
@@ -457,8 +458,8 @@ static void test_frontend_disconnect_cycles_leave_no_fds_or_threads(void **state
 {
 	struct vu_env env;
 	assert_int_equal(vu_env_start(&env, 2, false), 0);
-	unsigned fds0 = vu_count_fds(), threads0 = vu_count_threads();
-	unsigned maps0 = vu_count_memfd_maps();
+	unsigned fds0 = vqs_test_count_fds(), threads0 = vqs_test_count_threads();
+	unsigned maps0 = vqs_test_count_maps(true);
 	unsigned cycles = (unsigned)vqs_test_scaled(24);
 	if (cycles < 20)
 		cycles = 20;
@@ -478,8 +479,8 @@ static void test_frontend_disconnect_cycles_leave_no_fds_or_threads(void **state
 		assert_true(vu_env_wait_disconnects(&env, c + 1));
 	}
 	assert_int_equal(vu_wait_fds(fds0), fds0);
-	assert_int_equal(vu_count_threads(), threads0);
-	assert_int_equal(vu_count_memfd_maps(), maps0);
+	assert_int_equal(vqs_test_count_threads(), threads0);
+	assert_int_equal(vqs_test_count_maps(true), maps0);
 	vu_env_stop(&env);
 }
 
