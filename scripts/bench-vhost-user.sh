@@ -14,7 +14,12 @@
 #              (default). BURST=N (default 512) frames per port are sent first and keep circling:
 #              with testpmd's default of 32 the 64 frames in flight made the run measure
 #              round-trip latency rather than forwarding rate (the forwarder sat idle part of the
-#              time).
+#              time). The loop is closed: its rate is the frames circling over their round trip,
+#              so with few of them it measures the forwarder's latency. QSIZE=N (default 256)
+#              sizes the virtio-user rings and BURSTS=K (default 1) sends K bursts first: with
+#              QSIZE=1024 BURSTS=2, 1024 frames per port circle and both forwarders are kept busy
+#              (heavy load); with the defaults, 256 per port fit the rings (the rest of the first
+#              burst is dropped once, at the start).
 #   MODE=txrx  one testpmd transmits (txonly) into port 0, another receives (rxonly) from port 1.
 #              On a 2-CPU machine both traffic testpmds spin on CPU 0 and take turns per
 #              scheduler slice, so this measures that, more than the forwarder.
@@ -28,6 +33,7 @@ cd "$(dirname "$0")/.."
 interop_init bench_vu
 need_peer_packages dpdk dpdk-dev
 RUNS=${RUNS:-3} SECS=${SECS:-3} POLICY=${POLICY:-adaptive} MODE=${MODE:-loop} BURST=${BURST:-512}
+QSIZE=${QSIZE:-256} BURSTS=${BURSTS:-1}
 SWITCH_ARGS=${SWITCH_ARGS:-}
 HZ=$(getconf CLK_TCK)
 MAC0=02:00:00:00:00:01 MAC1=02:00:00:00:00:02
@@ -43,13 +49,13 @@ traffic() {
   local dir=$1
   if [ "$MODE" = loop ]; then
     testpmd_ctl "$dir/loop.log" '0@0,1@0' \
-      --vdev "net_virtio_user0,path=$dir/p0,queues=1,mac=$MAC0" \
-      --vdev "net_virtio_user1,path=$dir/p1,queues=1,mac=$MAC1" \
+      --vdev "net_virtio_user0,path=$dir/p0,queues=1,queue_size=$QSIZE,mac=$MAC0" \
+      --vdev "net_virtio_user1,path=$dir/p1,queues=1,queue_size=$QSIZE,mac=$MAC1" \
       -- -i --forward-mode=mac --eth-peer=0,$MAC1 --eth-peer=1,$MAC0 --burst=$BURST \
-      --total-num-mbufs=16384
+      --rxd=$QSIZE --txd=$QSIZE --total-num-mbufs=16384
     CTLS=$CTL_FD RXCTL=$CTL_FD RXLOG=$dir/loop.log RXPORTS=2 TRAFFIC=$SPAWNED
     wait_for "grep -aqs 'testpmd>' $dir/loop.log" 30 || fail "traffic testpmd did not start"
-    echo "start tx_first" >&"$RXCTL"
+    echo "start tx_first $BURSTS" >&"$RXCTL"
     return
   fi
   testpmd_ctl "$dir/rx.log" '0@0,1@0' --vdev "net_virtio_user0,path=$dir/p1,queues=1,mac=$MAC1" \
@@ -126,7 +132,7 @@ run_testpmd() {
   stop_pid "$fwd" INT
 }
 
-echo "bench-vhost-user: mode=$MODE burst=$BURST policy=$POLICY switch_args='$SWITCH_ARGS' runs=$RUNS secs=$SECS (Mpps busy% idle% ns/frame)"
+echo "bench-vhost-user: mode=$MODE burst=$BURST qsize=$QSIZE bursts=$BURSTS policy=$POLICY switch_args='$SWITCH_ARGS' runs=$RUNS secs=$SECS (Mpps busy% idle% ns/frame)"
 : >"$WORK/sw.txt"; : >"$WORK/tp.txt"
 for r in $(seq "$RUNS"); do
   # Not in $(...): the processes a run starts must be known to this shell's exit trap.
