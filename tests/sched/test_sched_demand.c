@@ -57,10 +57,14 @@ static unsigned demand(struct vqs_queue *q, void *op)
 	return atomic_load(&f->allow);
 }
 
-static void fx_init(struct fx *f, enum vqs_policy pol, uint32_t opts_size, unsigned allow)
+/* race: demand's first answer is the racing 0 (set before attach: the queue's first turn may
+ * come at once, before a flag set afterwards). */
+static void fx_init(struct fx *f, enum vqs_policy pol, uint32_t opts_size, unsigned allow,
+		    bool race)
 {
 	memset(f, 0, sizeof(*f));
 	atomic_init(&f->allow, allow);
+	atomic_init(&f->race_once, race);
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.handler = handler;
@@ -127,7 +131,7 @@ static uint64_t given_back(struct fx *f)
 static void caps_batches(enum vqs_policy pol)
 {
 	struct fx f;
-	fx_init(&f, pol, sizeof(struct vqs_queue_opts), 5);
+	fx_init(&f, pol, sizeof(struct vqs_queue_opts), 5, false);
 	unsigned char seen[REQS] = {0};
 	send_all(&f);
 	assert_int_equal(reap(&f, REQS, WAIT_NS, seen), REQS);
@@ -143,7 +147,7 @@ static void test_demand_caps_batches_pool(void **state) { caps_batches(VQS_POLIC
 static void test_demand_zero_parks_until_wake(void **state)
 {
 	struct fx f;
-	fx_init(&f, VQS_POLICY_DEDICATED, sizeof(struct vqs_queue_opts), 0);
+	fx_init(&f, VQS_POLICY_DEDICATED, sizeof(struct vqs_queue_opts), 0, false);
 	unsigned char seen[REQS] = {0};
 	send_all(&f);
 	assert_int_equal(reap(&f, REQS, 100000000ull, seen), 0);
@@ -163,8 +167,7 @@ static void test_demand_zero_parks_until_wake(void **state)
 static void test_wake_racing_a_zero_demand_is_not_lost(void **state)
 {
 	struct fx f;
-	fx_init(&f, VQS_POLICY_DEDICATED, sizeof(struct vqs_queue_opts), 0);
-	atomic_store(&f.race_once, true);
+	fx_init(&f, VQS_POLICY_DEDICATED, sizeof(struct vqs_queue_opts), 0, true);
 	unsigned char seen[REQS] = {0};
 	send_all(&f);
 	assert_int_equal(reap(&f, REQS, WAIT_NS, seen), REQS);
@@ -175,7 +178,8 @@ static void test_wake_racing_a_zero_demand_is_not_lost(void **state)
 static void test_opts_from_before_demand_are_not_capped(void **state)
 {
 	struct fx f;
-	fx_init(&f, VQS_POLICY_DEDICATED, (uint32_t)offsetof(struct vqs_queue_opts, demand), 0);
+	fx_init(&f, VQS_POLICY_DEDICATED, (uint32_t)offsetof(struct vqs_queue_opts, demand), 0,
+		false);
 	unsigned char seen[REQS] = {0};
 	send_all(&f);
 	assert_int_equal(reap(&f, REQS, WAIT_NS, seen), REQS);
