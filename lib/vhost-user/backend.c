@@ -55,8 +55,8 @@ static void connected(struct vqs_vu_backend *b, int fd)
 		epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->listen_fd, NULL);
 	b->backoff_ms = b->opts.reconnect_min_ms;
 	count(&b->st_connections);
-	if (b->ops->connection)
-		b->ops->connection(b->opaque, true);
+	if (b->ops.connection)
+		b->ops.connection(b->opaque, true);
 }
 
 /* Forget the frontend: rings stopped, fds closed, memory unmapped, then serve the next one. */
@@ -64,7 +64,7 @@ static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 {
 	if (b->conn_fd < 0)
 		return;
-	for (unsigned i = 0; i < b->ops->num_queues; i++)
+	for (unsigned i = 0; i < b->ops.num_queues; i++)
 		vu_vring_reset(b, i);
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->conn_fd, NULL);
 	close(b->conn_fd);
@@ -76,8 +76,8 @@ static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 	b->features = b->protocol_features = 0;
 	b->status = 0;
 	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
-	if (b->ops->connection)
-		b->ops->connection(b->opaque, false);
+	if (b->ops.connection)
+		b->ops.connection(b->opaque, false);
 	count(&b->st_disconnects);
 	if (!serve_next)
 		return;
@@ -214,7 +214,7 @@ static void free_backend(struct vqs_vu_backend *b)
 	if (b->listen_fd >= 0)
 		unlink(b->path);
 	if (b->rings)
-		for (unsigned i = 0; i < b->ops->num_queues; i++)
+		for (unsigned i = 0; i < b->ops.num_queues; i++)
 			if (b->rings[i].vq)
 				vqs_vq_destroy(b->rings[i].vq);
 	free(b->rings);
@@ -252,20 +252,17 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 		b->opts.reconnect_max_ms = b->opts.reconnect_min_ms;
 	if (!b->opts.msg_timeout_ms)
 		b->opts.msg_timeout_ms = 1000;
-	/* a copy: callers built against an older, shorter struct get the new fields zeroed */
-	memcpy(&b->ops_copy, o->ops, o->ops->size < sizeof(b->ops_copy) ? o->ops->size
-									 : sizeof(b->ops_copy));
-	b->ops_copy.size = sizeof(b->ops_copy);
-	b->ops = &b->ops_copy;
+	memcpy(&b->ops, o->ops, o->ops->size < sizeof(b->ops) ? o->ops->size : sizeof(b->ops));
+	b->ops.size = sizeof(b->ops);
 	b->opaque = o->opaque;
 	strcpy(b->path, o->path);
 	b->opts.path = b->path;
 	b->backoff_ms = b->opts.reconnect_min_ms;
 	b->epfd = b->stop_fd = b->err_event_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
 
-	b->rings = calloc(b->ops->num_queues, sizeof(*b->rings));
+	b->rings = calloc(b->ops.num_queues, sizeof(*b->rings));
 	err = b->rings ? vqs_mem_create(&b->mem) : -ENOMEM;
-	for (unsigned i = 0; err == 0 && i < b->ops->num_queues; i++) {
+	for (unsigned i = 0; err == 0 && i < b->ops.num_queues; i++) {
 		b->rings[i].kick_fd = b->rings[i].call_fd = b->rings[i].err_fd = -1;
 		b->rings[i].owner = b;
 		err = vqs_vq_create(&b->rings[i].vq);

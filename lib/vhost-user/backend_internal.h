@@ -45,8 +45,8 @@ struct vu_inflight {
 
 struct vqs_vu_backend {
 	struct vqs_vu_backend_opts opts;
-	const struct vqs_vu_device_ops *ops; /* &ops_copy */
-	struct vqs_vu_device_ops ops_copy;
+	/* A copy: callers built against an older, shorter struct get the new fields zeroed. */
+	struct vqs_vu_device_ops ops;
 	void *opaque;
 	char path[108];
 

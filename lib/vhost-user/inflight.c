@@ -23,7 +23,7 @@ static int inflight_geometry(const struct vqs_vu_backend *b, uint16_t nq, uint16
 {
 	if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD))
 		return -EPROTO;
-	if (nq == 0 || nq > b->ops->num_queues || qs == 0 || qs > VQS_VQ_MAX_SIZE)
+	if (nq == 0 || nq > b->ops.num_queues || qs == 0 || qs > VQS_VQ_MAX_SIZE)
 		return -EINVAL;
 	if (!packed(b) && (qs & (qs - 1)))
 		return -EINVAL;

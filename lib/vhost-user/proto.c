@@ -14,15 +14,15 @@
 
 static uint64_t offered_features(const struct vqs_vu_backend *b)
 {
-	return b->ops->features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES);
+	return b->ops.features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES);
 }
 
 static uint64_t offered_protocol(const struct vqs_vu_backend *b)
 {
-	uint64_t p = b->ops->protocol_features & VQS_VU_PROTOCOL_SUPPORTED;
-	if (b->ops->num_queues > 1)
+	uint64_t p = b->ops.protocol_features & VQS_VU_PROTOCOL_SUPPORTED;
+	if (b->ops.num_queues > 1)
 		p |= VQS_BIT(VQS_VU_PROTOCOL_F_MQ);
-	if (!b->ops->config_size)
+	if (!b->ops.config_size)
 		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG);
 	return p;
 }
@@ -37,13 +37,13 @@ static int take_fd(struct vu_msg *m, unsigned i)
 
 static int ring_index(const struct vqs_vu_backend *b, uint64_t index)
 {
-	return index < b->ops->num_queues ? (int)index : -ERANGE;
+	return index < b->ops.num_queues ? (int)index : -ERANGE;
 }
 
 /* A ring that cannot start yet is not this message's fault: it starts on a later message. */
 static void start_waiting_rings(struct vqs_vu_backend *b)
 {
-	for (unsigned i = 0; i < b->ops->num_queues; i++)
+	for (unsigned i = 0; i < b->ops.num_queues; i++)
 		if (!b->rings[i].sq && vu_vring_update(b, i) < 0)
 			vqs_info("vhost-user: ring %u cannot start yet", i);
 }
@@ -56,8 +56,8 @@ static int set_features(struct vqs_vu_backend *b, uint64_t f)
 		return -EBUSY;
 	b->features = f;
 	atomic_store_explicit(&b->neg_features, f, memory_order_relaxed);
-	if (b->ops->set_features)
-		b->ops->set_features(b->opaque, f);
+	if (b->ops.set_features)
+		b->ops.set_features(b->opaque, f);
 	/* Rings waiting only for "enabled" start now if PROTOCOL_FEATURES was left out. */
 	start_waiting_rings(b);
 	return 0;
@@ -241,7 +241,7 @@ static int config_range(const struct vqs_vu_backend *b, const struct vqs_vu_conf
 	uint32_t end;
 	if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_CONFIG))
 		return -EPROTO;
-	if (__builtin_add_overflow(c->offset, c->size, &end) || end > b->ops->config_size)
+	if (__builtin_add_overflow(c->offset, c->size, &end) || end > b->ops.config_size)
 		return -EINVAL;
 	return 0;
 }
@@ -250,10 +250,10 @@ static int get_config(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg 
 {
 	struct vqs_vu_config c = m->p.config;
 	int err = config_range(b, &c);
-	if (err == 0 && !b->ops->get_config)
+	if (err == 0 && !b->ops.get_config)
 		err = -ENOTSUP;
 	if (err == 0)
-		err = b->ops->get_config(b->opaque, c.offset, c.region, c.size);
+		err = b->ops.get_config(b->opaque, c.offset, c.region, c.size);
 	if (err < 0)
 		return err;
 	reply->p.config = c;
@@ -263,9 +263,9 @@ static int get_config(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg 
 static int set_config(struct vqs_vu_backend *b, const struct vqs_vu_config *c)
 {
 	int err = config_range(b, c);
-	if (err == 0 && !b->ops->set_config)
+	if (err == 0 && !b->ops.set_config)
 		err = -ENOTSUP;
-	return err < 0 ? err : b->ops->set_config(b->opaque, c->offset, c->region, c->size);
+	return err < 0 ? err : b->ops.set_config(b->opaque, c->offset, c->region, c->size);
 }
 
 static int reply_u64(struct vu_msg *reply, uint64_t v)
@@ -292,7 +292,7 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 	case VQS_VU_SET_OWNER:
 		return 0;
 	case VQS_VU_RESET_OWNER:
-		for (unsigned i = 0; i < b->ops->num_queues; i++)
+		for (unsigned i = 0; i < b->ops.num_queues; i++)
 			vu_vring_reset(b, i);
 		b->features = 0;
 		atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
@@ -326,7 +326,7 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 	case VQS_VU_SET_VRING_ENABLE:
 		return set_vring_enable(b, &m->p.state);
 	case VQS_VU_GET_QUEUE_NUM:
-		return reply_u64(reply, b->ops->num_queues);
+		return reply_u64(reply, b->ops.num_queues);
 	case VQS_VU_SET_BACKEND_REQ_FD:
 		/* Nothing is ever sent backend-to-frontend: the channel is accepted and closed. */
 		return 0;

@@ -15,7 +15,7 @@
 
 bool vu_any_running(const struct vqs_vu_backend *b)
 {
-	for (unsigned i = 0; i < b->ops->num_queues; i++)
+	for (unsigned i = 0; i < b->ops.num_queues; i++)
 		if (b->rings[i].sq)
 			return true;
 	return false;
@@ -69,7 +69,7 @@ void vu_vring_signal_errors(struct vqs_vu_backend *b)
 	uint64_t n;
 	if (read(b->err_event_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		vqs_err("vhost-user: error eventfd: %s", strerror(errno));
-	for (unsigned i = 0; i < b->ops->num_queues; i++) {
+	for (unsigned i = 0; i < b->ops.num_queues; i++) {
 		struct vu_vring *r = &b->rings[i];
 		if (atomic_exchange_explicit(&r->err_pending, false, memory_order_acquire) &&
 		    r->err_fd >= 0) {
@@ -109,14 +109,14 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.vq = r->vq;
 	qo.kick_fd = r->kick_fd;
 	qo.call_fd = r->call_fd;
-	if (b->ops->iov_per_req)
-		qo.iov_per_req = b->ops->iov_per_req;
+	if (b->ops.iov_per_req)
+		qo.iov_per_req = b->ops.iov_per_req;
 	qo.on_broken = ring_broken;
 	qo.on_broken_opaque = r;
 	if (err == 0) {
-		qo.handler = b->ops->queue_handler(b->opaque, i, &qo.opaque);
-		if (b->ops->queue_demand)
-			qo.demand = b->ops->queue_demand(b->opaque, i);
+		qo.handler = b->ops.queue_handler(b->opaque, i, &qo.opaque);
+		if (b->ops.queue_demand)
+			qo.demand = b->ops.queue_demand(b->opaque, i);
 		err = qo.handler ? vqs_sched_attach(b->opts.sched, &qo, &r->sq) : -EINVAL;
 	}
 	if (err < 0) {
@@ -125,8 +125,8 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 		return err;
 	}
 	atomic_fetch_add_explicit(&b->st_starts, 1, memory_order_relaxed);
-	if (b->ops->queue_state)
-		b->ops->queue_state(b->opaque, i, r->sq);
+	if (b->ops.queue_state)
+		b->ops.queue_state(b->opaque, i, r->sq);
 	return 0;
 }
 
@@ -148,8 +148,8 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
 		return;
 	/* Tell the device first: once detached the queue is freed, and a device that still held it
 	 * (a switch waking a peer's queue) would touch freed memory. */
-	if (b->ops->queue_state)
-		b->ops->queue_state(b->opaque, i, NULL);
+	if (b->ops.queue_state)
+		b->ops.queue_state(b->opaque, i, NULL);
 	/* Detach waits until no worker runs the queue and every request it handed out completed,
 	 * so the position read next is final. */
 	vqs_sched_detach(r->sq);
