@@ -4,7 +4,8 @@
  * policy and both ring layouts: flooding of unknown and broadcast destinations, learning, frames
  * spread over several mergeable receive buffers, backpressure without loss when the receiver has
  * fewer buffers than frames in flight, and frames the switch must refuse counted where they
- * belong, and a receiver without buffers costs its senders at most the stall time.
+ * belong, a receiver without buffers costs its senders at most the stall time, and a flood that
+ * waits for one destination after reaching another does not reach that one twice.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -178,7 +179,8 @@ static uint64_t counter(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static void env_start(struct env *e, enum vqs_policy pol, bool packed)
+/* stall_ms: the switch's --stall-ms (0: its default). */
+static void env_start(struct env *e, enum vqs_policy pol, bool packed, unsigned stall_ms)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "/tmp/vqs-switch-test.XXXXXX");
@@ -198,6 +200,8 @@ static void env_start(struct env *e, enum vqs_policy pol, bool packed)
 	o.paths = e->pp;
 	o.packed = packed;
 	o.sched = e->sched;
+	if (stall_ms)
+		o.stall_ns = stall_ms * 1000000ull;
 	assert_int_equal(sw_create(&e->sw, &o), 0);
 	assert_int_equal(pthread_create(&e->keeper, NULL, keeper_main, e), 0);
 	for (unsigned i = 0; i < NPORTS; i++) {
@@ -388,20 +392,86 @@ static void refused_frames_counted(struct env *e)
 	expect_nothing(&e->fe[1], 50);
 }
 
+/* Take every frame port fe has received so far and expect seq next..., each once and in order,
+ * giving each buffer back; stops when none came for quiet_ms. Returns the next seq expected. */
+static uint32_t drain_in_order(struct fe *fe, const uint8_t *src, uint32_t len, uint32_t next,
+			       unsigned quiet_ms)
+{
+	uint8_t buf[SW_FRAME_MAX];
+	uint16_t nb;
+	int got;
+	while ((got = recv_frame(fe, buf, sizeof(buf), quiet_ms, &nb)) != -ETIMEDOUT) {
+		assert_int_equal(got, (int)len);
+		assert_memory_equal(buf, BCAST, 6);
+		assert_memory_equal(buf + 6, src, 6);
+		uint32_t s;
+		memcpy(&s, buf + 14, sizeof(s));
+		assert_int_equal(s, next);
+		next++;
+		post_rx(fe, 1, 2048);
+	}
+	return next;
+}
+
+/*
+ * A broadcast from port 2 reaches port 0 first, then port 1 (destinations go in port order). Port
+ * 1 posts no buffers, so once its staging is full, the frame after it has reached port 0 and
+ * waits for port 1: when port 1 takes frames again, that frame goes to port 1 only. Port 0 gets
+ * every frame exactly once and in order, port 1 every frame in order, nothing is dropped (the
+ * stall time is longer than the test).
+ */
+static void flood_waits_without_duplicates(struct env *e)
+{
+	struct fe *a = &e->fe[0], *b = &e->fe[1], *c = &e->fe[2];
+	const uint32_t total = SW_STAGE_SLOTS + 40, len = 70;
+	post_rx(a, QSIZE, 2048);
+	uint32_t sent = 0, next_a = 0;
+	uint64_t deadline = vqs_now_ns() + 20000000000ull;
+	/* Until port 1's staging is full and the next frame waits, part-delivered. */
+	while (next_a < SW_STAGE_SLOTS + 1) {
+		assert_true(vqs_now_ns() < deadline);
+		while (sent < total && send_frame(c, BCAST, MAC[2], len, sent) == 0)
+			sent++;
+		next_a = drain_in_order(a, MAC[2], len, next_a, 5);
+	}
+	next_a = drain_in_order(a, MAC[2], len, next_a, 200);
+	assert_int_equal(next_a, SW_STAGE_SLOTS + 1); /* the waiting frame reached port 0 once */
+	post_rx(b, QSIZE, 2048);
+	uint32_t next_b = 0;
+	while (next_a < total || next_b < total) {
+		assert_true(vqs_now_ns() < deadline);
+		while (sent < total && send_frame(c, BCAST, MAC[2], len, sent) == 0)
+			sent++;
+		next_a = drain_in_order(a, MAC[2], len, next_a, 5);
+		next_b = drain_in_order(b, MAC[2], len, next_b, 5);
+	}
+	expect_nothing(a, 50);
+	expect_nothing(b, 10);
+	for (unsigned p = 0; p < 2; p++) {
+		struct sw_port *port = e->sw->ports[p];
+		assert_int_equal(counter(&port->c.tx_frames), total);
+		for (unsigned d = 0; d < SW_DROP__COUNT; d++)
+			assert_int_equal(counter(&port->c.drop[d]), 0);
+	}
+}
+
 static void run_all(enum vqs_policy pol, bool packed)
 {
 	struct env e;
-	env_start(&e, pol, packed);
+	env_start(&e, pol, packed, 0);
 	flood_learn_filter(&e);
 	refused_frames_counted(&e);
 	env_stop(&e);
-	env_start(&e, pol, packed);
+	env_start(&e, pol, packed, 0);
 	mergeable_buffers(&e);
 	/* The bump allocator never frees: 1500 frames of small buffers fit in 4 MiB. */
 	backpressure_no_loss(&e, 1500);
 	env_stop(&e);
-	env_start(&e, pol, packed);
+	env_start(&e, pol, packed, 0);
 	stalled_receiver_drops_counted(&e);
+	env_stop(&e);
+	env_start(&e, pol, packed, 60000);
+	flood_waits_without_duplicates(&e);
 	env_stop(&e);
 }
 
