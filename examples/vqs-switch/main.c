@@ -7,11 +7,25 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
 #include "switch.h"
+
+/* The scheduler's counters (every worker's and queue's: batch sizes, polls, latency) as one JSON
+ * line: what tells where a forwarding rate goes. */
+static void print_sched(struct vqs_sched *sched, const char *prefix)
+{
+	int len = vqs_sched_stats_json(sched, NULL, 0);
+	char *buf = len > 0 ? malloc((size_t)len + 1) : NULL;
+	if (!buf)
+		return;
+	vqs_sched_stats_json(sched, buf, (size_t)len + 1);
+	printf("%ssched %s\n", prefix, buf);
+	free(buf);
+}
 
 int main(int argc, char **argv)
 {
@@ -56,8 +70,10 @@ int main(int argc, char **argv)
 		int sig = sigtimedwait(&sigs, NULL, &ts);
 		if (sig == SIGINT || sig == SIGTERM)
 			break;
-		if (sig == SIGUSR1)
+		if (sig == SIGUSR1) {
 			sw_print(sw, stdout, "vqs-switch: ");
+			print_sched(sched, "vqs-switch: ");
+		}
 		wait_ms = sw_housekeep(sw, vqs_now_ns());
 	}
 	sw_stop(sw);

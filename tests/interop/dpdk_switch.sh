@@ -70,6 +70,18 @@ run_case() { # run_case NAME VDEV-EXTRA SWITCH-EXTRA: --client in SWITCH-EXTRA m
   [ "$rcvd" -eq "$out1" ] || fail "$name: switch delivered $out1, testpmd received $rcvd"
   [ "$rcvd" -gt 0 ] || fail "$name: nothing arrived"
   case $vdev in *packed_vq=1*) [ "$packed" = packed=1 ] || fail "$name: packed ring not negotiated" ;; esac
+  # The scheduler's counters, printed with the ports' on SIGUSR1 as one JSON line, account for
+  # what the ports' counters of the same printout say was delivered: the sender had disconnected
+  # by then (its queues left the scheduler, and their counters with them), the receiver's queues
+  # are still attached, and every frame delivered took at least one completed receive request.
+  local snap reqs gave
+  snap=$(grep -a 'vqs-switch: sched {' "$log" | tail -1)
+  [ -n "$snap" ] || fail "$name: no scheduler counters on SIGUSR1"
+  reqs=$(echo "$snap" | grep -oE '"reqs":[0-9]+' | awk -F: '{ n += $2 } END { print n + 0 }')
+  gave=$(grep -a 'vqs-switch: port=1 ' "$log" | tail -1 | tr ' ' '\n' | sed -n 's/^tx_frames=//p')
+  echo "$name: scheduler completed $reqs requests on attached queues, $gave frames delivered"
+  [ -n "$gave" ] && [ "$gave" -gt 0 ] && [ "$reqs" -ge "$gave" ] ||
+    fail "$name: scheduler counters ($reqs requests) short of the frames delivered ($gave)"
 }
 
 run_case split ",packed_vq=0" "--policy adaptive"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vqs-switch's command line: the scheduler batch (--batch) defaults to the library's and is
- * accepted within the scheduler's limits only; the default policy is adaptive.
+ * vqs-switch's command line: the scheduler batch (--batch) and turn budget (--budget) default
+ * to the library's and are accepted within the scheduler's limits only; the default policy is
+ * adaptive.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,10 +13,16 @@
 
 #include "cli.h"
 
+/* vqs-switch --socket /tmp/p0 [opt val] */
+static int parse_opt(struct sw_cli *c, const char *opt, const char *val)
+{
+	char *argv[] = { "vqs-switch", "--socket", "/tmp/p0", (char *)opt, (char *)val, NULL };
+	return sw_cli_parse(c, opt ? 5 : 3, argv);
+}
+
 static int parse(struct sw_cli *c, const char *batch)
 {
-	char *argv[] = { "vqs-switch", "--socket", "/tmp/p0", "--batch", (char *)batch, NULL };
-	return sw_cli_parse(c, batch ? 5 : 3, argv);
+	return parse_opt(c, batch ? "--batch" : NULL, batch);
 }
 
 static void defaults_adaptive_and_library_batch(void **st)
@@ -25,7 +32,20 @@ static void defaults_adaptive_and_library_batch(void **st)
 	struct vqs_sched_opts lib;
 	vqs_sched_opts_init(&lib);
 	assert_int_equal(c.sched.batch_max, lib.batch_max);
+	assert_int_equal(c.sched.budget_pkts, lib.budget_pkts);
 	assert_int_equal(c.sched.policy, VQS_POLICY_ADAPTIVE);
+}
+
+static void budget_option_positive_and_bounded(void **st)
+{
+	struct sw_cli c;
+	assert_int_equal(parse_opt(&c, "--budget", "32"), 0);
+	assert_int_equal(c.sched.budget_pkts, 32);
+	assert_int_equal(parse_opt(&c, "--budget", "65536"), 0);
+	assert_int_equal(c.sched.budget_pkts, 65536);
+	assert_int_equal(parse_opt(&c, "--budget", "0"), -EINVAL);
+	assert_int_equal(parse_opt(&c, "--budget", "65537"), -EINVAL);
+	assert_int_equal(parse_opt(&c, "--budget", "-1"), -EINVAL);
 }
 
 static void batch_option_within_scheduler_limits(void **st)
@@ -45,6 +65,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_adaptive_and_library_batch),
 		cmocka_unit_test(batch_option_within_scheduler_limits),
+		cmocka_unit_test(budget_option_positive_and_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
