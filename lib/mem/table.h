@@ -8,6 +8,8 @@
 #define VQS_MEM_TABLE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/uio.h>
 #include <urcu-bp.h>
 #include <vqsched/mem.h>
 
@@ -38,6 +40,25 @@ struct vqs_mem_table {
 	unsigned *by_uaddr;     /* slot indices in uaddr order (points past slots[n]) */
 	struct mem_slot slots[]; /* in gpa order, non-overlapping */
 };
+
+/*
+ * The translation most buffers need, inline: [gpa, gpa + len) lies wholly inside slot `hint` (the
+ * region the previous buffer was in), as one iovec. false: take vqs_mem_translate (another slot,
+ * several slots, or unmapped). len > 0; a slot never wraps, so neither does a range inside one.
+ */
+static inline bool vqs_mem_translate_hinted(const struct vqs_mem_table *t, uint64_t gpa,
+					    uint64_t len, struct iovec *iov, unsigned hint)
+{
+	if (hint >= t->n)
+		return false;
+	const struct mem_slot *s = &t->slots[hint];
+	uint64_t off = gpa - s->gpa;
+	if (gpa < s->gpa || off >= s->size || len > s->size - off)
+		return false;
+	iov->iov_base = s->host + off;
+	iov->iov_len = len;
+	return true;
+}
 
 /* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */
 const struct mem_slot *vqs_mem_find_gpa(const struct vqs_mem_table *t, uint64_t gpa,

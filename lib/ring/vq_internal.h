@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <vqsched/vring.h>
 
+#include "mem/table.h"
+
 struct vqs_vq;
 
 struct vqs_ring_ops {
@@ -45,24 +47,87 @@ extern const struct vqs_ring_ops vqs_packed_ops;
 /*
  * Builds one vqs_elem from descriptor snapshots, for both layouts: translates each buffer through
  * the memory table, enforces "readable before writable", the 2^32-1 byte chain limit and the
- * device's iovec limit.
+ * device's iovec limit. Every rule that does not depend on the layout is enforced here, so split
+ * and packed cannot disagree on them. Inline (every descriptor of every chain goes through it);
+ * the general translation is in chain.c.
  */
 struct vqs_chain {
 	struct vqs_elem *e;
 	unsigned *hint;     /* last-hit region cache of the vq */
 	unsigned max_iov;   /* device limit (cfg.max_iov) */
+	unsigned limit;     /* iovecs the chain may fill: max_iov or the caller's storage, the lower */
 	uint64_t out_len, in_len;
 	unsigned niov;
 	bool seen_write;
 	bool short_storage; /* e->iov_cap was exceeded (caller's problem, not the guest's) */
 };
-void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, unsigned max_iov, unsigned *hint);
+
+static inline void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, unsigned max_iov,
+				   unsigned *hint)
+{
+	c->e = e;
+	c->hint = hint;
+	c->max_iov = max_iov;
+	c->limit = max_iov < e->iov_cap ? max_iov : e->iov_cap;
+	c->out_len = 0;
+	c->in_len = 0;
+	c->niov = 0;
+	c->seen_write = false;
+	c->short_storage = false;
+	e->out_num = 0;
+	e->in_num = 0;
+}
+
+/* Count a buffer of len bytes that took n iovecs. */
+static inline void vqs_chain_count(struct vqs_chain *c, uint32_t len, unsigned n, bool write)
+{
+	c->niov += n;
+	if (write) {
+		c->in_len += len;
+		c->e->in_num += (uint16_t)n;
+	} else {
+		c->out_len += len;
+		c->e->out_num += (uint16_t)n;
+	}
+}
+
+/* vqs_chain_add for a buffer that is not one iovec in the hinted region (or no iovec is left):
+ * the general translation, the iovec limits. Rules already checked. */
+enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_table *t,
+				      uint64_t addr, uint32_t len, bool write);
+
 /* VQS_VQ_OK, or the reason the chain is malformed. Sets c->short_storage (and returns VQS_VQ_OK)
- * when only the caller's iovec storage is too small; the caller then undoes the pop. */
-enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vqs_mem_table *t, uint64_t addr,
-			      uint32_t len, bool write);
+ * when only the caller's iovec storage is too small; the caller then undoes the pop. Inline: it
+ * runs once per descriptor, and nearly every descriptor lies in the region of the one before. */
+static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vqs_mem_table *t,
+					    uint64_t addr, uint32_t len, bool write)
+{
+	/* 2.7.4.2: device-readable descriptors come before device-writable ones. */
+	if (write)
+		c->seen_write = true;
+	else if (c->seen_write)
+		return VQS_VQ_ERR_WRITE_ORDER;
+	if (addr + len < addr)
+		return VQS_VQ_ERR_ADDR;
+	/* 2.7.5: a chain carries at most 2^32 - 1 bytes (out_len/in_len are 32-bit). */
+	if (c->out_len + c->in_len + len > UINT32_MAX)
+		return VQS_VQ_ERR_CHAIN_BYTES;
+	if (len == 0)
+		return VQS_VQ_OK;
+	if (c->niov < c->limit &&
+	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], *c->hint)) {
+		vqs_chain_count(c, len, 1, write);
+		return VQS_VQ_OK;
+	}
+	return vqs_chain_add_general(c, t, addr, len, write);
+}
+
 /* Store the totals in c->e. */
-void vqs_chain_end(struct vqs_chain *c);
+static inline void vqs_chain_end(struct vqs_chain *c)
+{
+	c->e->out_len = (uint32_t)c->out_len;
+	c->e->in_len = (uint32_t)c->in_len;
+}
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */
 int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
