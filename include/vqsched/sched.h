@@ -170,9 +170,11 @@ VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
 
 /*
  * Complete a request with `written` bytes written to its writable buffers. On the worker inside
- * the handler this fills the used ring directly; from any other thread the completion is handed to
- * the queue's worker, which publishes it and decides on the call. Exactly once per request.
- * Threads: any.
+ * the handler, a request of the batch being handled is staged in the used ring with the batch's
+ * other completions when the handler returns (in the order of the batch), an older one right
+ * away; from any other thread the completion is handed to the queue's worker, which publishes it
+ * and decides on the call. Exactly once per request (a second call on the worker is ignored with
+ * a warning). Threads: any.
  */
 VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
 /* The queue a request came from. Threads: any, until the request is completed. */

@@ -223,6 +223,15 @@ VQS_API int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsign
  * take the memory read lock themselves. Threads: owner.
  */
 VQS_API int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
+/*
+ * Stage used entries for elems[0..n) with written[0..n) bytes, in that order: what n vqs_vq_fill
+ * calls do, with the checks of the queue and the lock taken once. Returns how many were staged;
+ * fewer than n when elems[k] was refused (the ones after it are not looked at; vqs_vq_fill on
+ * elems[k] says why), or the error of the first one when it was refused (-EINVAL, -EIO).
+ * Threads: owner.
+ */
+VQS_API int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+			      const uint32_t *written, unsigned n);
 /* Publish everything staged (one release store of the used index / first used flags). Returns
  * how many entries were published. Threads: owner. */
 VQS_API unsigned vqs_vq_flush(struct vqs_vq *vq);

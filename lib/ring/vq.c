@@ -249,20 +249,29 @@ int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
  * fill/flush/notify touch the ring too; callers need not hold the read lock for them, so take it
  * here (it nests) and check the generation as pop does.
  */
-int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		      const uint32_t *written, unsigned n)
 {
 	if (!vq->ops)
 		return -EINVAL;
 	if (atomic_load_explicit(&vq->err, memory_order_relaxed) != VQS_VQ_OK)
 		return -EIO;
-	if (vq->ops->fill_is_local)
-		return vq->ops->fill(vq, e, written);
-	int rc = vqs_vq_ring_lock(vq);
+	bool lock = !vq->ops->fill_is_local;
+	int rc = lock ? vqs_vq_ring_lock(vq) : 0;
 	if (rc)
 		return rc;
-	rc = vq->ops->fill(vq, e, written);
-	vqs_mem_read_unlock();
-	return rc;
+	unsigned k = 0;
+	while (k < n && (rc = vq->ops->fill(vq, elems[k], written[k])) == 0)
+		k++;
+	if (lock)
+		vqs_mem_read_unlock();
+	return k ? (int)k : rc;
+}
+
+int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+{
+	int rc = vqs_vq_fill_batch(vq, &e, &written, 1);
+	return rc < 0 ? rc : 0;
 }
 
 unsigned vqs_vq_flush(struct vqs_vq *vq)

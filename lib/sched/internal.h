@@ -52,7 +52,7 @@
 enum slot_state {
 	SLOT_FREE,
 	SLOT_HANDED,    /* given to the handler in the current call */
-	SLOT_DONE_HERE, /* completed on the worker during the handler call */
+	SLOT_DONE_HERE, /* completed on the worker during the handler call; staged after it */
 	SLOT_OUT,       /* with the handler beyond its call; pins the memory table */
 };
 
@@ -70,7 +70,8 @@ struct req_slot {
 	struct req_slot *free_next;
 	struct vqs_queue *q;
 	enum slot_state st;
-	uint32_t written;                 /* set by a remote completer before the push */
+	uint32_t written;                 /* SLOT_DONE_HERE, or set by a remote completer before
+					   * the push */
 	struct pin_ref *pin;              /* SLOT_OUT: keeps the iovecs mapped */
 	uint64_t t0_ns;                   /* when the worker noticed the request */
 	struct iovec iov[];
@@ -169,6 +170,9 @@ struct sched_worker {
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
 	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
+	/* The batch's requests completed during the handler call, staged in one vqs_vq_fill_batch */
+	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
+	uint32_t fill_written[SCHED_BATCH_MAX];
 };
 
 /* A policy's decisions, plugged into the one worker loop (worker.c). */

@@ -148,17 +148,41 @@ static void stat_latency(struct vqs_queue *q, const struct req_slot *r, uint64_t
 	stat_add(&q->c.latency_hist[stat_bucket(now - r->t0_ns, VQS_STATS_LAT_BUCKETS)], 1);
 }
 
-/* Stage r's used entry. Owner of q. Latency is counted by the caller. */
-static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
+/* What a handler reported written, within r's writable bytes. */
+static uint32_t checked_written(const struct req_slot *r, uint32_t written)
 {
 	if (written > r->req.elem.in_len) {
 		vqs_warn("sched: handler reported %u bytes written into a %u-byte buffer", written,
 			 r->req.elem.in_len);
-		written = r->req.elem.in_len;
+		return r->req.elem.in_len;
 	}
-	if (vqs_vq_fill(q->vq, &r->req.elem, written) < 0)
+	return written;
+}
+
+/* Stage r's used entry. Owner of q. Latency is counted by the caller. */
+static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
+{
+	if (vqs_vq_fill(q->vq, &r->req.elem, checked_written(r, written)) < 0)
 		vqs_warn("sched: used entry for chain %u rejected (queue reset?)", r->req.elem.id);
 	stat_add(&q->c.reqs, 1);
+}
+
+/* Stage the used entries of the m requests collected in w->fill_elems/fill_written, in that
+ * order, with as few ring calls as the ring allows (one, unless it refuses one, which is reported
+ * and skipped as fill does). Owner of q. */
+static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned m)
+{
+	for (unsigned done = 0; done < m;) {
+		int k = vqs_vq_fill_batch(q->vq, w->fill_elems + done, w->fill_written + done,
+					  m - done);
+		if (k < 0) {
+			vqs_warn("sched: used entry for chain %u rejected (queue reset?)",
+				 w->fill_elems[done]->id);
+			k = 1;
+		}
+		done += (unsigned)k;
+	}
+	stat_add(&q->c.reqs, m);
 }
 
 /* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
@@ -201,14 +225,18 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 	struct req_slot *r = (struct req_slot *)req;
 	struct vqs_queue *q = r->q;
 	if (tls_running == q) {
-		/* On q's worker inside its handler: q is ours, fill directly. A request of the
-		 * current batch is timed when the handler returns (one clock read per batch). */
-		fill(q, r, written);
-		if (r->st == SLOT_OUT) {
+		/* On q's worker inside its handler: q is ours. A request of the current batch is
+		 * staged with the batch's others when the handler returns (one ring call) and
+		 * timed after the flush (one clock read per batch); an older one right away. */
+		if (r->st == SLOT_HANDED) {
+			r->written = written;
+			r->st = SLOT_DONE_HERE;
+		} else if (r->st == SLOT_DONE_HERE) {
+			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
+		} else {
+			fill(q, r, written);
 			stat_latency(q, r, vqs_now_ns());
 			slot_put(q, r);
-		} else {
-			r->st = SLOT_DONE_HERE;
 		}
 		return;
 	}
@@ -341,9 +369,9 @@ static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, un
 }
 
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Requests it keeps beyond the call share one pin on t, taken for the first of them; those it
- * completed during the call stay SLOT_DONE_HERE for retire_done_here, after the flush. Inside
- * vqs_mem_read_lock. */
+ * Those it completed during the call are staged here, together, and stay SLOT_DONE_HERE for
+ * retire_done_here, after the flush; requests it keeps beyond the call share one pin on t, taken
+ * for the first of them. Inside vqs_mem_read_lock. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
 			  const struct vqs_mem_table *t)
 {
@@ -360,10 +388,14 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		q->parked = true;
 	}
 	struct pin_ref *pin = NULL;
+	unsigned m = 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE)
+		if (r->st == SLOT_DONE_HERE) {
+			w->fill_elems[m] = &r->req.elem;
+			w->fill_written[m++] = checked_written(r, r->written);
 			continue;
+		}
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
 		 * which only q's owner reaps, later): keep its buffers mapped until then. */
 		if (!pin) {
@@ -377,6 +409,8 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		r->pin = pin;
 		r->st = SLOT_OUT;
 	}
+	if (m)
+		fill_collected(w, q, m);
 	return taken;
 }
 

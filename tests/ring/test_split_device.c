@@ -268,6 +268,44 @@ static void test_device_pop_batch_returns_available_count(void **state)
 	assert_int_equal(vqs_vq_flush(c->r.vq), 3);
 }
 
+/* vqs_vq_fill_batch is n vqs_vq_fill calls: entries staged in the order given, and it stops at
+ * the first refused one (returning how many went before it, or that one's error); a broken
+ * queue takes none. */
+static void test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one(void **state)
+{
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	struct iovec iov[4];
+	struct vqs_elem e[4];
+	for (unsigned i = 0; i < 4; i++) {
+		fx_simple_chain(&c->r, i, 8, true);
+		pop_ok(&c->r, &e[i], &iov[i], 1);
+	}
+	const struct vqs_elem *order[] = { &e[2], &e[0], &e[0], &e[3] };
+	const uint32_t written[] = { 1, 2, 3, 4 };
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order, written, 4), 2); /* e0 twice: refused */
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 2, written + 2, 2), -EINVAL);
+	const uint32_t too_much[] = { 9 };
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 3, too_much, 1), -EINVAL);
+	const struct vqs_elem *rest[] = { &e[3], &e[1] };
+	const uint32_t rest_written[] = { 4, 5 };
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, rest, rest_written, 0), 0);
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, rest, rest_written, 2), 2);
+	assert_int_equal(vqs_vq_flush(c->r.vq), 4);
+	const uint16_t ids[] = { 2, 0, 3, 1 };
+	const uint32_t lens[] = { 1, 2, 4, 5 };
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(c->r.used->ring[i].id, ids[i]);
+		assert_int_equal(c->r.used->ring[i].len, lens[i]);
+	}
+	/* A head outside the table breaks the queue; nothing is staged after that. */
+	fx_simple_chain(&c->r, 4, 8, true);
+	pop_ok(&c->r, &e[0], &iov[0], 1);
+	fx_publish(&c->r, NUM);
+	assert_int_equal(fx_pop(c->r.vq, &e[1], &iov[1], 1), -EIO);
+	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 1, written, 1), -EIO);
+	assert_int_equal(vqs_vq_flush(c->r.vq), 0);
+}
+
 /* Round trip with the library's driver ring: data flows, lengths and tokens come back. */
 static void test_device_round_trip_with_driver_ring(void **state)
 {
@@ -319,6 +357,7 @@ int main(void)
 		T(test_device_ignores_write_flag_on_indirect_descriptor),
 		T(test_device_snapshot_is_not_affected_by_later_rewrites),
 		T(test_device_pop_batch_returns_available_count),
+		T(test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one),
 		T(test_device_round_trip_with_driver_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
