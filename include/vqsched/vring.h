@@ -204,6 +204,9 @@ VQS_API int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e);
  * the next call reports it. Threads: owner.
  */
 VQS_API int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max);
+/* vqs_vq_pop_batch into elements that are not side by side (each inside the caller's own request
+ * structure, say): *elems[0..max). Same returns. Threads: owner. */
+VQS_API int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max);
 /* Chains the driver has made available and not yet popped (an estimate, never trusted for
  * bounds). Threads: owner. */
 VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);

@@ -216,18 +216,30 @@ int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
 	return rc ? rc : vq->ops->pop(vq, t, e);
 }
 
-int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max)
+/* Pop up to max chains into elems[i] (flat) or *ptrs[i]: the queue's checks once for all. */
+static int pop_up_to(struct vqs_vq *vq, struct vqs_elem *flat, struct vqs_elem *const *ptrs,
+		     unsigned max)
 {
 	const struct vqs_mem_table *t;
 	int rc = ring_ready(vq, &t);
 	if (rc)
 		return rc;
 	unsigned n = 0;
-	while (n < max && (rc = vq->ops->pop(vq, t, &elems[n])) == 0)
+	while (n < max && (rc = vq->ops->pop(vq, t, flat ? &flat[n] : ptrs[n])) == 0)
 		n++;
 	if (n > 0 || rc == -EAGAIN)
 		return (int)n;
 	return rc;
+}
+
+int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max)
+{
+	return pop_up_to(vq, elems, NULL, max);
+}
+
+int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max)
+{
+	return pop_up_to(vq, NULL, elems, max);
 }
 
 unsigned vqs_vq_avail_count(struct vqs_vq *vq)

@@ -169,6 +169,7 @@ struct sched_worker {
 	unsigned turns_since_check;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
+	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for vqs_vq_pop_into */
 	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
 	/* The batch's requests completed during the handler call, staged in one vqs_vq_fill_batch */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];

@@ -294,41 +294,53 @@ static inline void prefetch_buffer(const struct vqs_elem *e, unsigned lines)
 	}
 }
 
-/* Pop up to want chains into free slots of the worker's batch. Returns how many; *empty when the
- * ring had nothing more. */
+/* The ring stopped q (broken, or a chain needs more iovecs than a request has: rc -ENOBUFS):
+ * stop serving it and tell the hook, once. */
+static void queue_broken(struct vqs_queue *q, int rc)
+{
+	if (q->broken)
+		return;
+	q->broken = true;
+	enum vqs_vq_err why = vqs_vq_error(q->vq);
+	if (rc == -ENOBUFS) {
+		why = VQS_VQ_ERR_IOV_LIMIT;
+		vqs_warn("sched: a chain needs more than %u iovecs; queue stopped", q->iov_per_req);
+	}
+	if (q->on_broken)
+		q->on_broken(q, why, q->on_broken_opaque);
+}
+
+/* Pop up to want chains (want <= what the ring had a moment ago, see serve) into free slots of
+ * the worker's batch, with one ring call. Returns how many; *empty when that was all the ring
+ * had. */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned want,
 			  uint64_t t0, bool *empty)
 {
-	unsigned n = 0;
-	*empty = false;
-	while (n < want) {
+	for (unsigned i = 0; i < want; i++) {
 		struct req_slot *r = slot_get(q);
 		r->req.elem.iov = r->iov;
 		r->req.elem.iov_cap = q->iov_per_req;
-		int rc = vqs_vq_pop(q->vq, &r->req.elem);
-		if (rc) {
-			slot_put(q, r);
-			if (rc == -EAGAIN) {
-				*empty = true;
-			} else if (!q->broken) {
-				q->broken = true;
-				enum vqs_vq_err why = vqs_vq_error(q->vq);
-				if (rc == -ENOBUFS) {
-					why = VQS_VQ_ERR_IOV_LIMIT;
-					vqs_warn("sched: a chain needs more than %u iovecs; queue stopped",
-						 q->iov_per_req);
-				}
-				if (q->on_broken)
-					q->on_broken(q, why, q->on_broken_opaque);
-			}
-			break;
-		}
+		w->batch[i] = r;
+		w->pop_elems[i] = &r->req.elem;
+	}
+	int rc = vqs_vq_pop_into(q->vq, w->pop_elems, want);
+	unsigned n = rc > 0 ? (unsigned)rc : 0;
+	for (unsigned i = want; i-- > n;)
+		slot_put(q, w->batch[i]);
+	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
+	 * that chain does not fit a request (-ENOBUFS, from the pop that tries it first). */
+	if (rc < 0 && rc != -EAGAIN)
+		queue_broken(q, rc);
+	else if (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK)
+		queue_broken(q, -EIO);
+	*empty = n < want && !q->broken;
+	for (unsigned i = 0; i < n; i++) {
+		struct req_slot *r = w->batch[i];
 		if (q->prefetch_lines)
 			prefetch_buffer(&r->req.elem, q->prefetch_lines);
 		r->st = SLOT_HANDED;
 		r->t0_ns = t0;
 		r->req.user = NULL;
-		w->batch[n++] = r;
 	}
 	return n;
 }
@@ -428,13 +440,19 @@ static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsign
 	}
 }
 
-/* The ring has no chain to pop: a cheap look at the avail index before the full pop path (memory
- * table pin, request slot), which a polling worker would otherwise pay on every empty poll. A
- * broken ring reads as empty here, so it goes to the pop that reports it. Inside the read-side
+/* The ring has no chain to pop: a cheap look at the avail index, without the pop path. A broken
+ * ring does not read as empty here, so it goes to the pop that reports it. Inside the read-side
  * section. */
 static bool ring_looks_empty(struct vqs_queue *q)
 {
 	return !vqs_vq_avail_count(q->vq) && vqs_vq_error(q->vq) == VQS_VQ_OK;
+}
+
+/* Chains to pop: what the ring has (at least 1 when it is broken, for the pop that reports it). */
+static unsigned ring_has(struct vqs_queue *q)
+{
+	unsigned n = vqs_vq_avail_count(q->vq);
+	return n || vqs_vq_error(q->vq) == VQS_VQ_OK ? n : 1;
 }
 
 /* Record whether q's notifications are on, in q and in its group's count of queues a kick can
@@ -453,7 +471,7 @@ static void set_notify_on(struct vqs_queue *q, bool on)
  * latest clock read); on return, the latest read made (after the last handler call), so the caller
  * reads the clock once per batch, not once per step. */
 static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
-			   struct turn_budget *used, bool seen)
+			   struct turn_budget *used)
 {
 	struct vqs_sched *s = q->s;
 	const struct sched_policy *pol = s->pol;
@@ -494,11 +512,15 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			if (want > d)
 				want = d;
 		}
+		/* A look at the avail index first: an empty poll costs no more, and no more slots are
+		 * taken than there are chains. */
+		unsigned has = ring_has(q);
 		bool empty = true;
 		const struct vqs_mem_table *tab = NULL;
-		/* seen: the caller just saw chains, so the first pop goes without the look. */
-		unsigned n = !seen && ring_looks_empty(q) ? 0 : pop_in_one_table(w, q, want, t0, &empty, &tab);
-		seen = false;
+		unsigned n = 0;
+		if (has)
+			n = pop_in_one_table(w, q, want < has ? want : has, t0, &empty, &tab);
+		empty |= want > has && n == has; /* took all there was */
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -697,9 +719,10 @@ static bool poll_again_here(struct sched_worker *w, struct vqs_queue *q)
  * A full turn costs a clock read (the poll timeout), a memory-table pin and the counters; doing
  * one per SPIN_POLLS empty polls instead of one per poll makes the loop that waits for the next
  * request a few loads long, which is what a request arriving at a polled queue waits for.
- * Returns whether it saw work (or something else to look at: a pause request, a listed queue).
+ * Returns when it saw work or something else to look at (a pause request, a listed queue), or
+ * after SPIN_POLLS looks.
  */
-static bool spin_for_work(struct sched_worker *w, struct vqs_queue *q)
+static void spin_for_work(struct sched_worker *w, struct vqs_queue *q)
 {
 	unsigned i = 0;
 	vqs_mem_read_lock();
@@ -712,13 +735,11 @@ static bool spin_for_work(struct sched_worker *w, struct vqs_queue *q)
 	stat_add(&q->c.empty_polls, i);
 	stat_add(&w->c.polls, i);
 	stat_add(&w->c.empty_polls, i);
-	return i < SPIN_POLLS;
 }
 
 /* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
  * Returns whether the queue goes back on the list; *pkts: requests it served. */
-static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts,
-		     bool seen)
+static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
 {
 	uint64_t start = *now;
 	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
@@ -728,7 +749,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	struct turn_budget used = {0, 0};
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
-		enum turn_end end = serve(w, q, now, &used, seen || rearms);
+		enum turn_end end = serve(w, q, now, &used);
 		if (end != TURN_DRAINED) {
 			again = end == TURN_BUDGET;
 			break;
@@ -763,9 +784,8 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 	/* In place, no clock read when the light polls find work: `now` was read at the end of the
 	 * turn before them, at most SPIN_POLLS looks earlier, which is when the found requests'
 	 * latency (and the rate estimate's arrival) is taken to start. */
-	bool seen = false;
-	while ((again = one_turn(w, q, &now, &pkts, seen)) && poll_again_here(w, q))
-		seen = spin_for_work(w, q);
+	while ((again = one_turn(w, q, &now, &pkts)) && poll_again_here(w, q))
+		spin_for_work(w, q);
 	/* No queue of the group with notifications on: no kick could concern one (a late kick for
 	 * a polled queue waits in the epoll set for the next look). */
 	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&

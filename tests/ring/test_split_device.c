@@ -268,6 +268,38 @@ static void test_device_pop_batch_returns_available_count(void **state)
 	assert_int_equal(vqs_vq_flush(c->r.vq), 3);
 }
 
+/* vqs_vq_pop_into is vqs_vq_pop_batch into elements anywhere: as many as there are, in avail
+ * order, 0 when there are none, and the error when the first chain breaks the queue. */
+static void test_device_pop_into_scattered_elements(void **state)
+{
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	for (unsigned i = 0; i < 3; i++)
+		fx_simple_chain(&c->r, 2 - i, 8, true);
+	struct req {
+		struct vqs_elem e;
+		int other;
+		struct iovec iov;
+	} reqs[4];
+	struct vqs_elem *ptrs[4];
+	for (unsigned i = 0; i < 4; i++) {
+		reqs[3 - i].e = (struct vqs_elem){.iov = &reqs[3 - i].iov, .iov_cap = 1};
+		ptrs[i] = &reqs[3 - i].e;
+	}
+	vqs_mem_read_lock();
+	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), 3);
+	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), 0);
+	vqs_mem_read_unlock();
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(ptrs[i]->id, 2 - i);
+		assert_int_equal(ptrs[i]->in_len, 8);
+		assert_ptr_equal(ptrs[i]->iov, &reqs[3 - i].iov);
+	}
+	fx_publish(&c->r, NUM);
+	vqs_mem_read_lock();
+	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), -EIO);
+	vqs_mem_read_unlock();
+}
+
 /* vqs_vq_fill_batch is n vqs_vq_fill calls: entries staged in the order given, and it stops at
  * the first refused one (returning how many went before it, or that one's error); a broken
  * queue takes none. */
@@ -357,6 +389,7 @@ int main(void)
 		T(test_device_ignores_write_flag_on_indirect_descriptor),
 		T(test_device_snapshot_is_not_affected_by_later_rewrites),
 		T(test_device_pop_batch_returns_available_count),
+		T(test_device_pop_into_scattered_elements),
 		T(test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one),
 		T(test_device_round_trip_with_driver_ring),
 	};
