@@ -34,6 +34,10 @@ static uint64_t bit(unsigned i)
 /* Copy len bytes starting `skip` bytes into the iovecs. */
 static void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t *dst, size_t len)
 {
+	if (cnt && iov[0].iov_len >= skip + len) { /* the usual layout: all in the first buffer */
+		memcpy(dst, (const uint8_t *)iov[0].iov_base + skip, len);
+		return;
+	}
 	for (unsigned i = 0; i < cnt && len; i++) {
 		size_t l = iov[i].iov_len;
 		if (skip >= l) {
@@ -52,6 +56,10 @@ static void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t
 static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, const uint8_t *src,
 			size_t len)
 {
+	if (cnt && iov[0].iov_len >= skip + len) { /* the usual layout: all in the first buffer */
+		memcpy((uint8_t *)iov[0].iov_base + skip, src, len);
+		return len;
+	}
 	size_t done = 0;
 	for (unsigned i = 0; i < cnt && done < len; i++) {
 		size_t l = iov[i].iov_len;
@@ -226,10 +234,9 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			f.whole = whole;
 		}
 		uint64_t done = before;
-		for (unsigned d = 0; to; d++) {
-			if (!(to & bit(d)))
-				continue;
-			to &= ~bit(d);
+		while (to) {
+			unsigned d = (unsigned)__builtin_ctzll(to);
+			to &= to - 1;
 			hold(&held, sw->ports[d]);
 			if (push(sw, held, a, &f, now, flood) == -EAGAIN) {
 				a->partial = true;
@@ -253,11 +260,9 @@ out:
 
 void sw_wake_senders(struct sw_switch *sw, uint64_t mask)
 {
-	for (unsigned w = 0; mask; w++) {
-		if (!(mask & bit(w)))
-			continue;
-		mask &= ~bit(w);
-		struct sw_port *p = sw->ports[w];
+	while (mask) {
+		struct sw_port *p = sw->ports[__builtin_ctzll(mask)];
+		mask &= mask - 1;
 		pthread_mutex_lock(&p->lock);
 		if (p->txq)
 			vqs_queue_wake(p->txq);
