@@ -282,15 +282,19 @@ static inline void prefetch_buffer(const struct vqs_elem *e, unsigned lines)
 {
 	if (!e->out_num && !e->in_num)
 		return;
-	uintptr_t p = (uintptr_t)e->iov[0].iov_base;
+	const uint8_t *p = e->iov[0].iov_base;
 	size_t len = e->iov[0].iov_len < (size_t)lines * 64 ? e->iov[0].iov_len : (size_t)lines * 64;
 	if (!len)
 		return;
-	for (uintptr_t l = p & ~(uintptr_t)63; l < p + len; l += 64) {
-		if (e->out_num)
-			__builtin_prefetch((const void *)l, 0);
-		else
-			vqs_prefetch_write((const void *)l);
+	const uint8_t *l = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)63), *end = p + len;
+	if (e->out_num) {
+		do
+			__builtin_prefetch(l, 0);
+		while ((l += 64) < end);
+	} else {
+		do
+			vqs_prefetch_write(l);
+		while ((l += 64) < end);
 	}
 }
 
