@@ -92,7 +92,7 @@ struct w_counters {
 /* Per-queue state of the adaptive controller (owner only); see policy.c. */
 struct adapt_state {
 	uint32_t batch;
-	uint64_t gap_ewma_ns;     /* smoothed time between arrivals, per request */
+	uint64_t gap_ewma_ns;     /* smoothed time between pops that found requests */
 	uint64_t last_arrival_ns; /* last pop that found work; 0 = none yet */
 };
 
