@@ -201,11 +201,13 @@ VQS_API int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e);
  * Pop up to max chains into elems[0..max). Returns how many (0 when none), or -EIO when the queue
  * is broken and nothing was popped, or -ENOBUFS when the first chain does not fit its element's
  * iov storage. A break (or a chain too big for its storage) after some pops returns those pops;
- * the next call reports it. Threads: owner.
+ * the next call reports it. Inside vqs_mem_read_lock() or with the table pinned, as vqs_vq_pop.
+ * Threads: owner.
  */
 VQS_API int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max);
 /* vqs_vq_pop_batch into elements that are not side by side (each inside the caller's own request
- * structure, say): *elems[0..max). Same returns. Threads: owner. */
+ * structure, say): *elems[0..max). Same returns; like every pop, inside vqs_mem_read_lock() or
+ * with the table pinned. Threads: owner. */
 VQS_API int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max);
 /* Chains the driver has made available and not yet popped (an estimate, never trusted for
  * bounds). Threads: owner. */

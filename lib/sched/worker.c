@@ -159,11 +159,16 @@ static uint32_t checked_written(const struct req_slot *r, uint32_t written)
 	return written;
 }
 
+static void warn_rejected(const struct vqs_elem *e)
+{
+	vqs_warn("sched: used entry for chain %u rejected (queue reset?)", e->id);
+}
+
 /* Stage r's used entry. Owner of q. Latency is counted by the caller. */
 static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
 {
 	if (vqs_vq_fill(q->vq, &r->req.elem, checked_written(r, written)) < 0)
-		vqs_warn("sched: used entry for chain %u rejected (queue reset?)", r->req.elem.id);
+		warn_rejected(&r->req.elem);
 	stat_add(&q->c.reqs, 1);
 }
 
@@ -176,8 +181,7 @@ static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned
 		int k = vqs_vq_fill_batch(q->vq, w->fill_elems + done, w->fill_written + done,
 					  m - done);
 		if (k < 0) {
-			vqs_warn("sched: used entry for chain %u rejected (queue reset?)",
-				 w->fill_elems[done]->id);
+			warn_rejected(w->fill_elems[done]);
 			k = 1;
 		}
 		done += (unsigned)k;
@@ -333,7 +337,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		slot_put(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that chain does not fit a request (-ENOBUFS, from the pop that tries it first). */
-	if (rc < 0 && rc != -EAGAIN)
+	if (rc < 0)
 		queue_broken(q, rc);
 	else if (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK)
 		queue_broken(q, -EIO);
@@ -444,15 +448,8 @@ static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsign
 	}
 }
 
-/* The ring has no chain to pop: a cheap look at the avail index, without the pop path. A broken
- * ring does not read as empty here, so it goes to the pop that reports it. Inside the read-side
- * section. */
-static bool ring_looks_empty(struct vqs_queue *q)
-{
-	return !vqs_vq_avail_count(q->vq) && vqs_vq_error(q->vq) == VQS_VQ_OK;
-}
-
-/* Chains to pop: what the ring has (at least 1 when it is broken, for the pop that reports it). */
+/* Chains to pop, from a cheap look at the avail index (no pop path): at least 1 when the ring is
+ * broken, so it goes to the pop that reports it. Inside the read-side section. */
 static unsigned ring_has(struct vqs_queue *q)
 {
 	unsigned n = vqs_vq_avail_count(q->vq);
@@ -732,7 +729,7 @@ static void spin_for_work(struct sched_worker *w, struct vqs_queue *q)
 	vqs_mem_read_lock();
 	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
 	 * pause-loop exit to the hypervisor. */
-	while (i < SPIN_POLLS && lf_empty(&q->done) && ring_looks_empty(q) && poll_again_here(w, q))
+	while (i < SPIN_POLLS && lf_empty(&q->done) && !ring_has(q) && poll_again_here(w, q))
 		i++;
 	vqs_mem_read_unlock();
 	stat_add(&q->c.polls, i);

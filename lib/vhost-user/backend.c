@@ -252,6 +252,7 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 		b->opts.reconnect_max_ms = b->opts.reconnect_min_ms;
 	if (!b->opts.msg_timeout_ms)
 		b->opts.msg_timeout_ms = 1000;
+	/* callers built against an older, shorter struct get the newer fields zeroed (b is calloc'd) */
 	memcpy(&b->ops, o->ops, o->ops->size < sizeof(b->ops) ? o->ops->size : sizeof(b->ops));
 	b->ops.size = sizeof(b->ops);
 	b->opaque = o->opaque;
