@@ -152,7 +152,7 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 	}
 }
 
-static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
@@ -175,20 +175,28 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 		vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
 	}
 
-	struct vqs_chain ch;
-	unsigned ndescs = 0;
-	vqs_chain_begin(&ch, e, vq->cfg.max_iov, &vq->hint);
-	enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
-	if (err)
-		return vqs_vq_break(vq, err);
-	if (ch.short_storage)
-		return -ENOBUFS;
-	if (cur.from_region && cur.left != 0)
-		return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
+	unsigned ndescs = 1;
+	/* A walk records descriptors in the inflight region as it reads them; a single
+	 * descriptor needs no walk only when there is nothing to record. */
+	if (cur.from_region || p->inflight ||
+	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
+	    !vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
+			      d.flags & VQS_VRING_DESC_F_WRITE)) {
+		struct vqs_chain ch;
+		vqs_chain_begin(&ch, e, vq->cfg.max_iov, &vq->hint);
+		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
+		if (err)
+			return vqs_vq_break(vq, err);
+		if (ch.short_storage)
+			return -ENOBUFS;
+		if (cur.from_region && cur.left != 0)
+			return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
+		vqs_chain_end(&ch);
+		e->ndescs = (uint16_t)ndescs;
+	}
 	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
 	if (d.id >= vq->cfg.num || p->ids[d.id] != VQS_PACKED_ID_FREE)
 		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-	vqs_chain_end(&ch);
 
 	uint16_t entry = 0;
 	if (head >= 0) {
@@ -203,8 +211,17 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
 	p->unfilled_descs += ndescs;
 	e->id = d.id;
-	e->ndescs = (uint16_t)ndescs;
 	return 0;
+}
+
+static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
+		      struct vqs_elem *const *ptrs, unsigned max)
+{
+	unsigned n = 0;
+	int rc;
+	while (n < max && (rc = pop_one(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+		n++;
+	return n ? (int)n : rc;
 }
 
 static unsigned packed_avail_count(struct vqs_vq *vq)
@@ -267,7 +284,7 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
-static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
@@ -302,6 +319,15 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wri
 	p->stage_last_empty = written == 0;
 	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
 	return 0;
+}
+
+static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		       const uint32_t *written, unsigned n)
+{
+	unsigned k = 0;
+	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
+		k++;
+	return k ? (int)k : -EINVAL;
 }
 
 static unsigned packed_flush(struct vqs_vq *vq)

@@ -79,22 +79,20 @@ static void split_reset_state(struct vqs_vq *vq)
 }
 
 /*
- * Walk the chain at head into e (2.7.5). Descriptors are counted per table for loop detection
- * (more steps than the table has entries means a revisit) and across tables for the queue-size
- * limit on chain length (2.7.5.3.1).
+ * Walk the chain whose head descriptor is d (snapshotted) into e (2.7.5). Descriptors are counted
+ * per table for loop detection (more steps than the table has entries means a revisit) and across
+ * tables for the queue-size limit on chain length (2.7.5.3.1).
  */
-static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
-				  struct vqs_elem *e, bool *short_storage)
+static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				  struct vqs_vring_desc d, struct vqs_elem *e, bool *short_storage)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned num = vq->cfg.num;
 	const struct vqs_vring_desc *table = s->desc;
-	unsigned size = num, idx = head, steps = 0, total = 0;
+	unsigned size = num, steps = 0, total = 0;
 	struct vqs_chain c;
 	vqs_chain_begin(&c, e, vq->cfg.max_iov, &vq->hint);
 	for (;;) {
-		struct vqs_vring_desc d;
-		desc_snapshot(&table[idx], &d);
 		if (++steps > size)
 			return VQS_VQ_ERR_LOOP;
 		if (d.flags & VQS_VRING_DESC_F_INDIRECT) {
@@ -113,8 +111,8 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 				return VQS_VQ_ERR_ADDR;
 			table = vq->indirect_buf;
 			size = d.len / sizeof(d);
-			idx = 0;
 			steps = 0;
+			desc_snapshot(&table[0], &d);
 			continue;
 		}
 		if (++total > num)
@@ -131,7 +129,7 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 			break;
 		if (d.next >= size)
 			return VQS_VQ_ERR_NEXT_RANGE;
-		idx = d.next;
+		desc_snapshot(&table[d.next], &d);
 	}
 	vqs_chain_end(&c);
 	e->ndescs = (uint16_t)total;
@@ -154,70 +152,109 @@ static inline void prefetch_head(const struct vqs_split_ring *s, uint16_t pos)
 	__builtin_prefetch(&s->desc[h & s->mask]);
 }
 
-/* Avail entries published and not yet popped; reads avail->idx only when the cached value is
- * used up. -EIO when the driver moved it by more than the queue size. */
-static int avail_entries(struct vqs_vq *vq)
+/* Avail entries published and not yet popped; reads avail->idx only when fewer than want are
+ * known, so a batch looks at the index (the line the driver writes) once. -EIO when the driver
+ * moved it by more than the queue size. */
+static int avail_entries(struct vqs_vq *vq, unsigned want)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (s->avail_idx != s->last_avail_idx)
-		return (uint16_t)(s->avail_idx - s->last_avail_idx);
+	uint16_t known = (uint16_t)(s->avail_idx - s->last_avail_idx);
+	if (known >= want)
+		return known;
 	/* Acquire pairs with the driver's release store of avail->idx, made after it wrote the
 	 * ring entries and descriptors we are about to read. */
 	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
 	uint16_t n = (uint16_t)(idx - s->last_avail_idx);
 	if (n > vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_AVAIL_IDX);
+	if (n == known)
+		return n;
 	s->avail_idx = idx;
 	/* The used entry these chains will complete into was read last by the driver, on its
 	 * CPU: take the line for writing now, so the request for it overlaps the descriptor reads
 	 * instead of stalling the full barrier of need_call after flush. (Not used->idx: the
 	 * driver polls it, and would take it back before the store.) */
 	vqs_prefetch_write(&s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask]);
-	/* the entries split_pop's look-ahead will not reach: those up to its distance */
-	for (uint16_t k = 1; k < n && k < SPLIT_PREFETCH_AHEAD; k++)
+	/* the new entries pop_avail's look-ahead will not reach: those up to its distance */
+	for (uint16_t k = known ? known : 1; k < n && k < SPLIT_PREFETCH_AHEAD; k++)
 		prefetch_head(s, (uint16_t)(s->last_avail_idx + k));
 	return n;
 }
 
-static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+/* Walk head's chain into e: 0, -ENOBUFS (nothing consumed) or -EIO. */
+static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
+			     struct vqs_elem *e)
 {
-	struct vqs_split_ring *s = &vq->u.split;
-	bool restored = s->resubmit_pos < s->nresubmit;
-	uint16_t head;
-	if (restored) {
-		head = s->resubmit[s->resubmit_pos].head;
-	} else {
-		int n = avail_entries(vq);
-		if (n <= 0)
-			return n ? n : -EAGAIN;
-		if ((unsigned)n > SPLIT_PREFETCH_AHEAD)
-			prefetch_head(s, (uint16_t)(s->last_avail_idx + SPLIT_PREFETCH_AHEAD));
-		head = load16(&s->avail->ring[s->last_avail_idx & s->mask]);
-		if (head >= vq->cfg.num)
-			return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
-		/* The driver may not offer a chain again before the device used it (2.7.13):
-		 * its in-flight records would be overwritten. */
-		if (busy_test(s, head))
-			return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-	}
+	struct vqs_vring_desc d;
+	desc_snapshot(&vq->u.split.desc[head], &d);
+	e->id = head;
+	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
+	    vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
+			     d.flags & VQS_VRING_DESC_F_WRITE))
+		return 0;
 	bool short_storage = false;
-	enum vqs_vq_err err = walk_chain(vq, t, head, e, &short_storage);
+	enum vqs_vq_err err = walk_chain(vq, t, d, e, &short_storage);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
-	if (short_storage)
-		return -ENOBUFS;
-	e->id = head;
-	if (restored) {
+	return short_storage ? -ENOBUFS : 0;
+}
+
+/* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
+static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	int rc = take_chain(vq, t, s->resubmit[s->resubmit_pos].head, e);
+	if (rc == 0)
 		s->resubmit_pos++;
-	} else {
-		s->last_avail_idx++;
-		s->avail_since_restore += s->nresubmit != 0;
-		busy_flip(s, head);
-		s->inuse++;
-		if (s->infl)
-			vqs_split_infl_popped(vq, head);
-	}
+	return rc;
+}
+
+/* Pop the chain of the avail entry at last_avail_idx; left entries are published from it on. */
+static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e,
+			    unsigned left)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	if (left > SPLIT_PREFETCH_AHEAD)
+		prefetch_head(s, (uint16_t)(s->last_avail_idx + SPLIT_PREFETCH_AHEAD));
+	uint16_t head = load16(&s->avail->ring[s->last_avail_idx & s->mask]);
+	if (head >= vq->cfg.num)
+		return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
+	/* The driver may not offer a chain again before the device used it (2.7.13): its
+	 * in-flight records would be overwritten. */
+	if (busy_test(s, head))
+		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+	int rc = take_chain(vq, t, head, e);
+	if (rc)
+		return rc;
+	s->last_avail_idx++;
+	s->avail_since_restore += s->nresubmit != 0;
+	busy_flip(s, head);
+	s->inuse++;
+	if (s->infl)
+		vqs_split_infl_popped(vq, head);
 	return 0;
+}
+
+/* Chains the inflight region gave back come first, in their pop order, then the avail ring. */
+static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
+		     struct vqs_elem *const *ptrs, unsigned max)
+{
+	struct vqs_split_ring *s = &vq->u.split;
+	unsigned n = 0;
+	int rc = 0;
+	while (n < max && s->resubmit_pos < s->nresubmit &&
+	       (rc = pop_restored(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+		n++;
+	if (n < max && rc == 0) {
+		rc = avail_entries(vq, max - n);
+		unsigned left = rc > 0 ? (unsigned)rc : 0;
+		rc = rc < 0 ? rc : -EAGAIN;
+		while (n < max && left && (rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), left)) == 0) {
+			n++;
+			left--;
+		}
+	}
+	return n ? (int)n : rc;
 }
 
 static unsigned split_avail_count(struct vqs_vq *vq)
@@ -278,26 +315,30 @@ static void write_staged(struct vqs_split_ring *s)
 	s->nstaged = 0;
 }
 
-static int split_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	uint16_t id = e->id;
-	if (id >= vq->cfg.num || !busy_test(s, id) || written > e->in_len)
-		return -EINVAL;
-	if (s->nstaged == VQS_SPLIT_STAGE) {
-		int rc = vqs_vq_ring_lock(vq);
-		if (rc)
-			return rc;
-		write_staged(s);
-		vqs_vq_ring_unlock();
+	unsigned k;
+	for (k = 0; k < n; k++) {
+		uint16_t id = elems[k]->id;
+		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
+			break;
+		if (s->nstaged == VQS_SPLIT_STAGE) {
+			int rc = vqs_vq_ring_lock(vq);
+			if (rc)
+				return k ? (int)k : rc;
+			write_staged(s);
+			vqs_vq_ring_unlock();
+		}
+		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
+		busy_flip(s, id);
+		s->inuse--;
+		s->pending++;
+		if (s->infl)
+			vqs_split_infl_filled(vq, id);
 	}
-	s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written};
-	busy_flip(s, id);
-	s->inuse--;
-	s->pending++;
-	if (s->infl)
-		vqs_split_infl_filled(vq, id);
-	return 0;
+	return k ? (int)k : -EINVAL;
 }
 
 static unsigned split_flush(struct vqs_vq *vq)

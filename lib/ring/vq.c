@@ -213,7 +213,10 @@ int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
 {
 	const struct vqs_mem_table *t;
 	int rc = ring_ready(vq, &t);
-	return rc ? rc : vq->ops->pop(vq, t, e);
+	if (rc)
+		return rc;
+	rc = vq->ops->pop(vq, t, e, NULL, 1);
+	return rc > 0 ? 0 : rc;
 }
 
 /* Pop up to max chains into elems[i] (flat) or *ptrs[i]: the queue's checks once for all. */
@@ -224,12 +227,10 @@ static int pop_up_to(struct vqs_vq *vq, struct vqs_elem *flat, struct vqs_elem *
 	int rc = ring_ready(vq, &t);
 	if (rc)
 		return rc;
-	unsigned n = 0;
-	while (n < max && (rc = vq->ops->pop(vq, t, flat ? &flat[n] : ptrs[n])) == 0)
-		n++;
-	if (n > 0 || rc == -EAGAIN)
-		return (int)n;
-	return rc;
+	if (max == 0)
+		return 0;
+	rc = vq->ops->pop(vq, t, flat, ptrs, max);
+	return rc == -EAGAIN ? 0 : rc;
 }
 
 int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max)
@@ -272,12 +273,10 @@ int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	int rc = lock ? vqs_vq_ring_lock(vq) : 0;
 	if (rc)
 		return rc;
-	unsigned k = 0;
-	while (k < n && (rc = vq->ops->fill(vq, elems[k], written[k])) == 0)
-		k++;
+	rc = n ? vq->ops->fill(vq, elems, written, n) : 0;
 	if (lock)
 		vqs_mem_read_unlock();
-	return k ? (int)k : rc;
+	return rc;
 }
 
 int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)

@@ -19,12 +19,18 @@ struct vqs_ring_ops {
 	/* Resolve the ring areas of vq->cfg through table t into host pointers (split: desc,
 	 * avail, used; packed: desc, driver event, device event). VQS_VQ_OK or a break reason. */
 	enum vqs_vq_err (*resolve)(struct vqs_vq *vq, const struct vqs_mem_table *t);
-	/* 0, -EAGAIN, -ENOBUFS (e->iov_cap too small, nothing consumed), or -EIO after
-	 * vqs_vq_break(). */
-	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e);
+	/* Pop up to max (>= 1) chains into vqs_pop_slot(flat, ptrs, i): how many (> 0), else
+	 * -EAGAIN, -ENOBUFS (the first element's iov_cap too small, nothing consumed), or -EIO
+	 * after vqs_vq_break(). One call per batch, so the layout's per-batch work (the avail
+	 * index, resubmission state) is done once and each chain's pop is inlined in a loop. */
+	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
+		   struct vqs_elem *const *ptrs, unsigned max);
 	unsigned (*avail_count)(struct vqs_vq *vq);
 	int (*unpop)(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
-	int (*fill)(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
+	/* Fill elems[0..n) (n >= 1) with written[0..n), in order, up to the first refused: how
+	 * many (> 0), else -EINVAL (the first refused) or -EIO. */
+	int (*fill)(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		    const uint32_t *written, unsigned n);
 	unsigned (*flush)(struct vqs_vq *vq);
 	bool (*need_call)(struct vqs_vq *vq);
 	void (*disable_notify)(struct vqs_vq *vq);
@@ -40,6 +46,13 @@ struct vqs_ring_ops {
 	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
 	bool fill_is_local;
 };
+
+/* Element i of a pop batch: flat[i] (vqs_vq_pop_batch) or *ptrs[i] (vqs_vq_pop_into). */
+static inline struct vqs_elem *vqs_pop_slot(struct vqs_elem *flat, struct vqs_elem *const *ptrs,
+					    unsigned i)
+{
+	return flat ? &flat[i] : ptrs[i];
+}
 
 extern const struct vqs_ring_ops vqs_split_ops;
 extern const struct vqs_ring_ops vqs_packed_ops;
@@ -120,6 +133,28 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 		return VQS_VQ_OK;
 	}
 	return vqs_chain_add_general(c, t, addr, len, write);
+}
+
+/*
+ * The chain most buffers are: one descriptor of len > 0 in the hinted region. Builds e (one
+ * iovec, totals, ndescs) and returns true; false leaves the chain to vqs_chain_begin/add/end,
+ * which give the same element for it. None of their rules can fail here: one descriptor has no
+ * order, carries under 2^32 bytes, and lies inside one region (which never wraps). Without the
+ * chain state in memory, the common pop stays in registers.
+ */
+static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_table *t,
+				    unsigned max_iov, unsigned hint, uint64_t addr, uint32_t len,
+				    bool write)
+{
+	if (len == 0 || max_iov == 0 || e->iov_cap == 0 ||
+	    !vqs_mem_translate_hinted(t, addr, len, &e->iov[0], hint))
+		return false;
+	e->out_num = !write;
+	e->in_num = write;
+	e->out_len = write ? 0 : len;
+	e->in_len = write ? len : 0;
+	e->ndescs = 1;
+	return true;
 }
 
 /* Store the totals in c->e. */
