@@ -138,7 +138,7 @@ static int restore(struct vqs_vq *vq, struct vqs_split_inflight *r)
 	}
 	memset(s->busy, 0, sizeof(s->busy));
 	for (unsigned i = 0; i < n; i++)
-		s->busy[list[i].head / 64] |= 1ULL << (list[i].head % 64);
+		s->busy[list[i].head] = true;
 	s->resubmit = list;
 	s->nresubmit = (uint16_t)n;
 	s->resubmit_pos = 0;

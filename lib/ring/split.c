@@ -26,12 +26,12 @@ static inline void store16(uint16_t *p, uint16_t v)
 
 static inline bool busy_test(const struct vqs_split_ring *s, unsigned head)
 {
-	return s->busy[head / 64] >> (head % 64) & 1;
+	return s->busy[head];
 }
 
-static inline void busy_flip(struct vqs_split_ring *s, unsigned head)
+static inline void busy_set(struct vqs_split_ring *s, unsigned head, bool busy)
 {
-	s->busy[head / 64] ^= 1ULL << (head % 64);
+	s->busy[head] = busy;
 }
 
 /*
@@ -228,7 +228,7 @@ static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, st
 		return rc;
 	s->last_avail_idx++;
 	s->avail_since_restore += s->nresubmit != 0;
-	busy_flip(s, head);
+	busy_set(s, head, true);
 	s->inuse++;
 	if (s->infl)
 		vqs_split_infl_popped(vq, head);
@@ -290,7 +290,7 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 		}
 	}
 	for (unsigned i = n - from_avail; i < n; i++) {
-		busy_flip(s, elems[i].id);
+		busy_set(s, elems[i].id, false);
 		if (s->infl)
 			vqs_split_infl_unpopped(vq, elems[i].id);
 	}
@@ -332,7 +332,7 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 			vqs_vq_ring_unlock();
 		}
 		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
-		busy_flip(s, id);
+		busy_set(s, id, false);
 		s->inuse--;
 		s->pending++;
 		if (s->infl)

@@ -142,10 +142,10 @@ static void slot_put(struct vqs_queue *q, struct req_slot *r)
 	q->nfree++;
 }
 
-/* Count r's latency, from when its worker noticed it to `now`. Owner of q. */
-static void stat_latency(struct vqs_queue *q, const struct req_slot *r, uint64_t now)
+/* Count the latency of n requests noticed at t0, from then to `now`. Owner of q. */
+static void stat_latency(struct vqs_queue *q, uint64_t t0, uint64_t now, unsigned n)
 {
-	stat_add(&q->c.latency_hist[stat_bucket(now - r->t0_ns, VQS_STATS_LAT_BUCKETS)], 1);
+	stat_add(&q->c.latency_hist[stat_bucket(now - t0, VQS_STATS_LAT_BUCKETS)], n);
 }
 
 /* What a handler reported written, within r's writable bytes. */
@@ -217,7 +217,7 @@ void sched_reap(struct vqs_queue *q)
 		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
 		n = n->next;
 		fill(q, r, r->written);
-		stat_latency(q, r, now);
+		stat_latency(q, r->t0_ns, now, 1);
 		stat_add(&q->c.async_completions, 1);
 		slot_put(q, r);
 	}
@@ -239,7 +239,7 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
 		} else {
 			fill(q, r, written);
-			stat_latency(q, r, vqs_now_ns());
+			stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
 			slot_put(q, r);
 		}
 		return;
@@ -435,17 +435,22 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 }
 
 /* Count and free the requests of batch[0..taken) completed inside the handler call, published
- * by now. Owner of q. */
+ * by now. They were noticed together (one t0, pop_batch), so they share a latency bucket. Owner
+ * of q. */
 static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
 			     uint64_t now)
 {
+	unsigned done = 0;
+	uint64_t t0 = taken ? w->batch[0]->t0_ns : 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE) {
-			stat_latency(q, r, now);
+			done++;
 			slot_put(q, r);
 		}
 	}
+	if (done)
+		stat_latency(q, t0, now, done);
 }
 
 /* Chains to pop, from a cheap look at the avail index (no pop path): at least 1 when the ring is
