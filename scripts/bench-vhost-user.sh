@@ -6,7 +6,9 @@
 # CPU use while forwarding, and in the 2 s after traffic stops (/proc/PID/stat; the traffic
 # testpmds stop forwarding but stay connected, so this is the cost of idle, connected queues),
 # and the forwarder's CPU time per delivered frame (ns; on a shared machine the forwarder gets a
-# varying share of its CPU, which moves Mpps far more than this).
+# varying share of its CPU, which moves Mpps far more than this), and the share of the window the
+# hypervisor gave CPU 1 (forwarder) and CPU 0 (traffic) to others (steal, /proc/stat); then the
+# median of the per-run ratios.
 #
 #   MODE=loop  one testpmd (mac mode, tx_first) owns both virtio-user ports on one CPU and
 #              sends each frame it receives back out of the other port: frames circle through the
@@ -39,6 +41,8 @@ HZ=$(getconf CLK_TCK)
 MAC0=02:00:00:00:00:01 MAC1=02:00:00:00:00:02
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Ticks the hypervisor ran something else while CPU N wanted to run (steal, /proc/stat).
+steal_ticks() { awk -v c="cpu$1" '$1 == c {print $9}' /proc/stat; }
 
 # Start the traffic against sockets DIR/p0 and DIR/p1. The traffic testpmds are interactive
 # (testpmd_ctl), so that traffic can stop while their ports stay connected: the forwarder's CPU
@@ -89,12 +93,12 @@ stop_traffic() {
   for pid in $TRAFFIC; do stop_pid "$pid" INT; done
 }
 
-measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame"
-  local fwd=$1 c0 c1 c1b c2 t0 t1 n0 n1 fd
+measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame steal1% steal0%"
+  local fwd=$1 c0 c1 c1b c2 t0 t1 n0 n1 fd s0 s1 r0 r1
   sleep 1 # past the ramp
-  n0=$(rx_total); t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd")
+  n0=$(rx_total); t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd"); s0=$(steal_ticks 1); r0=$(steal_ticks 0)
   sleep "$SECS"
-  c1=$(cpu_ticks "$fwd"); t1=$(date +%s.%N); n1=$(rx_total)
+  c1=$(cpu_ticks "$fwd"); t1=$(date +%s.%N); n1=$(rx_total); s1=$(steal_ticks 1); r1=$(steal_ticks 0)
   for fd in $CTLS; do echo stop >&"$fd"; done
   sleep 0.5
   c1b=$(cpu_ticks "$fwd")
@@ -102,8 +106,10 @@ measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame"
   c2=$(cpu_ticks "$fwd")
   for fd in $CTLS; do echo quit >&"$fd"; exec {fd}>&-; done
   awk -v n=$((n1 - n0)) -v b=$((c1 - c0)) -v i=$((c2 - c1b)) -v hz="$HZ" -v t0="$t0" -v t1="$t1" \
-    'BEGIN { pps = n / (t1 - t0); cpu = b / hz / (t1 - t0)
-             printf "%.3f %.0f %.1f %.0f\n", pps / 1e6, 100 * cpu, 100 * i / hz / 2, pps ? 1e9 * cpu / pps : 0 }'
+    -v s=$((s1 - s0)) -v r=$((r1 - r0)) \
+    'BEGIN { pps = n / (t1 - t0); cpu = b / hz / (t1 - t0); w = hz * (t1 - t0)
+             printf "%.3f %.0f %.1f %.0f %.0f %.0f\n", pps / 1e6, 100 * cpu, 100 * i / hz / 2,
+                    pps ? 1e9 * cpu / pps : 0, 100 * s / w, 100 * r / w }'
 }
 
 run_switch() {
@@ -132,7 +138,7 @@ run_testpmd() {
   stop_pid "$fwd" INT
 }
 
-echo "bench-vhost-user: mode=$MODE burst=$BURST qsize=$QSIZE bursts=$BURSTS policy=$POLICY switch_args='$SWITCH_ARGS' runs=$RUNS secs=$SECS (Mpps busy% idle% ns/frame)"
+echo "bench-vhost-user: mode=$MODE burst=$BURST qsize=$QSIZE bursts=$BURSTS policy=$POLICY switch_args='$SWITCH_ARGS' runs=$RUNS secs=$SECS (Mpps busy% idle% ns/frame steal1% steal0%)"
 : >"$WORK/sw.txt"; : >"$WORK/tp.txt"
 for r in $(seq "$RUNS"); do
   # Not in $(...): the processes a run starts must be known to this shell's exit trap.
@@ -141,5 +147,10 @@ for r in $(seq "$RUNS"); do
 done
 for n in sw tp; do
   f=$WORK/$n.txt
-  echo "median $n: Mpps=$(awk '{print $1}' "$f" | median) busy_cpu%=$(awk '{print $2}' "$f" | median) idle_cpu%=$(awk '{print $3}' "$f" | median) cpu_ns/frame=$(awk '{print $4}' "$f" | median)"
+  echo "median $n: Mpps=$(awk '{print $1}' "$f" | median) busy_cpu%=$(awk '{print $2}' "$f" | median) idle_cpu%=$(awk '{print $3}' "$f" | median) cpu_ns/frame=$(awk '{print $4}' "$f" | median) steal1%=$(awk '{print $5}' "$f" | median) steal0%=$(awk '{print $6}' "$f" | median)"
 done
+# Each run of one is next to a run of the other, so their ratio moves less with the machine's
+# speed (which can change by 2x within minutes here) than the ratio of the two medians.
+echo "median of per-run ratios vqs-switch/testpmd: Mpps=$(paste "$WORK/sw.txt" "$WORK/tp.txt" |
+  awk '$7 > 0 {printf "%.3f\n", $1 / $7}' | median) cpu_ns/frame=$(paste "$WORK/sw.txt" "$WORK/tp.txt" |
+  awk '$10 > 0 {printf "%.3f\n", $4 / $10}' | median)"
