@@ -249,9 +249,10 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vq
 		rc = avail_entries(vq, max - n);
 		unsigned left = rc > 0 ? (unsigned)rc : 0;
 		rc = rc < 0 ? rc : -EAGAIN;
-		while (n < max && left && (rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), left)) == 0) {
-			n++;
-			left--;
+		for (; n < max && left; n++, left--) {
+			rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), left);
+			if (rc)
+				break;
 		}
 	}
 	return n ? (int)n : rc;
