@@ -181,7 +181,7 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	struct sw_switch *sw = a->sw;
 	size_t hl = atomic_load_explicit(&a->hdr_len, memory_order_relaxed);
 	uint32_t gen = atomic_load_explicit(&a->tx_gen, memory_order_relaxed);
-	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0;
+	uint64_t now = vqs_queue_clock_ns(q), frames = 0, bytes = 0;
 	/* The previous frame's addresses and where they led: a batch is mostly one flow, which then
 	 * costs one learn and one lookup. A table change meanwhile is seen by the next batch. */
 	uint8_t eth[ETH_HDR], last[12], whole[SW_FRAME_MAX];
@@ -307,7 +307,7 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	struct sw_switch *sw = b->sw;
 	size_t hl = atomic_load_explicit(&b->hdr_len, memory_order_relaxed);
 	bool mrg = atomic_load_explicit(&b->mrg_rxbuf, memory_order_relaxed);
-	uint64_t now = vqs_now_ns(), frames = 0, bytes = 0, wake = 0;
+	uint64_t now = vqs_queue_clock_ns(q), frames = 0, bytes = 0, wake = 0;
 	unsigned used = 0, most_bufs = 0;
 	bool short_batch = false;
 

@@ -179,6 +179,13 @@ VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
 VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
 /* The queue a request came from. Threads: any, until the request is completed. */
 VQS_API struct vqs_queue *vqs_req_queue(const struct vqs_req *r);
+/*
+ * The time (vqs_now_ns's clock) q's worker read last before the current handler call, at most
+ * about one batch earlier: for a handler that stamps a batch (ageing, timeouts) and would
+ * otherwise read the clock on every call, which costs tens of ns, more in a VM. Threads: q's
+ * handler, during a call.
+ */
+VQS_API uint64_t vqs_queue_clock_ns(const struct vqs_queue *q);
 
 /* Worker threads running now (dedicated: one per queue or group attached so far; threads whose
  * queues left are kept for reuse). Threads: control. */

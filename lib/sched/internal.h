@@ -127,6 +127,8 @@ struct vqs_queue {
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
+	uint64_t clock_ns;             /* the worker's read before this handler call (see
+					* vqs_queue_clock_ns) */
 	struct adapt_state ad;
 
 	_Atomic bool wake_req;         /* vqs_queue_wake since the last turn */
@@ -167,6 +169,9 @@ struct sched_worker {
 	int numa_node;         /* AUTO: node its memory should come from; -1 = any */
 	struct w_counters c;
 	unsigned turns_since_check;
+	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
+	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
+	uint64_t now_ns;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
 	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for vqs_vq_pop_into */

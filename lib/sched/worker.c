@@ -259,13 +259,20 @@ struct vqs_queue *vqs_req_queue(const struct vqs_req *req)
 	return ((const struct req_slot *)req)->q;
 }
 
+uint64_t vqs_queue_clock_ns(const struct vqs_queue *q) { return q->clock_ns; }
+
 void vqs_queue_wake(struct vqs_queue *q)
 {
 	atomic_store_explicit(&q->wake_req, true, memory_order_relaxed);
+	/* From a handler (one queue's handler waking another, say), the time its worker read before
+	 * the call will do for when q was noticed, without a clock read: it only starts q's latency
+	 * a little early. */
+	struct vqs_queue *running = tls_running;
+	uint64_t now = running ? running->clock_ns : vqs_now_ns();
 	/* The flag is published by the acq_rel CAS in sched_queue_wake, or seen by the running
 	 * owner's exchange at its next turn (which PENDING guarantees). */
 	urcu_bp_read_lock();
-	sched_queue_wake(q, vqs_now_ns());
+	sched_queue_wake(q, now);
 	vqs_tsan_release(&sched_tsan_grace);
 	urcu_bp_read_unlock();
 }
@@ -543,6 +550,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+		q->clock_ns = t;
 		unsigned taken = hand_over(w, q, n, tab);
 		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
 		 * are not on the way of the completions to the driver. */
@@ -671,9 +679,10 @@ static void worker_sleep(struct sched_worker *w)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return;
 	}
-	uint64_t t = vqs_now_ns();
+	uint64_t t = w->now_ns;
 	int n = epoll_wait(g->epfd, ev, 64, -1);
 	uint64_t now = vqs_now_ns();
+	w->now_ns = now;
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, now - t);
 	stat_add(&w->c.wakeups, 1);
@@ -785,7 +794,7 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
 	if (!take_turn(q))
 		return;
-	uint64_t now = vqs_now_ns(), pkts;
+	uint64_t now = w->now_ns, pkts;
 	bool again;
 	/* In place, no clock read when the light polls find work: `now` was read at the end of the
 	 * turn before them, at most SPIN_POLLS looks earlier, which is when the found requests'
@@ -801,6 +810,7 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 		check_events(w, now);
 	}
 	finish(q, again);
+	w->now_ns = now;
 }
 
 void *sched_worker_main(void *arg)
@@ -809,6 +819,7 @@ void *sched_worker_main(void *arg)
 	if (w->numa_node >= 0 && numa_available() >= 0)
 		numa_set_preferred(w->numa_node); /* what it and its handlers allocate: its node */
 	atomic_store(&w->tid, (int)gettid());
+	w->now_ns = vqs_now_ns();
 	sched_signal(w->s);
 	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
 		struct vqs_queue *q = group_take(w->g);
