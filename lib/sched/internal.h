@@ -46,6 +46,7 @@
 /* Queues one scheduler can hold at once (size of the epoll key table). */
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
+#define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (worker.c) */
 #define SCHED_BELL_KEY UINT64_MAX
 
 /* Request slot states, as the queue's owner sees them. */
@@ -172,6 +173,10 @@ struct sched_worker {
 	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
+	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
+	 * empty poll: RUNNING, owned by it (see hold_or_finish). */
+	struct vqs_queue *held[SCHED_HELD_MAX];
+	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
 	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for vqs_vq_pop_into */

@@ -790,10 +790,26 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	return again;
 }
 
-static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+/*
+ * End of a turn that wants the queue polled again (`again`). A worker with a group of its own
+ * keeps it instead of requeueing it: held, still RUNNING, looked at lightly between ready-list
+ * turns (poll_held), so an empty poll of a held queue is a few loads where a requeue is a list
+ * push, a lock, a take and two state CASes. A pool worker requeues, so that any worker may take
+ * the queue next; so does a worker whose hold list is full, and one asked to pause the queue.
+ */
+static void hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again)
 {
-	if (!take_turn(q))
+	if (again && w->own_group && w->nheld < SCHED_HELD_MAX &&
+	    !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ)) {
+		w->held[w->nheld++] = q;
 		return;
+	}
+	finish(q, again);
+}
+
+/* Turns of q, which this worker owns (RUNNING), until the policy lets it go. */
+static void run_taken(struct sched_worker *w, struct vqs_queue *q)
+{
 	uint64_t now = w->now_ns, pkts;
 	bool again;
 	/* In place, no clock read when the light polls find work: `now` was read at the end of the
@@ -809,8 +825,65 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 		w->turns_since_check = 0;
 		check_events(w, now);
 	}
-	finish(q, again);
 	w->now_ns = now;
+	hold_or_finish(w, q, again);
+}
+
+static void run_queue(struct sched_worker *w, struct vqs_queue *q)
+{
+	if (take_turn(q))
+		run_taken(w, q);
+}
+
+/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request. */
+static bool held_has_news(struct vqs_queue *q)
+{
+	return (atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
+	       atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done) ||
+	       ring_has(q);
+}
+
+/*
+ * Between ready-list turns, while queues are held: one light look at each (inside one read-side
+ * section, no clock read), and a full turn for those with news. Every SPIN_POLLS rounds every held
+ * queue gets a full turn anyway (its policy's timeout needs the clock, which may let it go idle),
+ * and the worker looks for kicks of its group's other queues, which it would otherwise only see
+ * when it sleeps.
+ */
+static void poll_held(struct sched_worker *w)
+{
+	struct vqs_queue *due[SCHED_HELD_MAX];
+	unsigned ndue = 0, kept = 0;
+	bool all = ++w->held_rounds >= SPIN_POLLS;
+	if (all)
+		w->held_rounds = 0;
+	vqs_mem_read_lock();
+	for (unsigned i = 0; i < w->nheld; i++) {
+		struct vqs_queue *q = w->held[i];
+		if (all || held_has_news(q)) {
+			due[ndue++] = q;
+			continue;
+		}
+		w->held[kept++] = q;
+		stat_add(&q->c.polls, 1);
+		stat_add(&q->c.empty_polls, 1);
+		stat_add(&w->c.polls, 1);
+		stat_add(&w->c.empty_polls, 1);
+	}
+	w->nheld = kept;
+	vqs_mem_read_unlock();
+	if (all && atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0)
+		check_events(w, w->now_ns);
+	for (unsigned i = 0; i < ndue; i++) {
+		struct vqs_queue *q = due[i];
+		/* acq_rel, as take_turn's CAS: takes in what a waker published before it set
+		 * PENDING; this turn is the look again that PENDING asks for. */
+		uint32_t st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
+		if (st & Q_PAUSE_REQ)
+			finish(q, true);
+		else
+			run_taken(w, q);
+	}
 }
 
 void *sched_worker_main(void *arg)
@@ -825,7 +898,11 @@ void *sched_worker_main(void *arg)
 		struct vqs_queue *q = group_take(w->g);
 		if (q)
 			run_queue(w, q);
-		else
+		/* Held queues get a look after every list turn too: a list that never empties (more
+		 * polled queues than the hold list takes, say) must not starve them. */
+		if (w->nheld)
+			poll_held(w);
+		else if (!q)
 			worker_sleep(w);
 	}
 	group_ring(w->g); /* pass the stop on to the group's next sleeping worker */

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker with several polled queues keeps them (held) instead of requeueing each one after
+ * every empty poll: its empty polls are light looks, counted as polls but not as turns, while
+ * chains that arrive on a held queue are served, and a held queue still pauses and detaches.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "pair.h"
+
+#define NQ 3
+#define MANY 24 /* more queues than a worker holds */
+#define NUM 16
+#define BASE 0x100000u
+#define ARENA (1u << 20)
+
+struct served {
+	struct vqs_pair p;
+	int kick, call;
+	struct vqs_queue *q;
+};
+
+static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *op)
+{
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	return n;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* One worker, poll policy without timeout, n queues attached: polled for as long as attached. */
+static struct vqs_sched *polled(struct served *sv, unsigned n)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_POLL;
+	so.nworkers = 1;
+	so.poll_timeout_us = 0;
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct served *x = &sv[i];
+		assert_int_equal(vqs_pair_init(&x->p, NUM, VQS_BIT(VQS_F_VERSION_1), BASE, ARENA), 0);
+		x->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		x->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		assert_true(x->kick >= 0 && x->call >= 0);
+		struct vqs_queue_opts qo;
+		vqs_queue_opts_init(&qo);
+		qo.vq = x->p.dev;
+		qo.kick_fd = x->kick;
+		qo.call_fd = x->call;
+		qo.handler = handler;
+		assert_int_equal(vqs_sched_attach(s, &qo, &x->q), 0);
+	}
+	return s;
+}
+
+/* A few round trips on every queue (each must come back within vqs_pair_round_trip's 5 s), then
+ * detach them all: held queues pause like the others. */
+static void serve_and_detach(struct vqs_sched *s, struct served *sv, unsigned n)
+{
+	struct vqs_drv_buf buf = {.gpa = BASE + ARENA / 2, .len = 64};
+	for (unsigned round = 0; round < 4; round++)
+		for (unsigned i = 0; i < n; i++)
+			assert_int_equal(vqs_pair_round_trip(&sv[i].p, sv[i].kick, sv[i].call, &buf, 1, 0),
+					 0);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(vqs_sched_detach(sv[i].q), 0);
+		vqs_pair_fini(&sv[i].p);
+		close(sv[i].kick);
+		close(sv[i].call);
+	}
+	vqs_sched_destroy(s);
+}
+
+static void test_polled_queues_are_held_served_and_detached(void **state)
+{
+	struct served sv[NQ];
+	struct vqs_sched *s = polled(sv, NQ);
+	/* Idle but polled: the one worker looks at its three queues over and over. */
+	sleep_ms(50);
+	struct vqs_worker_stats a = {.size = sizeof(a)}, b = {.size = sizeof(b)};
+	assert_int_equal(vqs_worker_stats_get(s, 0, &a), 0);
+	sleep_ms(50);
+	assert_int_equal(vqs_worker_stats_get(s, 0, &b), 0);
+	uint64_t polls = b.polls - a.polls, turns = b.turns - a.turns;
+	printf("50 ms of idle polling: %llu polls, %llu turns\n", (unsigned long long)polls,
+	       (unsigned long long)turns);
+	assert_true(turns > 0);         /* full turns still come, for the policy's clock */
+	assert_true(polls > 8 * turns); /* requeued after each empty poll, it was one each */
+	serve_and_detach(s, sv, NQ);
+}
+
+/* The queues the hold list has no room for keep the ready list busy: the held ones must still
+ * get their looks. */
+static void test_more_polled_queues_than_held_all_served(void **state)
+{
+	static struct served sv[MANY];
+	serve_and_detach(polled(sv, MANY), sv, MANY);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_polled_queues_are_held_served_and_detached),
+		cmocka_unit_test(test_more_polled_queues_than_held_all_served),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
