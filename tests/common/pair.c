@@ -71,9 +71,9 @@ long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
 	return -1;
 }
 
-int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t features,
-			 uint64_t gpa_base, size_t arena_size, enum vqs_policy policy,
-			 const struct vqs_queue_opts *o)
+int vqs_served_pair_attach(struct vqs_served_pair *s, struct vqs_sched *sched, unsigned num,
+			   uint64_t features, uint64_t gpa_base, size_t arena_size,
+			   const struct vqs_queue_opts *o)
 {
 	memset(s, 0, sizeof(*s));
 	s->kick = s->call = -1;
@@ -82,22 +82,38 @@ int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t featu
 		return rc;
 	s->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	struct vqs_sched_opts so;
-	vqs_sched_opts_init(&so);
-	so.policy = policy;
-	if (s->kick < 0 || s->call < 0)
+	if (s->kick < 0 || s->call < 0) {
 		rc = -errno;
-	else
-		rc = vqs_sched_create(&s->sched, &so);
-	if (!rc) {
+	} else {
 		struct vqs_queue_opts qo = *o;
 		qo.vq = s->p.dev;
 		qo.kick_fd = s->kick;
 		qo.call_fd = s->call;
-		rc = vqs_sched_attach(s->sched, &qo, &s->q);
+		rc = vqs_sched_attach(sched, &qo, &s->q);
 	}
 	if (rc)
 		vqs_served_pair_fini(s);
+	return rc;
+}
+
+int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t features,
+			 uint64_t gpa_base, size_t arena_size, enum vqs_policy policy,
+			 const struct vqs_queue_opts *o)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = policy;
+	struct vqs_sched *sched;
+	int rc = vqs_sched_create(&sched, &so);
+	if (rc) {
+		memset(s, 0, sizeof(*s));
+		return rc;
+	}
+	rc = vqs_served_pair_attach(s, sched, num, features, gpa_base, arena_size, o);
+	if (rc)
+		vqs_sched_destroy(sched);
+	else
+		s->sched = sched;
 	return rc;
 }
 

@@ -38,7 +38,12 @@ struct vqs_served_pair {
 int vqs_served_pair_init(struct vqs_served_pair *s, unsigned num, uint64_t features,
 			 uint64_t gpa_base, size_t arena_size, enum vqs_policy policy,
 			 const struct vqs_queue_opts *o);
-/* Detach the queue (its return value), destroy the scheduler and the pair, close the fds. */
+/* The same on a scheduler the caller owns (s->sched stays NULL: fini leaves it alone). */
+int vqs_served_pair_attach(struct vqs_served_pair *s, struct vqs_sched *sched, unsigned num,
+			   uint64_t features, uint64_t gpa_base, size_t arena_size,
+			   const struct vqs_queue_opts *o);
+/* Detach the queue (its return value), destroy the scheduler if it owns one, the pair, close the
+ * fds. */
 int vqs_served_pair_fini(struct vqs_served_pair *s);
 
 /* Send one chain of `out` readable then `in` writable buffers (bufs[0..out+in)), kick kick_fd,

@@ -8,9 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "pair.h"
@@ -20,12 +18,6 @@
 #define NUM 16
 #define BASE 0x100000u
 #define ARENA (1u << 20)
-
-struct served {
-	struct vqs_pair p;
-	int kick, call;
-	struct vqs_queue *q;
-};
 
 static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *op)
 {
@@ -41,7 +33,7 @@ static void sleep_ms(long ms)
 }
 
 /* One worker, poll policy without timeout, n queues attached: polled for as long as attached. */
-static struct vqs_sched *polled(struct served *sv, unsigned n)
+static struct vqs_sched *polled(struct vqs_served_pair *sv, unsigned n)
 {
 	struct vqs_sched_opts so;
 	vqs_sched_opts_init(&so);
@@ -50,44 +42,33 @@ static struct vqs_sched *polled(struct served *sv, unsigned n)
 	so.poll_timeout_us = 0;
 	struct vqs_sched *s;
 	assert_int_equal(vqs_sched_create(&s, &so), 0);
-	for (unsigned i = 0; i < n; i++) {
-		struct served *x = &sv[i];
-		assert_int_equal(vqs_pair_init(&x->p, NUM, VQS_BIT(VQS_F_VERSION_1), BASE, ARENA), 0);
-		x->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		x->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		assert_true(x->kick >= 0 && x->call >= 0);
-		struct vqs_queue_opts qo;
-		vqs_queue_opts_init(&qo);
-		qo.vq = x->p.dev;
-		qo.kick_fd = x->kick;
-		qo.call_fd = x->call;
-		qo.handler = handler;
-		assert_int_equal(vqs_sched_attach(s, &qo, &x->q), 0);
-	}
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.handler = handler;
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(vqs_served_pair_attach(&sv[i], s, NUM, VQS_BIT(VQS_F_VERSION_1), BASE,
+							ARENA, &qo),
+				 0);
 	return s;
 }
 
 /* A few round trips on every queue (each must come back within vqs_pair_round_trip's 5 s), then
  * detach them all: held queues pause like the others. */
-static void serve_and_detach(struct vqs_sched *s, struct served *sv, unsigned n)
+static void serve_and_detach(struct vqs_sched *s, struct vqs_served_pair *sv, unsigned n)
 {
 	struct vqs_drv_buf buf = {.gpa = BASE + ARENA / 2, .len = 64};
 	for (unsigned round = 0; round < 4; round++)
 		for (unsigned i = 0; i < n; i++)
 			assert_int_equal(vqs_pair_round_trip(&sv[i].p, sv[i].kick, sv[i].call, &buf, 1, 0),
 					 0);
-	for (unsigned i = 0; i < n; i++) {
-		assert_int_equal(vqs_sched_detach(sv[i].q), 0);
-		vqs_pair_fini(&sv[i].p);
-		close(sv[i].kick);
-		close(sv[i].call);
-	}
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(vqs_served_pair_fini(&sv[i]), 0);
 	vqs_sched_destroy(s);
 }
 
 static void test_polled_queues_are_held_served_and_detached(void **state)
 {
-	struct served sv[NQ];
+	struct vqs_served_pair sv[NQ];
 	struct vqs_sched *s = polled(sv, NQ);
 	/* Idle but polled: the one worker looks at its three queues over and over. */
 	sleep_ms(50);
@@ -107,7 +88,7 @@ static void test_polled_queues_are_held_served_and_detached(void **state)
  * get their looks. */
 static void test_more_polled_queues_than_held_all_served(void **state)
 {
-	static struct served sv[MANY];
+	static struct vqs_served_pair sv[MANY];
 	serve_and_detach(polled(sv, MANY), sv, MANY);
 }
 
