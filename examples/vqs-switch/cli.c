@@ -174,5 +174,6 @@ int sw_cli_parse(struct sw_cli *c, int argc, char **argv)
 		fprintf(stderr, "vqs-switch: at least one --socket is needed\n%s", usage);
 		return -EINVAL;
 	}
+	c->sw.stage_slots = sw_stage_slots(c->sched.budget_pkts);
 	return 0;
 }

@@ -143,7 +143,7 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 			sw_count(&to->c.drop[SW_DROP_LINK_DOWN], 1);
 		return 0;
 	}
-	if (to->count == SW_STAGE_SLOTS) {
+	if (sw_stage_full(to)) {
 		if (!sw_stalled(to, now)) {
 			to->waiters |= bit(from->id);
 			atomic_store_explicit(&sw->attention, true, memory_order_relaxed);
@@ -154,7 +154,7 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 	}
 	if (!to->count)
 		to->last_drain_ns = now; /* the stall clock runs from when frames start waiting */
-	unsigned at = (to->head + to->count) & (SW_STAGE_SLOTS - 1);
+	unsigned at = (to->head + to->count) & to->stage_mask;
 	struct sw_slot *s = &to->slots[at];
 	s->buf = SW_NET_HDR_MAX + f->len <= SW_SLOT_SMALL ? to->small[at] : to->large[at];
 	uint8_t *d = s->buf + SW_NET_HDR_MAX;
@@ -343,12 +343,12 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 				break;
 			short_batch = false;
 			sw_count(&b->c.drop[SW_DROP_RX_SMALL], 1);
-			b->head = (b->head + 1) & (SW_STAGE_SLOTS - 1);
+			b->head = (b->head + 1) & b->stage_mask;
 			b->count--;
 			continue;
 		}
 		if (b->count > PREFETCH_AHEAD) /* the frame delivered PREFETCH_AHEAD frames on */
-			prefetch_staged(&b->slots[(b->head + PREFETCH_AHEAD) & (SW_STAGE_SLOTS - 1)]);
+			prefetch_staged(&b->slots[(b->head + PREFETCH_AHEAD) & b->stage_mask]);
 		/* Header (in the slot's room before the frame) and frame as one run of bytes across
 		 * as many buffers as it needs; the first buffer holds the whole header. */
 		uint8_t *run = s->buf + SW_NET_HDR_MAX - hl;
@@ -365,7 +365,7 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			most_bufs = k;
 		frames++;
 		bytes += s->len;
-		b->head = (b->head + 1) & (SW_STAGE_SLOTS - 1);
+		b->head = (b->head + 1) & b->stage_mask;
 		b->count--;
 	}
 	if (b->count < count0) {

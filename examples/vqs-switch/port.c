@@ -21,15 +21,24 @@ const char *sw_drop_name(enum sw_drop d)
 	return d < SW_DROP__COUNT ? drop_names[d] : "?";
 }
 
-int sw_port_init(struct sw_port *p, struct sw_switch *sw, unsigned id)
+unsigned sw_stage_slots(uint32_t budget_pkts)
+{
+	unsigned n = SW_STAGE_MIN;
+	while (n < SW_STAGE_MAX && n < 4ull * budget_pkts)
+		n *= 2;
+	return n;
+}
+
+int sw_port_init(struct sw_port *p, struct sw_switch *sw, unsigned id, unsigned slots)
 {
 	memset(p, 0, sizeof(*p));
 	p->sw = sw;
 	p->id = id;
 	pthread_mutex_init(&p->lock, NULL);
-	p->slots = calloc(SW_STAGE_SLOTS, sizeof(*p->slots));
-	p->small = aligned_alloc(64, SW_STAGE_SLOTS * sizeof(*p->small));
-	p->large = calloc(SW_STAGE_SLOTS, sizeof(*p->large));
+	p->stage_mask = slots - 1;
+	p->slots = calloc(slots, sizeof(*p->slots));
+	p->small = aligned_alloc(64, slots * sizeof(*p->small));
+	p->large = calloc(slots, sizeof(*p->large));
 	if (!p->slots || !p->small || !p->large) {
 		sw_port_fini(p);
 		return -ENOMEM;

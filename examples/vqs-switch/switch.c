@@ -14,6 +14,9 @@ void sw_opts_init(struct sw_opts *o)
 	o->mrg_rxbuf = true;
 	o->mac_age_ns = 300ull * 1000000000ull;
 	o->stall_ns = 100ull * 1000000ull;
+	struct vqs_sched_opts so; /* staging for the library's default turn budget */
+	vqs_sched_opts_init(&so);
+	o->stage_slots = sw_stage_slots(so.budget_pkts);
 }
 
 /* ---- device ops: run on each port's backend control thread ---- */
@@ -91,7 +94,9 @@ static void connection(void *opaque, bool connected)
 
 int sw_create(struct sw_switch **out, const struct sw_opts *o)
 {
-	if (o->size < sizeof(*o) || !o->sched || o->nports == 0 || o->nports > SW_MAX_PORTS)
+	if (o->size < sizeof(*o) || !o->sched || o->nports == 0 || o->nports > SW_MAX_PORTS ||
+	    o->stage_slots < SW_STAGE_MIN || o->stage_slots > SW_STAGE_MAX ||
+	    (o->stage_slots & (o->stage_slots - 1)))
 		return -EINVAL;
 	struct sw_switch *sw = calloc(1, sizeof(*sw));
 	if (!sw)
@@ -124,7 +129,7 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 			err = -ENOMEM;
 			break;
 		}
-		err = sw_port_init(p, sw, i);
+		err = sw_port_init(p, sw, i, o->stage_slots);
 		if (err) {
 			free(p);
 			break;
@@ -188,7 +193,7 @@ unsigned sw_housekeep(struct sw_switch *sw, uint64_t now)
 		uint64_t wake = 0;
 		pthread_mutex_lock(&p->lock);
 		/* A destination that stalled makes its waiters drop instead of wait (see forward.c). */
-		if (p->waiters && (p->count < SW_STAGE_SLOTS || sw_stalled(p, now))) {
+		if (p->waiters && (!sw_stage_full(p) || sw_stalled(p, now))) {
 			wake = p->waiters;
 			p->waiters = 0;
 		}

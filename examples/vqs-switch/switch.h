@@ -24,6 +24,7 @@ struct sw_opts {
 	bool mrg_rxbuf;           /* offer VIRTIO_NET_F_MRG_RXBUF */
 	uint64_t mac_age_ns;      /* forget addresses silent this long */
 	uint64_t stall_ns;        /* a destination without receive buffers this long drops */
+	unsigned stage_slots;     /* frames staged per port, a power of two (sw_stage_slots) */
 	struct vqs_sched *sched;  /* not owned */
 };
 void sw_opts_init(struct sw_opts *o);

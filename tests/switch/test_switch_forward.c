@@ -26,6 +26,7 @@
 #define NPORTS 3
 #define QSIZE 64
 #define HDR 12u
+#define STAGE SW_STAGE_MIN /* the smallest staging ring: the tests fill it */
 
 struct fe {
 	struct vqs_vu_frontend *f;
@@ -198,6 +199,7 @@ static void env_start(struct env *e, enum vqs_policy pol, bool packed, unsigned 
 	assert_int_equal(vqs_sched_create(&e->sched, &so), 0);
 	struct sw_opts o;
 	sw_opts_init(&o);
+	o.stage_slots = STAGE;
 	for (unsigned i = 0; i < NPORTS; i++) {
 		snprintf(e->paths[i], sizeof(e->paths[i]), "%s/p%u", e->dir, i);
 		e->pp[i] = e->paths[i];
@@ -369,19 +371,19 @@ static void stalled_receiver_drops_counted(struct env *e)
 		}
 	}
 	struct sw_port *p1 = e->sw->ports[1];
-	while (counter(&p1->c.drop[SW_DROP_NO_BUFFERS]) < to_b - SW_STAGE_SLOTS) {
+	while (counter(&p1->c.drop[SW_DROP_NO_BUFFERS]) < to_b - STAGE) {
 		assert_true(vqs_now_ns() < deadline);
 		usleep(1000);
 	}
 	post_rx(b, 64, 256);
-	for (unsigned i = 0; i < SW_STAGE_SLOTS; i++) {
+	for (unsigned i = 0; i < STAGE; i++) {
 		expect_frame(b, MAC[1], MAC[0], 80, i);
 		if (b->rx_posted < 16)
 			post_rx(b, 48, 256);
 	}
 	expect_nothing(b, 50);
-	assert_int_equal(counter(&p1->c.drop[SW_DROP_NO_BUFFERS]), to_b - SW_STAGE_SLOTS);
-	assert_int_equal(counter(&p1->c.tx_frames), SW_STAGE_SLOTS);
+	assert_int_equal(counter(&p1->c.drop[SW_DROP_NO_BUFFERS]), to_b - STAGE);
+	assert_int_equal(counter(&p1->c.tx_frames), STAGE);
 }
 
 /* Frames the switch cannot forward are counted on the port that sent them. */
@@ -423,19 +425,19 @@ static uint32_t drain_in_order(struct fe *fe, const uint8_t *src, uint32_t len, 
 static void flood_waits_without_duplicates(struct env *e)
 {
 	struct fe *a = &e->fe[0], *b = &e->fe[1], *c = &e->fe[2];
-	const uint32_t total = SW_STAGE_SLOTS + 40, len = 70;
+	const uint32_t total = STAGE + 40, len = 70;
 	post_rx(a, QSIZE, 2048);
 	uint32_t sent = 0, next_a = 0;
 	uint64_t deadline = vqs_now_ns() + 20000000000ull;
 	/* Until port 1's staging is full and the next frame waits, part-delivered. */
-	while (next_a < SW_STAGE_SLOTS + 1) {
+	while (next_a < STAGE + 1) {
 		assert_true(vqs_now_ns() < deadline);
 		while (sent < total && send_frame(c, BCAST, MAC[2], len, sent) == 0)
 			sent++;
 		next_a = drain_in_order(a, MAC[2], len, next_a, 5);
 	}
 	next_a = drain_in_order(a, MAC[2], len, next_a, 200);
-	assert_int_equal(next_a, SW_STAGE_SLOTS + 1); /* the waiting frame reached port 0 once */
+	assert_int_equal(next_a, STAGE + 1); /* the waiting frame reached port 0 once */
 	post_rx(b, QSIZE, 2048);
 	uint32_t next_b = 0;
 	while (next_a < total || next_b < total) {
