@@ -683,6 +683,7 @@ static void worker_sleep(struct sched_worker *w)
 	int n = epoll_wait(g->epfd, ev, 64, -1);
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
+	w->awake_ns = now;
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, now - t);
 	stat_add(&w->c.wakeups, 1);
@@ -893,6 +894,7 @@ void *sched_worker_main(void *arg)
 		numa_set_preferred(w->numa_node); /* what it and its handlers allocate: its node */
 	atomic_store(&w->tid, (int)gettid());
 	w->now_ns = vqs_now_ns();
+	w->awake_ns = w->now_ns;
 	sched_signal(w->s);
 	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
 		struct vqs_queue *q = group_take(w->g);
