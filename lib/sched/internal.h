@@ -173,7 +173,9 @@ struct sched_worker {
 	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
-	uint64_t awake_ns;     /* when it last returned from a sleep (or started) */
+	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (see
+	 * worker_sleep); the adaptive policy's hold is a share of it. */
+	uint64_t awake_ns;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];

@@ -32,8 +32,9 @@
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
  *       leaves polling within ADAPT_POLL_MAX_NS and then costs no CPU until its next kick.
- *   (c) or for less than hold, a sixteenth of the time its worker has been awake (since it last
- *       slept) up to the queue's last arrival, at most ADAPT_HOLD_MAX_NS. A worker kept busy by
+ *   (c) or for less than hold, a sixteenth of its worker's awake span up to the queue's last
+ *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
+ *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
  *       sustained load finds its rings dry when the drivers pause (their CPU taken by the
  *       hypervisor, or a driver serving its queues in turns), not when the traffic ends, and a
  *       sleep then costs far more than the wake-up: a halted vCPU hands its physical CPU to
@@ -44,8 +45,11 @@
  *       lost 36-45% of its time to steal, against 6-25% for testpmd, which never sleeps, in the
  *       runs between (Mpps 0.67 of testpmd's, where the same switch spinning made 1.11). The
  *       worker, not the queue, measures the load: the longer it stays awake, the longer the
- *       pauses it rides out. Holding costs at most a sixteenth of the time the worker was
- *       awake, once, when the traffic ends; sparse traffic is left to (a).
+ *       pauses it rides out. A sleep shortens the span rather than ending it, as one outlier
+ *       moves an average: where the drivers stall every few milliseconds, a span that ended at
+ *       every sleep could not grow past the first stall longer than its hold. Holding costs at
+ *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
+ *       traffic is left to (a).
  *   The gap estimate survives the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
  *   Rejected: the previous 20 us gap limit slept at 20k-100k requests/s (gaps 10-50 us, and a
@@ -78,7 +82,7 @@
 #define ADAPT_GAP_SAMPLE_MAX_NS (2u * ADAPT_POLL_GAP_MAX_NS)
 /* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
 #define ADAPT_EWMA_SHIFT 3
-/* A worker awake for a time t holds its queues for t/2^ADAPT_HOLD_SHIFT after their last
+/* A worker with an awake span t holds its queues for t/2^ADAPT_HOLD_SHIFT after their last
  * arrival, up to ADAPT_HOLD_MAX_NS (see (c) above). */
 #define ADAPT_HOLD_SHIFT 4
 #define ADAPT_HOLD_MAX_NS 10000000u
