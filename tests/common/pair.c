@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 int vqs_pair_init(struct vqs_pair *p, unsigned num, uint64_t features, uint64_t gpa_base,
@@ -130,4 +131,18 @@ int vqs_served_pair_fini(struct vqs_served_pair *s)
 	memset(s, 0, sizeof(*s));
 	s->kick = s->call = -1;
 	return rc;
+}
+
+unsigned vqs_test_complete_all(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			       void *opaque)
+{
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	return n;
+}
+
+void vqs_test_sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
 }

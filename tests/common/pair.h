@@ -53,4 +53,9 @@ int vqs_served_pair_fini(struct vqs_served_pair *s);
 long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
 			 const struct vqs_drv_buf *bufs, unsigned out, unsigned in);
 
+/* A queue handler that completes every request at once, writing nothing. */
+unsigned vqs_test_complete_all(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			       void *opaque);
+/* Sleep ms milliseconds. */
+void vqs_test_sleep_ms(long ms);
 #endif

@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include <cmocka.h>
 
 #include "pair.h"
@@ -18,19 +17,6 @@
 #define NUM 16
 #define BASE 0x100000u
 #define ARENA (1u << 20)
-
-static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *op)
-{
-	for (unsigned i = 0; i < n; i++)
-		vqs_req_complete(reqs[i], 0);
-	return n;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
 
 /* One worker, poll policy without timeout, n queues attached: polled for as long as attached. */
 static struct vqs_sched *polled(struct vqs_served_pair *sv, unsigned n)
@@ -44,7 +30,7 @@ static struct vqs_sched *polled(struct vqs_served_pair *sv, unsigned n)
 	assert_int_equal(vqs_sched_create(&s, &so), 0);
 	struct vqs_queue_opts qo;
 	vqs_queue_opts_init(&qo);
-	qo.handler = handler;
+	qo.handler = vqs_test_complete_all;
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(vqs_served_pair_attach(&sv[i], s, NUM, VQS_BIT(VQS_F_VERSION_1), BASE,
 							ARENA, &qo),
@@ -71,10 +57,10 @@ static void test_polled_queues_are_held_served_and_detached(void **state)
 	struct vqs_served_pair sv[NQ];
 	struct vqs_sched *s = polled(sv, NQ);
 	/* Idle but polled: the one worker looks at its three queues over and over. */
-	sleep_ms(50);
+	vqs_test_sleep_ms(50);
 	struct vqs_worker_stats a = {.size = sizeof(a)}, b = {.size = sizeof(b)};
 	assert_int_equal(vqs_worker_stats_get(s, 0, &a), 0);
-	sleep_ms(50);
+	vqs_test_sleep_ms(50);
 	assert_int_equal(vqs_worker_stats_get(s, 0, &b), 0);
 	uint64_t polls = b.polls - a.polls, turns = b.turns - a.turns;
 	printf("50 ms of idle polling: %llu polls, %llu turns\n", (unsigned long long)polls,

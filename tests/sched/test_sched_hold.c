@@ -10,7 +10,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -27,19 +26,6 @@
 #define TRIALS_MAX 20      /* steady streams, until RIDDEN_NEEDED pauses were ridden out */
 #define RIDDEN_NEEDED 3
 #define SETTLE_MS 30        /* beyond the hold's cap (10 ms) */
-
-static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *op)
-{
-	for (unsigned i = 0; i < n; i++)
-		vqs_req_complete(reqs[i], 0);
-	return n;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
 
 static uint64_t worker_stat(struct vqs_sched *s, bool polls)
 {
@@ -94,7 +80,7 @@ static bool slept_through_pause(struct vqs_served_pair *sv)
 {
 	drain(sv);
 	uint64_t before = worker_stat(sv->sched, false);
-	sleep_ms(PAUSE_MS);
+	vqs_test_sleep_ms(PAUSE_MS);
 	send_one(sv);
 	drain(sv);
 	return worker_stat(sv->sched, false) != before;
@@ -104,7 +90,7 @@ static void serve(struct vqs_served_pair *sv)
 {
 	struct vqs_queue_opts qo;
 	vqs_queue_opts_init(&qo);
-	qo.handler = handler;
+	qo.handler = vqs_test_complete_all;
 	assert_int_equal(vqs_served_pair_init(sv, NUM, VQS_BIT(VQS_F_VERSION_1) |
 						       VQS_BIT(VQS_F_EVENT_IDX),
 					      BASE, ARENA, VQS_POLICY_ADAPTIVE, &qo),
@@ -126,9 +112,9 @@ static void test_steady_stream_rides_out_pause(void **state)
 	printf("steady stream: rode out %u of %u pauses\n", ridden, trials);
 	assert_true(ridden >= RIDDEN_NEEDED);
 	/* The stream over for good: asleep within the cap, and no polling after it. */
-	sleep_ms(SETTLE_MS);
+	vqs_test_sleep_ms(SETTLE_MS);
 	uint64_t polls = worker_stat(sv.sched, true);
-	sleep_ms(100);
+	vqs_test_sleep_ms(100);
 	assert_int_equal(worker_stat(sv.sched, true), polls);
 	assert_int_equal(vqs_served_pair_fini(&sv), 0);
 }
@@ -139,7 +125,7 @@ static void test_short_burst_sleeps_in_pause(void **state)
 	serve(&sv);
 	unsigned slept = 0;
 	for (unsigned i = 0; i < TRIALS; i++) {
-		sleep_ms(SETTLE_MS); /* asleep: the burst wakes it */
+		vqs_test_sleep_ms(SETTLE_MS); /* asleep: the burst wakes it */
 		stream(&sv, BURST_REQS, 0);
 		slept += slept_through_pause(&sv);
 	}
