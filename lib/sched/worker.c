@@ -688,7 +688,7 @@ static void worker_sleep(struct sched_worker *w)
 	uint64_t slept = now - t;
 	w->awake_ns = now - w->awake_ns > 2 * slept ? w->awake_ns + 2 * slept : now;
 	atomic_fetch_sub(&g->sleepers, 1);
-	stat_add(&w->c.idle_ns, now - t);
+	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll_wait failed: %d", errno);
