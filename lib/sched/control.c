@@ -378,9 +378,7 @@ static int detach_locked(struct vqs_queue *q)
 	/* We own the vq now; publish every outstanding completion as it comes. */
 	pthread_mutex_lock(&s->sig_mu);
 	for (;;) {
-		vqs_mem_read_lock();
 		sched_reap(q);
-		vqs_mem_read_unlock();
 		if (q->nfree == q->nslots)
 			break;
 		pthread_cond_wait(&s->sig_cv, &s->sig_mu);

@@ -54,11 +54,12 @@ enum slot_state {
 	SLOT_FREE,
 	SLOT_HANDED,    /* given to the handler in the current call */
 	SLOT_DONE_HERE, /* completed on the worker during the handler call; staged after it */
-	SLOT_OUT,       /* with the handler beyond its call; pins the memory table */
+	SLOT_OUT,       /* with the handler beyond its call */
 };
 
-/* One memory-table pin shared by the requests of a batch that outlive their handler call.
- * Owner of the queue only (plain counter). */
+/* One memory-table pin shared by the requests of a batch until each is completed: the handler
+ * runs outside the read-side section, so the pin is what keeps its buffers mapped. Owner of the
+ * queue only (plain counter). */
 struct pin_ref {
 	const struct vqs_mem_table *t;
 	unsigned refs;
@@ -73,7 +74,7 @@ struct req_slot {
 	enum slot_state st;
 	uint32_t written;                 /* SLOT_DONE_HERE, or set by a remote completer before
 					   * the push */
-	struct pin_ref *pin;              /* SLOT_OUT: keeps the iovecs mapped */
+	struct pin_ref *pin;              /* keeps the iovecs mapped until completed */
 	uint64_t t0_ns;                   /* when the worker noticed the request */
 	struct iovec iov[];
 };
@@ -228,7 +229,7 @@ void *sched_worker_main(void *arg);
 void sched_queue_wake(struct vqs_queue *q, uint64_t now);
 void group_push(struct sched_group *g, struct vqs_queue *q);
 void group_ring(struct sched_group *g);
-/* Publish completions handed over from other threads; owner of q, inside vqs_mem_read_lock. */
+/* Publish completions handed over from other threads. Owner of q. */
 void sched_reap(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);

@@ -372,13 +372,14 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 }
 
 /*
- * pop_batch, returning in *tab the memory table the chains were translated through: each pop
+ * pop_batch, with the batch's requests sharing one pin on the memory table their chains were
+ * translated through, so that the handler can run outside the read-side section: each pop
  * translates through the table current at that moment, so if the table was replaced meanwhile,
- * the chains go back and are popped again; then every iovec of the batch lies in *tab. Not
- * pinned: the read-side section keeps *tab alive; hand_over pins it if a request outlives it.
+ * the chains go back and are popped again; then every iovec of the batch lies in the pinned
+ * table. One pin per batch (two atomic RMWs), not one per request. Inside vqs_mem_read_lock.
  */
-static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, unsigned want,
-				 uint64_t t0, bool *empty, const struct vqs_mem_table **tab)
+static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			   uint64_t t0, bool *empty)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
@@ -388,7 +389,14 @@ static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, un
 			return 0;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			*tab = t;
+			/* A free pin is there: each pin in use holds at least one request. */
+			struct pin_ref *pin = q->free_pins;
+			q->free_pins = pin->next_free;
+			vqs_mem_table_pin(t);
+			pin->t = t;
+			pin->refs = n;
+			for (unsigned i = 0; i < n; i++)
+				w->batch[i]->pin = pin;
 			return n;
 		}
 		give_back(w, q, 0, n);
@@ -397,10 +405,9 @@ static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, un
 
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
  * Those it completed during the call are staged here, together, and stay SLOT_DONE_HERE for
- * retire_done_here, after the flush; requests it keeps beyond the call share one pin on t, taken
- * for the first of them. Inside vqs_mem_read_lock. */
-static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
-			  const struct vqs_mem_table *t)
+ * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
+ * buffers mapped, so a handler that blocks holds up no grace period. */
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
 {
 	tls_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -414,7 +421,6 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
-	struct pin_ref *pin = NULL;
 	unsigned m = 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
@@ -424,16 +430,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 			continue;
 		}
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
-		 * which only q's owner reaps, later): keep its buffers mapped until then. */
-		if (!pin) {
-			pin = q->free_pins;
-			q->free_pins = pin->next_free;
-			vqs_mem_table_pin(t);
-			pin->t = t;
-			pin->refs = 0;
-		}
-		pin->refs++;
-		r->pin = pin;
+		 * which only q's owner reaps, later). */
 		r->st = SLOT_OUT;
 	}
 	if (m)
@@ -497,7 +494,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
-	vqs_mem_read_lock();
 	sched_reap(q);
 	if (q->notify_on && !q->parked && !q->broken) {
 		vqs_vq_disable_notify(q->vq);
@@ -526,14 +522,17 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				want = d;
 		}
 		/* A look at the avail index first: an empty poll costs no more, and no more slots are
-		 * taken than there are chains. */
+		 * taken than there are chains. The ring is read inside a read-side section that ends
+		 * before the handler runs. */
+		vqs_mem_read_lock();
 		unsigned has = ring_has(q);
 		bool empty = true;
-		const struct vqs_mem_table *tab = NULL;
 		unsigned n = 0;
 		if (has)
-			n = pop_in_one_table(w, q, want < has ? want : has, t0, &empty, &tab);
+			n = pop_pinned(w, q, want < has ? want : has, t0, &empty);
 		empty |= want > has && n == has; /* took all there was */
+		unsigned backlog = n && !empty ? vqs_vq_avail_count(q->vq) : 0;
+		vqs_mem_read_unlock();
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -546,12 +545,12 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		/* Found at t (the last clock read, just before this pop): what the rate estimate and
 		 * the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
-		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), t);
+		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, n, tab);
+		unsigned taken = hand_over(w, q, n);
 		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
 		 * are not on the way of the completions to the driver. */
 		flush_call(q);
@@ -570,7 +569,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
-	vqs_mem_read_unlock();
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;
