@@ -77,7 +77,10 @@ struct vqs_req {
  * Handler: given n requests popped from q (n >= 1), it must, for each of the first `taken` ones,
  * eventually call vqs_req_complete (now, on this thread, or later from any thread), and return
  * `taken` (0..n). Requests taken..n-1 are given back to the ring unconsumed (backpressure): the
- * scheduler then stops serving q until vqs_queue_wake(q).
+ * scheduler then stops serving q until vqs_queue_wake(q). A request the handler completed during
+ * the call is never given back: a count at or below its index is raised past it (the requests
+ * before it then count as taken too and must be completed), counted in
+ * vqs_queue_stats.completed_given_back and warned about once.
  * Runs on a worker thread; never on two threads at once for the same queue. Runs outside the
  * memory read-side section (the batch's pin keeps its buffers mapped), so it may block (a disk
  * write, say) without holding up a memory-table replacement, and may call control functions on

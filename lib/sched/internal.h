@@ -82,7 +82,7 @@ struct req_slot {
 /* Counters written by one thread at a time (see stat_add), read relaxed by anyone. */
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
-		reqs, bytes, given_back, async_completions, busy_ns;
+		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };
@@ -128,6 +128,7 @@ struct vqs_queue {
 	unsigned nslots, nfree;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;
+	bool miscount_warned;          /* a handler gave back a request it completed: warned */
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	uint64_t clock_ns;             /* the worker's read before this handler call (see
 					* vqs_queue_clock_ns) */

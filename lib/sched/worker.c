@@ -403,6 +403,32 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned
 	}
 }
 
+/*
+ * The handler returned `taken` but completed a request at or after it: a request it completed is
+ * never given back (un-popping it would lose the completion and serve the chain twice), so the
+ * count is raised past the last one it completed; the requests before that one count as taken
+ * too. Counted, and warned once per queue. Returns the count to use.
+ */
+static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			       unsigned n)
+{
+	unsigned last = n;
+	while (last > taken && w->batch[last - 1]->st != SLOT_DONE_HERE)
+		last--;
+	if (last == taken)
+		return taken;
+	unsigned done = 0;
+	for (unsigned i = taken; i < last; i++)
+		done += w->batch[i]->st == SLOT_DONE_HERE;
+	stat_add(&q->c.completed_given_back, done);
+	if (!q->miscount_warned) {
+		q->miscount_warned = true;
+		vqs_warn("sched: handler returned %u of %u requests but completed request %u; "
+			 "counted as taken", taken, n, last - 1);
+	}
+	return last;
+}
+
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
  * Those it completed during the call are staged here, together, and stay SLOT_DONE_HERE for
  * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
@@ -416,6 +442,8 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
 	}
+	if (taken < n)
+		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
 		give_back(w, q, taken, n);
 		stat_add(&q->c.given_back, n - taken);
