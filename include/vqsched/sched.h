@@ -184,6 +184,17 @@ VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
  * away; from any other thread the completion is handed to the queue's worker, which publishes it
  * and decides on the call. Exactly once per request (a second call on the worker is ignored with
  * a warning). Threads: any.
+ *
+ * VIRTIO_F_IN_ORDER: requests may complete in any order, the driver still sees them used in the
+ * order they were popped. With IN_ORDER a used entry (split) or used descriptor (packed) tells
+ * the driver that every buffer made available before it is used too, so a queue whose vq
+ * negotiated it keeps a reorder stage: a completion whose request is the oldest outstanding
+ * goes to the ring as above, one behind an older outstanding request waits until that one is
+ * completed, and then both are published, oldest first. While completions come in pop order
+ * nothing waits (the stage only records each request's place), and without IN_ORDER the stage
+ * is not used. The alternative, refusing IN_ORDER for queues that may complete out of order,
+ * would cost every device with asynchronous completions the feature, though only an
+ * out-of-order completion needs the wait.
  */
 VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
 /* The queue a request came from. Threads: any, until the request is completed. */

@@ -55,6 +55,7 @@ enum slot_state {
 	SLOT_HANDED,    /* given to the handler in the current call */
 	SLOT_DONE_HERE, /* completed on the worker during the handler call; staged after it */
 	SLOT_OUT,       /* with the handler beyond its call */
+	SLOT_HELD,      /* IN_ORDER: completed, waiting for an older request (see order_drain) */
 };
 
 /* One memory-table pin shared by the requests of a batch until each is completed: the handler
@@ -129,6 +130,15 @@ struct vqs_queue {
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;
 	bool miscount_warned;          /* a handler gave back a request it completed: warned */
+	/*
+	 * IN_ORDER negotiated: a used entry tells the driver every older buffer is used too, so
+	 * completions reach the ring in pop order. `order` holds the requests popped and not yet
+	 * published, oldest first (ord_len of them from ord_head, a ring of nslots); a completion
+	 * that is not the oldest waits there (SLOT_HELD) until the older ones are completed.
+	 */
+	bool in_order;
+	struct req_slot **order;
+	unsigned ord_head, ord_len;
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	uint64_t clock_ns;             /* the worker's read before this handler call (see
 					* vqs_queue_clock_ns) */
@@ -232,6 +242,9 @@ void group_push(struct sched_group *g, struct vqs_queue *q);
 void group_ring(struct sched_group *g);
 /* Publish completions handed over from other threads. Owner of q. */
 void sched_reap(struct vqs_queue *q);
+/* Whether q must publish completions in pop order (its vq negotiated IN_ORDER); read at attach
+ * and resume, while nothing is outstanding. Owner of q. */
+void sched_queue_order_init(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);
 

@@ -189,6 +189,47 @@ static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned
 	stat_add(&q->c.reqs, m);
 }
 
+/* ---- IN_ORDER: completions reach the ring in pop order ---- */
+
+void sched_queue_order_init(struct vqs_queue *q)
+{
+	struct vqs_vq_config c;
+	/* Only while nothing is outstanding: the order holds every request popped since. */
+	if (q->nfree == q->nslots && vqs_vq_get_config(q->vq, &c) == 0)
+		q->in_order = c.features & VQS_BIT(VQS_F_IN_ORDER);
+}
+
+static unsigned order_at(const struct vqs_queue *q, unsigned i)
+{
+	unsigned k = q->ord_head + i;
+	return k < q->nslots ? k : k - q->nslots;
+}
+
+/* The m oldest requests left the order (published). */
+static void order_advance(struct vqs_queue *q, unsigned m)
+{
+	q->ord_head = order_at(q, m);
+	q->ord_len -= m;
+}
+
+/* Publish the completed requests at the head of the order, oldest first, up to the first one
+ * still outstanding. After it, the head is never SLOT_HELD. Owner of q. */
+static void order_drain(struct vqs_queue *q)
+{
+	uint64_t now = 0;
+	while (q->ord_len) {
+		struct req_slot *r = q->order[q->ord_head];
+		if (r->st != SLOT_HELD)
+			break;
+		order_advance(q, 1);
+		fill(q, r, r->written);
+		if (!now)
+			now = vqs_now_ns();
+		stat_latency(q, r->t0_ns, now, 1);
+		slot_put(q, r);
+	}
+}
+
 /* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
 static void flush_call(struct vqs_queue *q)
 {
@@ -216,11 +257,17 @@ void sched_reap(struct vqs_queue *q)
 	while (n) {
 		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
 		n = n->next;
+		stat_add(&q->c.async_completions, 1);
+		if (q->in_order) {
+			r->st = SLOT_HELD;
+			continue;
+		}
 		fill(q, r, r->written);
 		stat_latency(q, r->t0_ns, now, 1);
-		stat_add(&q->c.async_completions, 1);
 		slot_put(q, r);
 	}
+	if (q->in_order)
+		order_drain(q);
 	flush_call(q);
 }
 
@@ -235,8 +282,12 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 		if (r->st == SLOT_HANDED) {
 			r->written = written;
 			r->st = SLOT_DONE_HERE;
-		} else if (r->st == SLOT_DONE_HERE) {
+		} else if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
 			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
+		} else if (q->in_order) {
+			r->written = written;
+			r->st = SLOT_HELD;
+			order_drain(q);
 		} else {
 			fill(q, r, written);
 			stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
@@ -356,6 +407,8 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		r->st = SLOT_HANDED;
 		r->t0_ns = t0;
 		r->req.user = NULL;
+		if (q->in_order)
+			q->order[order_at(q, q->ord_len++)] = r;
 	}
 	return n;
 }
@@ -369,6 +422,8 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 		vqs_err("sched: could not give back %u requests", n - from);
 	for (unsigned i = from; i < n; i++)
 		slot_put(q, w->batch[i]);
+	if (q->in_order)
+		q->ord_len -= n - from; /* the newest popped */
 }
 
 /*
@@ -430,7 +485,8 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 }
 
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Those it completed during the call are staged here, together, and stay SLOT_DONE_HERE for
+ * Those it completed during the call are staged here, together (IN_ORDER: those with no older
+ * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
  * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
  * buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
@@ -449,20 +505,27 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
+	/* IN_ORDER: the batch's completions go to the ring now only while nothing older is
+	 * outstanding (the batch is the newest in the order) and up to its first open request. */
+	bool now = !q->in_order || q->ord_len == taken;
 	unsigned m = 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE) {
+		if (r->st == SLOT_DONE_HERE && now) {
 			w->fill_elems[m] = &r->req.elem;
 			w->fill_written[m++] = checked_written(r, r->written);
 			continue;
 		}
+		now = !q->in_order;
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
-		 * which only q's owner reaps, later). */
-		r->st = SLOT_OUT;
+		 * which only q's owner reaps, later), or completed behind an open request. */
+		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
 	}
-	if (m)
+	if (m) {
+		if (q->in_order)
+			order_advance(q, m);
 		fill_collected(w, q, m);
+	}
 	return taken;
 }
 
