@@ -127,19 +127,31 @@ static struct req_slot *slot_get(struct vqs_queue *q)
 	return r;
 }
 
-static void slot_put(struct vqs_queue *q, struct req_slot *r)
+/* Drop n of pin's references; the last one unpins the table. */
+static void pin_drop(struct vqs_queue *q, struct pin_ref *pin, unsigned n)
 {
-	struct pin_ref *pin = r->pin;
-	if (pin && !--pin->refs) {
-		vqs_mem_table_put(pin->t);
-		pin->next_free = q->free_pins;
-		q->free_pins = pin;
-	}
+	if ((pin->refs -= n))
+		return;
+	vqs_mem_table_put(pin->t);
+	pin->next_free = q->free_pins;
+	q->free_pins = pin;
+}
+
+/* Free r, whose reference on its batch's pin (if any) the caller drops. */
+static void slot_free(struct vqs_queue *q, struct req_slot *r)
+{
 	r->pin = NULL;
 	r->st = SLOT_FREE;
 	r->free_next = q->free_slots;
 	q->free_slots = r;
 	q->nfree++;
+}
+
+static void slot_put(struct vqs_queue *q, struct req_slot *r)
+{
+	if (r->pin)
+		pin_drop(q, r->pin, 1);
+	slot_free(q, r);
 }
 
 /* Count the latency of n requests noticed at t0, from then to `now`. Owner of q. */
@@ -392,7 +404,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	int rc = vqs_vq_pop_into(q->vq, w->pop_elems, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
 	for (unsigned i = want; i-- > n;)
-		slot_put(q, w->batch[i]);
+		slot_free(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that chain does not fit a request (-ENOBUFS, from the pop that tries it first). */
 	if (rc < 0)
@@ -407,9 +419,10 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		r->st = SLOT_HANDED;
 		r->t0_ns = t0;
 		r->req.user = NULL;
-		if (q->in_order)
-			q->order[order_at(q, q->ord_len++)] = r;
 	}
+	if (q->in_order)
+		for (unsigned i = 0; i < n; i++)
+			q->order[order_at(q, q->ord_len++)] = w->batch[i];
 	return n;
 }
 
@@ -420,8 +433,11 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 		w->giveback[i - from] = w->batch[i]->req.elem;
 	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
 		vqs_err("sched: could not give back %u requests", n - from);
+	struct pin_ref *pin = w->batch[from]->pin; /* the batch's, or none before it is pinned */
 	for (unsigned i = from; i < n; i++)
-		slot_put(q, w->batch[i]);
+		slot_free(q, w->batch[i]);
+	if (pin)
+		pin_drop(q, pin, n - from);
 	if (q->in_order)
 		q->ord_len -= n - from; /* the newest popped */
 }
@@ -535,17 +551,22 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
 			     uint64_t now)
 {
+	if (!taken)
+		return;
 	unsigned done = 0;
-	uint64_t t0 = taken ? w->batch[0]->t0_ns : 0;
+	uint64_t t0 = w->batch[0]->t0_ns;
+	struct pin_ref *pin = w->batch[0]->pin; /* the batch's: dropped once for all of them */
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE) {
 			done++;
-			slot_put(q, r);
+			slot_free(q, r);
 		}
 	}
-	if (done)
+	if (done) {
+		pin_drop(q, pin, done);
 		stat_latency(q, t0, now, done);
+	}
 }
 
 /* Chains to pop, from a cheap look at the avail index (no pop path): at least 1 when the ring is
