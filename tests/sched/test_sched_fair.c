@@ -237,14 +237,9 @@ static void serve_bytes(uint64_t budget_bytes, struct vqs_queue_stats *st)
 	o.handler = vqs_test_complete_all;
 	struct vqs_served_pair sp;
 	assert_int_equal(vqs_served_pair_attach(&sp, s, 32, FEATURES, 0x100000, 1 << 16, &o), 0);
-	uint64_t buf = vqs_gmem_alloc(sp.p.gmem, BYTES_CHAIN_LEN, 8);
-	int token;
-	for (unsigned i = 0; i < BYTES_CHAINS; i++) {
-		struct vqs_drv_buf b = {buf, BYTES_CHAIN_LEN};
-		assert_int_equal(vqs_drv_add(sp.p.drv, &b, 1, 0, &token, false), 0);
-	}
-	vqs_drv_kick_prepare(sp.p.drv);
-	kick(sp.kick);
+	struct vqs_drv_buf b = {vqs_gmem_alloc(sp.p.gmem, BYTES_CHAIN_LEN, 8), BYTES_CHAIN_LEN};
+	int tokens[BYTES_CHAINS];
+	assert_int_equal(vqs_pair_post(&sp.p, sp.kick, &b, true, BYTES_CHAINS, tokens), 0);
 	unsigned back = 0;
 	uint32_t len;
 	for (uint64_t t0 = vqs_now_ns(); back < BYTES_CHAINS; usleep(1000)) {

@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "pair.h"
@@ -62,13 +61,8 @@ static void setup(struct inorder *t, uint64_t features, unsigned sync_mask)
 	o.opaque = &t->seen;
 	assert_int_equal(vqs_served_pair_init(&t->sp, 16, features, 0x100000, 1 << 16,
 					      VQS_POLICY_DEDICATED, &o), 0);
-	for (unsigned i = 0; i < NCHAINS; i++) {
-		struct vqs_drv_buf b = {vqs_gmem_alloc(t->sp.p.gmem, 64, 8), 64};
-		assert_int_equal(vqs_drv_add(t->sp.p.drv, &b, 0, 1, &t->tokens[i], false), 0);
-	}
-	vqs_drv_kick_prepare(t->sp.p.drv);
-	uint64_t one = 1;
-	assert_int_equal(write(t->sp.kick, &one, sizeof(one)), sizeof(one));
+	struct vqs_drv_buf b = {vqs_gmem_alloc(t->sp.p.gmem, 64, 8), 64};
+	assert_int_equal(vqs_pair_post(&t->sp.p, t->sp.kick, &b, false, NCHAINS, t->tokens), 0);
 	for (uint64_t t0 = vqs_now_ns(); atomic_load(&t->seen.n) < NCHAINS;
 	     vqs_test_sleep_ms(1))
 		assert_true(vqs_now_ns() - t0 < WAIT_NS);

@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "pair.h"
@@ -80,10 +79,7 @@ static void test_handler_sleep_does_not_delay_table_replacement(void **state)
 
 	struct vqs_drv_buf b = {vqs_gmem_alloc(sp.p.gmem, 64, 8), 64};
 	int token;
-	assert_int_equal(vqs_drv_add(sp.p.drv, &b, 0, 1, &token, false), 0);
-	vqs_drv_kick_prepare(sp.p.drv);
-	uint64_t one = 1;
-	assert_int_equal(write(sp.kick, &one, sizeof(one)), sizeof(one));
+	assert_int_equal(vqs_pair_post(&sp.p, sp.kick, &b, false, 1, &token), 0);
 	assert_true(wait_flag(&sl.entered));
 
 	struct vqs_mem_region plain;
