@@ -8,8 +8,9 @@
  *
  * Ownership: the thread that creates a vqs_sched owns it and destroys it. Queues are attached and
  * detached by control threads (any thread except the scheduler's own workers; a handler may
- * control queues that other workers serve, see vqs_handler_fn). While attached, the queue's vqs_vq belongs to the scheduler: only handlers (on the
- * worker) may touch it, through the requests they are given.
+ * control queues that other workers serve, see vqs_handler_fn). While attached, the queue's
+ * vqs_vq belongs to the scheduler: only handlers (on the worker) may touch it, through the
+ * requests they are given.
  */
 #ifndef VQSCHED_SCHED_H
 #define VQSCHED_SCHED_H
@@ -92,9 +93,10 @@ typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *r
 
 /*
  * Demand: how many requests q's handler can take right now, asked (with the handler's opaque)
- * before each pop of q's turns (outside the memory read-side section, as the handler); the batch popped is capped by it, so chains the handler would
- * only give back are never popped (a receive queue with three frames waiting wants three
- * buffers, not a batch of 64 with 61 handed back). 0 stops serving q until vqs_queue_wake(q),
+ * before each pop of q's turns, outside the memory read-side section as the handler; the batch
+ * popped is capped by it, so chains the handler would only give back are never popped (a
+ * receive queue with three frames waiting wants three buffers, not a batch of 64 with 61 handed
+ * back). 0 stops serving q until vqs_queue_wake(q),
  * exactly as a handler that takes nothing: the device arranges that wake (e.g. when a frame
  * arrives), and a wake that races with the 0 is not lost. A cap, not a promise: the handler may
  * still give back. Runs on the worker serving q, inside its turn; keep it short.
