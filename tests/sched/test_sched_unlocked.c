@@ -18,11 +18,13 @@
 
 #define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX))
 #define WAIT_NS 10000000000ull
-#define HANDLER_SLEEP_MS 200
+/* The handler blocks until the test releases it, for at most this long (a replacement that waits
+ * for the handler then returns only after it). */
+#define HANDLER_BLOCK_MS 2000
 /* A replacement waits for a grace period (readers' sections are microseconds long) and for the
- * call_rcu thread to retire the old table: far below the handler's sleep, even on a loaded
- * machine. */
-#define REPLACE_BOUND_NS 100000000ull
+ * call_rcu thread to retire the old table: milliseconds, far below the handler's block even on a
+ * loaded machine. */
+#define REPLACE_BOUND_NS 500000000ull
 
 static bool wait_flag(_Atomic bool *flag)
 {
@@ -35,7 +37,7 @@ static bool wait_flag(_Atomic bool *flag)
 /* ---- a handler that blocks while the table is replaced ---- */
 
 struct sleeper {
-	_Atomic bool entered, released, done;
+	_Atomic bool entered, go, released, done;
 	bool mapped_after_sleep; /* the region was not released while the handler used it */
 };
 
@@ -50,7 +52,8 @@ static unsigned sleep_handler(struct vqs_queue *q, struct vqs_req *const *reqs, 
 			      void *opaque)
 {
 	atomic_store(&sl.entered, true);
-	vqs_test_sleep_ms(HANDLER_SLEEP_MS);
+	for (unsigned ms = 0; ms < HANDLER_BLOCK_MS && !atomic_load(&sl.go); ms++)
+		vqs_test_sleep_ms(1);
 	sl.mapped_after_sleep = !atomic_load(&sl.released);
 	for (unsigned i = 0; i < n; i++) {
 		memset(reqs[i]->elem.iov[0].iov_base, 0x5a, reqs[i]->elem.iov[0].iov_len);
@@ -89,8 +92,9 @@ static void test_handler_sleep_does_not_delay_table_replacement(void **state)
 	vqs_mem_synchronize(sp.p.mem); /* what a REPLY_ACK of SET_MEM_TABLE waits for */
 	uint64_t took = vqs_now_ns() - t0;
 	bool handler_done = atomic_load(&sl.done);
-	printf("table replaced in %llu us while the handler slept %d ms\n",
-	       (unsigned long long)(took / 1000), HANDLER_SLEEP_MS);
+	atomic_store(&sl.go, true);
+	printf("table replaced in %llu us while the handler was blocked\n",
+	       (unsigned long long)(took / 1000));
 	assert_false(handler_done);
 	assert_true(took < REPLACE_BOUND_NS);
 
