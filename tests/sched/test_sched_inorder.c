@@ -5,7 +5,9 @@
  * used too (2.7.9, 2.8.9), so the scheduler must publish completions in pop order whatever order
  * they arrive in. vqsched's own driver negotiates IN_ORDER here and checks what the device
  * publishes: it must never see an error, nor get a buffer back before its request was completed,
- * and every buffer must come back with the length its request reported.
+ * and every buffer must come back with the length its request reported. Then the same under
+ * traffic: requests completed at random inside the handler or from another thread, or given
+ * back, on two queues served by a pool of two workers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,8 @@
 #include <cmocka.h>
 
 #include "pair.h"
+#include "scale.h"
+#include "traffic.h"
 
 #define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) | VQS_BIT(VQS_F_IN_ORDER))
 #define NCHAINS 4u
@@ -126,6 +130,57 @@ static void test_inorder_packed_sync_after_kept(void **state)
 	reverse_completion(FEATURES | VQS_BIT(VQS_F_RING_PACKED), 0xau);
 }
 
+/* ---- traffic: every request back exactly once, in order (the driver checks) ---- */
+
+static void traffic_in_order(uint64_t features, enum traffic_mode mode)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_POOL;
+	so.nworkers = 2;
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	struct traffic_cfg cfg = {.nqueues = 2,
+				  .total = vqs_test_scaled(40000),
+				  .num = 64,
+				  .features = features,
+				  .mode = mode,
+				  .delays = true,
+				  .group = -1};
+	static struct traffic t;
+	assert_int_equal(traffic_init(&t, s, &cfg), 0);
+	traffic_start(&t);
+	int rc = traffic_join(&t);
+	uint64_t reqs = 0;
+	for (unsigned i = 0; i < cfg.nqueues; i++) {
+		struct vqs_queue_stats st = {.size = sizeof(st)};
+		assert_int_equal(vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st), 0);
+		reqs += st.reqs;
+	}
+	traffic_fini(&t);
+	vqs_sched_destroy(s);
+	assert_int_equal(rc, 0);
+	assert_int_equal(reqs, cfg.total);
+	printf("%llu requests in order\n", (unsigned long long)reqs);
+}
+
+static void test_inorder_split_traffic_mixed(void **state)
+{
+	traffic_in_order(FEATURES, TRAFFIC_MIXED);
+}
+static void test_inorder_packed_traffic_mixed(void **state)
+{
+	traffic_in_order(FEATURES | VQS_BIT(VQS_F_RING_PACKED), TRAFFIC_MIXED);
+}
+static void test_inorder_split_traffic_giveback(void **state)
+{
+	traffic_in_order(FEATURES, TRAFFIC_GIVEBACK);
+}
+static void test_inorder_packed_traffic_giveback(void **state)
+{
+	traffic_in_order(FEATURES | VQS_BIT(VQS_F_RING_PACKED), TRAFFIC_GIVEBACK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +188,10 @@ int main(void)
 		cmocka_unit_test(test_inorder_packed_async_reverse),
 		cmocka_unit_test(test_inorder_split_sync_after_kept),
 		cmocka_unit_test(test_inorder_packed_sync_after_kept),
+		cmocka_unit_test(test_inorder_split_traffic_mixed),
+		cmocka_unit_test(test_inorder_packed_traffic_mixed),
+		cmocka_unit_test(test_inorder_split_traffic_giveback),
+		cmocka_unit_test(test_inorder_packed_traffic_giveback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
