@@ -20,12 +20,6 @@
 
 static void run(enum vqs_policy p, enum traffic_mode mode, struct vqs_queue_stats *sum)
 {
-	struct vqs_sched_opts so;
-	vqs_sched_opts_init(&so);
-	so.policy = p;
-	so.nworkers = 2;
-	struct vqs_sched *s;
-	assert_int_equal(vqs_sched_create(&s, &so), 0);
 	struct traffic_cfg cfg = {.nqueues = 2,
 				  .total = vqs_test_scaled(100000),
 				  .num = 128,
@@ -33,21 +27,7 @@ static void run(enum vqs_policy p, enum traffic_mode mode, struct vqs_queue_stat
 				  .mode = mode,
 				  .delays = true,
 				  .group = -1};
-	static struct traffic t;
-	assert_int_equal(traffic_init(&t, s, &cfg), 0);
-	traffic_start(&t);
-	int rc = traffic_join(&t);
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned i = 0; i < cfg.nqueues; i++) {
-		struct vqs_queue_stats st = {.size = sizeof(st)};
-		assert_int_equal(vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st), 0);
-		sum->reqs += st.reqs;
-		sum->async_completions += st.async_completions;
-		sum->given_back += st.given_back;
-	}
-	traffic_fini(&t);
-	vqs_sched_destroy(s);
-	assert_int_equal(rc, 0);
+	assert_int_equal(traffic_run(p, 2, &cfg, sum), 0);
 	assert_int_equal(sum->reqs, cfg.total);
 	printf("%s: %llu requests, %llu completed from another thread, %llu given back\n",
 	       vqs_policy_name(p), (unsigned long long)sum->reqs,

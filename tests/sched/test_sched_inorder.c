@@ -134,12 +134,6 @@ static void test_inorder_packed_sync_after_kept(void **state)
 
 static void traffic_in_order(uint64_t features, enum traffic_mode mode)
 {
-	struct vqs_sched_opts so;
-	vqs_sched_opts_init(&so);
-	so.policy = VQS_POLICY_POOL;
-	so.nworkers = 2;
-	struct vqs_sched *s;
-	assert_int_equal(vqs_sched_create(&s, &so), 0);
 	struct traffic_cfg cfg = {.nqueues = 2,
 				  .total = vqs_test_scaled(40000),
 				  .num = 64,
@@ -147,21 +141,12 @@ static void traffic_in_order(uint64_t features, enum traffic_mode mode)
 				  .mode = mode,
 				  .delays = true,
 				  .group = -1};
-	static struct traffic t;
-	assert_int_equal(traffic_init(&t, s, &cfg), 0);
-	traffic_start(&t);
-	int rc = traffic_join(&t);
-	uint64_t reqs = 0;
-	for (unsigned i = 0; i < cfg.nqueues; i++) {
-		struct vqs_queue_stats st = {.size = sizeof(st)};
-		assert_int_equal(vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st), 0);
-		reqs += st.reqs;
-	}
-	traffic_fini(&t);
-	vqs_sched_destroy(s);
-	assert_int_equal(rc, 0);
-	assert_int_equal(reqs, cfg.total);
-	printf("%llu requests in order\n", (unsigned long long)reqs);
+	struct vqs_queue_stats sum;
+	assert_int_equal(traffic_run(VQS_POLICY_POOL, 2, &cfg, &sum), 0);
+	assert_int_equal(sum.reqs, cfg.total);
+	printf("%llu requests in order, %llu completed from another thread, %llu given back\n",
+	       (unsigned long long)sum.reqs, (unsigned long long)sum.async_completions,
+	       (unsigned long long)sum.given_back);
 }
 
 static void test_inorder_split_traffic_mixed(void **state)
