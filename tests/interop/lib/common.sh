@@ -2,7 +2,7 @@
 # started (and only those) killed on exit, waiting helpers, and DPDK's testpmd with the options
 # that work on this machine (../../../../shared/INTEROP.md: no hugepages, no PCI, own file prefix).
 #
-#   interop_init NAME        -> $WORK (mktemp -d), $VQS_BUILD_DIR checked, trap set
+#   interop_init NAME        -> $WORK (mktemp -d), $SWITCH and $BLK checked, trap set
 #   interop_skip MSG         -> exit 77 (the peer truly cannot run here)
 #   spawn LOG cmd...         -> runs cmd in the background, $! remembered, echo its pid
 #   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
@@ -28,7 +28,11 @@ interop_init() {
   VQS_BUILD_DIR=${VQS_BUILD_DIR:-build/test-plain}
   case $VQS_BUILD_DIR in /*) ;; *) VQS_BUILD_DIR=$PWD/$VQS_BUILD_DIR ;; esac
   SWITCH=$VQS_BUILD_DIR/examples/vqs-switch/vqs-switch
-  [ -x "$SWITCH" ] || { echo "$INTEROP_NAME: $SWITCH not built (set VQS_BUILD_DIR)" >&2; exit 1; }
+  BLK=$VQS_BUILD_DIR/examples/vqs-blk/vqs-blk
+  local p
+  for p in "$SWITCH" "$BLK"; do
+    [ -x "$p" ] || { echo "$INTEROP_NAME: $p not built (set VQS_BUILD_DIR)" >&2; exit 1; }
+  done
   WORK=$(mktemp -d "/tmp/vqs-$INTEROP_NAME.XXXXXX")
   trap interop_cleanup EXIT
   trap 'exit 130' INT TERM
