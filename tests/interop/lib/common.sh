@@ -8,6 +8,7 @@
 #   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
 #   wait_for CMD SECONDS     -> poll a shell condition
 #   testpmd NAME LOG args... -> spawns dpdk-testpmd with a unique --file-prefix; NAME tags it
+#   build_vu_peer            -> $WORK/vu_peer, the library's frontend checking returned frames
 
 INTEROP_PIDS=()
 
@@ -81,6 +82,13 @@ wait_for() { # wait_for 'shell condition' SECONDS
 need_peer_packages() { # install the peer; exit 77 only when that is impossible
   bash "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/deps.sh" "$@" ||
     interop_skip "cannot install $*"
+}
+
+build_vu_peer() {
+  local libdir
+  libdir=$(dirname "$(find "$VQS_BUILD_DIR" -maxdepth 1 -name 'libvqsched.so' | head -1)")
+  cc -std=gnu11 -O2 -Wall -Iinclude -I"$VQS_BUILD_DIR/include" tests/interop/vu_peer.c \
+    -L"$libdir" -lvqsched -Wl,-rpath,"$libdir" -o "$WORK/vu_peer" || fail "cannot build vu_peer"
 }
 
 TESTPMD_N=0
