@@ -57,7 +57,8 @@ static int set_config(void *opaque, uint32_t offset, const void *buf, uint32_t l
 
 int blk_dev_init(struct blk_dev *dev, const struct blk_dev_opts *o, const struct blk_disk *disk)
 {
-	if (!o->num_queues || o->num_queues > BLK_QUEUES_MAX || o->blk_size < BLK_SECTOR_SIZE || (o->blk_size & (o->blk_size - 1)))
+	if (!o->num_queues || o->num_queues > BLK_QUEUES_MAX || o->blk_size < BLK_SECTOR_SIZE ||
+	    (o->blk_size & (o->blk_size - 1)))
 		return -EINVAL;
 	memset(dev, 0, sizeof(*dev));
 	dev->disk = *disk;
