@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install whatever of the named Debian packages is missing (default: what building and testing
-# vqsched needs). Runs apt-get update only when something has to be installed.
+# vqsched needs). Runs apt-get update only when something has to be installed. Prints one line
+# saying what it installs; apt's own output goes to a log shown only when the install fails.
 set -euo pipefail
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
@@ -16,5 +17,12 @@ echo "installing: ${missing[*]}" >&2
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { "${sudo_cmd[@]}" apt-get update -qq &&
+       "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+     >"$log" 2>&1 </dev/null; then
+  tail -40 "$log" >&2
+  echo "installing ${missing[*]} failed" >&2
+  exit 1
+fi

@@ -40,17 +40,22 @@ suite() { # suite NAME [cmake args...]: build and run ctest; one record per ctes
   note "suite $name: ctest"
   (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300 --output-junit junit.xml) |
     tee "$dir.ctest.log"
-  local t f
-  t=$(grep -oE '[0-9]+ tests failed out of [0-9]+' "$dir.ctest.log" | awk '{print $6}')
-  f=$(grep -oE '[0-9]+ tests failed out of' "$dir.ctest.log" | awk '{print $1}')
-  if grep -q '100% tests passed' "$dir.ctest.log"; then
-    t=$(grep -oE 'tests passed, 0 tests failed out of [0-9]+' "$dir.ctest.log" | awk '{print $8}')
-    f=0
-  fi
-  if [ -z "$t" ]; then record "suite-$name (ctest did not finish)" 1; return; fi
-  passed=$((passed + t - f))
+  ctest_tally "$name" "$dir.ctest.log"
+}
+
+# One suite's ctest summary into the totals: "N% tests passed, F tests failed out of T" counts
+# skipped tests (SKIP_RETURN_CODE) as passed; they are listed under "The following tests did
+# not run:" as "  N - name (Skipped)".
+ctest_tally() { # ctest_tally NAME LOG
+  local t f s
+  t=$(grep -oE 'tests failed out of [0-9]+' "$2" | tail -1 | awk '{print $5}')
+  f=$(grep -oE '[0-9]+ tests failed out of' "$2" | tail -1 | awk '{print $1}')
+  if [ -z "$t" ]; then record "suite-$1 (ctest did not finish)" 1; return; fi
+  s=$(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$2")
+  passed=$((passed + t - f - s))
   failed=$((failed + f))
-  [ "$f" -eq 0 ] || failures+=("suite-$name: $f of $t")
+  skipped=$((skipped + s))
+  [ "$f" -eq 0 ] || failures+=("suite-$1: $f of $t")
 }
 
 fuzz() {

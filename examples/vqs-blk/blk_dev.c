@@ -16,13 +16,17 @@
 
 void blk_dev_run(struct blk_dev *dev, struct vqs_req *r)
 {
-	vqs_req_complete(r, blk_req_run(&dev->disk, &dev->lim, &r->elem));
-	atomic_fetch_add_explicit(&dev->requests, 1, memory_order_relaxed);
+	uint32_t written = blk_req_run(&dev->disk, &dev->lim, &r->elem);
+	atomic_fetch_add_explicit(&dev->counters->done, 1, memory_order_relaxed);
+	vqs_req_complete(r, written);
 }
 
 static unsigned handle(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque)
 {
-	struct blk_dev *dev = opaque;
+	struct blk_queue *bq = opaque;
+	struct blk_dev *dev = bq->dev;
+	atomic_fetch_add_explicit(&dev->counters->taken, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&dev->counters->queue_taken[bq->idx], n, memory_order_relaxed);
 	if (dev->io)
 		blk_io_submit(dev->io, reqs, n);
 	else
@@ -33,7 +37,8 @@ static unsigned handle(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 
 static vqs_handler_fn queue_handler(void *opaque, unsigned qidx, void **handler_opaque)
 {
-	*handler_opaque = opaque;
+	struct blk_dev *dev = opaque;
+	*handler_opaque = &dev->queues[qidx];
 	return handle;
 }
 
@@ -52,10 +57,14 @@ static int set_config(void *opaque, uint32_t offset, const void *buf, uint32_t l
 
 int blk_dev_init(struct blk_dev *dev, const struct blk_dev_opts *o, const struct blk_disk *disk)
 {
-	if (!o->num_queues || o->blk_size < BLK_SECTOR_SIZE || (o->blk_size & (o->blk_size - 1)))
+	if (!o->num_queues || o->num_queues > BLK_QUEUES_MAX || o->blk_size < BLK_SECTOR_SIZE ||
+	    (o->blk_size & (o->blk_size - 1)))
 		return -EINVAL;
 	memset(dev, 0, sizeof(*dev));
 	dev->disk = *disk;
+	dev->counters = o->counters ? o->counters : &dev->own;
+	for (unsigned i = 0; i < o->num_queues; i++)
+		dev->queues[i] = (struct blk_queue){ dev, i };
 	dev->lim.max_discard_sectors = MAX_DISCARD_SECTORS;
 	dev->lim.max_discard_seg = MAX_DISCARD_SEG;
 	/* The id is zero padded, with no terminator when it fills all 20 bytes (5.2.6). */

@@ -4,7 +4,7 @@
  *
  *   vqs-blk --socket PATH --file DISK [--size BYTES] [--client] [--queues N] [--packed]
  *           [--policy dedicated|pool|poll|adaptive] [--workers N] [--io-threads N]
- *           [--latency-us N] [--blk-size N] [--serial ID]
+ *           [--latency-us N] [--blk-size N] [--serial ID] [--counters FILE]
  *
  * Requests run on the scheduler's workers, or with --io-threads on that many I/O threads, which
  * complete them out of order; --latency-us makes each I/O thread request wait 0..N us first, as
@@ -14,18 +14,23 @@
  * the connection and the file, and exits 0. Requests are tracked in the frontend's inflight
  * region, so a vqs-blk killed any other way can be restarted on the same socket and file: the
  * frontend reconnects and the requests the dead process had in flight are run again.
+ * --counters keeps the device's counters (struct blk_counters: requests taken, done, taken per
+ * queue) in FILE, reset at start, so that whoever killed the process can tell what it was doing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "blk_dev.h"
 
 struct args {
-	const char *socket, *file, *serial;
+	const char *socket, *file, *serial, *counters;
 	uint64_t size;
 	bool client, packed;
 	unsigned queues, workers, io_threads, latency_us, blk_size;
@@ -36,7 +41,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: vqs-blk --socket PATH --file DISK [--size BYTES] [--client] [--queues N]\n"
 		   "               [--packed] [--policy dedicated|pool|poll|adaptive] [--workers N]\n"
-		   "               [--io-threads N] [--latency-us N] [--blk-size N] [--serial ID]\n");
+		   "               [--io-threads N] [--latency-us N] [--blk-size N] [--serial ID]\n"
+		   "               [--counters FILE]\n");
 }
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -60,6 +66,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "blk-size", required_argument, NULL, 'b' }, { "serial", required_argument, NULL, 'i' },
 		{ "io-threads", required_argument, NULL, 't' },
 		{ "latency-us", required_argument, NULL, 'L' },
+		{ "counters", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },         { 0 }
 	};
 	*a = (struct args){ .queues = 1, .workers = 1, .blk_size = 512, .policy = VQS_POLICY_POOL,
@@ -71,6 +78,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 's': a->socket = optarg; break;
 		case 'f': a->file = optarg; break;
 		case 'i': a->serial = optarg; break;
+		case 'C': a->counters = optarg; break;
 		case 'c': a->client = true; break;
 		case 'P': a->packed = true; break;
 		case 'S':
@@ -120,6 +128,19 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
+/* The counters in a shared mapping of path, zeroed: the page cache keeps them after a SIGKILL. */
+static struct blk_counters *map_counters(const char *path, int *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	void *p = MAP_FAILED;
+	if (fd >= 0 && ftruncate(fd, sizeof(struct blk_counters)) == 0)
+		p = mmap(NULL, sizeof(struct blk_counters), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	*err = p == MAP_FAILED ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -139,12 +160,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	static struct blk_dev dev;
+	struct blk_counters *counters = NULL;
+	int err;
+	if (a.counters && !(counters = map_counters(a.counters, &err)))
+		return fail(a.counters, err);
 	struct blk_disk disk;
-	int err = blk_disk_open(&disk, a.file, a.size);
-	if (err < 0)
+	if ((err = blk_disk_open(&disk, a.file, a.size)) < 0)
 		return fail(a.file, err);
 	struct blk_dev_opts bo = { .num_queues = (uint16_t)a.queues, .blk_size = a.blk_size,
-				   .serial = a.serial, .packed = a.packed };
+				   .serial = a.serial, .packed = a.packed, .counters = counters };
 	if ((err = blk_dev_init(&dev, &bo, &disk)) < 0) {
 		blk_disk_close(&disk);
 		return fail("device", err);
@@ -196,6 +220,6 @@ int main(int argc, char **argv)
 		blk_io_stop(dev.io);
 	blk_disk_close(&dev.disk);
 	fprintf(stderr, "vqs-blk: %s: stopped after %llu requests\n", strsignal(sig),
-		(unsigned long long)atomic_load(&dev.requests));
+		(unsigned long long)atomic_load(&dev.counters->done));
 	return 0;
 }

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The library's vhost-user frontend against DPDK's own backend: testpmd with one net_vhost port
-# in macswap mode returns every frame tests/interop/vu_peer.c sends, addresses swapped.
+# in macswap mode returns every frame tests/interop/vu_peer.c sends, addresses swapped and
+# every other byte intact.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tests/interop/lib/common.sh
 interop_init dpdk_vhost
 need_peer_packages dpdk dpdk-dev
 command -v dpdk-testpmd >/dev/null || interop_skip "dpdk-testpmd not installed"
-LIBDIR=$(dirname "$(find "$VQS_BUILD_DIR" -maxdepth 1 -name 'libvqsched.so' | head -1)")
-cc -std=gnu11 -O2 -Wall -Iinclude -I"$VQS_BUILD_DIR/include" tests/interop/vu_peer.c \
-  -L"$LIBDIR" -lvqsched -Wl,-rpath,"$LIBDIR" -o "$WORK/vu_peer" || fail "cannot build vu_peer"
+build_vu_peer
 testpmd "$WORK/testpmd.log" '0@0,1@1' --vdev "net_vhost0,iface=$WORK/vhost.sock,queues=1" \
   -- --forward-mode=macswap --stats-period=1 --total-num-mbufs=8192 -a
 wait_for "[ -S $WORK/vhost.sock ] && grep -aqs 'Rx-pps' $WORK/testpmd.log" 40 || fail "net_vhost testpmd did not start"

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The library's vhost-user frontend against a third-party backend (DPDK's net_vhost in testpmd
- * macswap mode): send `count` 64-byte frames on the transmit queue, expect each back on the
- * receive queue with source and destination swapped and its payload intact.
+ * The library's vhost-user frontend against a backend that returns each frame with source and
+ * destination swapped (DPDK's net_vhost in testpmd macswap mode, or vqs-switch with such a
+ * testpmd on another port): send `count` 64-byte frames on the transmit queue, each with its
+ * sequence number and a payload derived from it, and expect each back on the receive queue, in
+ * order, with the addresses swapped and every other byte as sent.
  *   vu_peer SOCKET COUNT     exit 0 when every frame came back
  */
 #include <errno.h>
@@ -19,6 +21,18 @@
 #define TXQ 1
 
 static const uint8_t A[6] = { 2, 0, 0, 0, 0, 0xa }, B[6] = { 2, 0, 0, 0, 0, 0xb };
+
+/* Frame seq from src to dst: Ethernet header, seq, then bytes that depend on seq and offset. */
+static void frame(uint8_t *p, uint32_t seq, const uint8_t *dst, const uint8_t *src)
+{
+	memcpy(p, dst, 6);
+	memcpy(p + 6, src, 6);
+	p[12] = 0x88;
+	p[13] = 0xb5;
+	memcpy(p + 14, &seq, 4);
+	for (unsigned i = 18; i < LEN; i++)
+		p[i] = (uint8_t)(seq * 31u + i);
+}
 
 static void kick(struct vqs_vu_frontend *f, struct vqs_drv_vq *dq, unsigned q)
 {
@@ -74,12 +88,8 @@ int main(int argc, char **argv)
 		while (sent < count && sent - got < 32 && txfree) {
 			uint64_t gpa = txbuf[--txfree];
 			uint8_t *p = vqs_gmem_host(g, gpa, HDR + LEN);
-			memset(p, 0, HDR + LEN);
-			memcpy(p + HDR, B, 6);
-			memcpy(p + HDR + 6, A, 6);
-			p[HDR + 12] = 0x88;
-			p[HDR + 13] = 0xb5;
-			memcpy(p + HDR + 14, &sent, 4);
+			memset(p, 0, HDR);
+			frame(p + HDR, sent, B, A);
 			struct vqs_drv_buf b = { .gpa = gpa, .len = HDR + LEN };
 			if (vqs_drv_add(tx, &b, 1, 0, (void *)(uintptr_t)gpa, false)) {
 				txbuf[txfree++] = gpa;
@@ -89,10 +99,9 @@ int main(int argc, char **argv)
 		}
 		kick(f, tx, TXQ);
 		while ((tok = vqs_drv_get_used(rx, &len))) {
-			uint8_t *p = vqs_gmem_host(g, (uint64_t)(uintptr_t)tok, len);
-			uint32_t seq;
-			memcpy(&seq, p + HDR + 14, 4);
-			if (len != HDR + LEN || memcmp(p + HDR, A, 6) || memcmp(p + HDR + 6, B, 6) || seq != got)
+			uint8_t *p = vqs_gmem_host(g, (uint64_t)(uintptr_t)tok, len), want[LEN];
+			frame(want, got, A, B);
+			if (len != HDR + LEN || memcmp(p + HDR, want, LEN))
 				bad++;
 			got++;
 			struct vqs_drv_buf b = { .gpa = (uint64_t)(uintptr_t)tok, .len = 2048 };

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <vqsched/vqsched.h>
 #include "scale.h"
+#include "skip.h"
 
 #define WAIT_LIMIT_NS 5000000000ull
 
@@ -252,7 +253,7 @@ static void test_kthread_mode_worker_ignores_owner_cpu_mask(void **state)
 	cpu_set_t mine;
 	assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
 	if (CPU_COUNT(&mine) < 2)
-		skip();
+		vqs_test_skip();
 	struct owner_args a = {.mode = VQS_KSIM_FORK_KTHREAD, .cpu = 0};
 	for (int i = 0; i < CPU_SETSIZE; i++)
 		if (CPU_ISSET(i, &mine)) {
@@ -300,7 +301,7 @@ static void test_kthread_mode_worker_ignores_rlimit_nproc(void **state)
 	/* Only root may create threads past its own limit for real (the kernel enforces it on
 	 * every clone otherwise), so the model's exemption is observable only as root. */
 	if (getuid() != 0)
-		skip();
+		vqs_test_skip();
 	assert_int_equal(run_child(VQS_KSIM_FORK_KTHREAD), 11); /* created */
 }
 
@@ -316,5 +317,5 @@ int main(void)
 		cmocka_unit_test(test_task_mode_worker_counts_against_rlimit_nproc),
 		cmocka_unit_test(test_kthread_mode_worker_ignores_rlimit_nproc),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

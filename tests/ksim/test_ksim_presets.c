@@ -14,6 +14,8 @@
 #include <cmocka.h>
 #include <vqsched/vqsched.h>
 
+#include "skip.h"
+
 enum { C413_B1, C413_B64, FIXED_B1, FIXED_B64, ADAPTIVE };
 enum { TASK, KTHREAD, AUTO };
 
@@ -80,7 +82,7 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
 	int a = -1, b = -1;
 	if (!two_cpus(&a, &b))
-		skip();
+		vqs_test_skip();
 	struct vqs_ksim_seed2023_opts o;
 	vqs_ksim_seed2023_opts_init(&o, true);
 	o.vcpu_cpu = a;
@@ -139,5 +141,5 @@ int main(void)
 		cmocka_unit_test(test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing),
 		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_vcpu_pin),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

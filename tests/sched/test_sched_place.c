@@ -19,6 +19,7 @@
 
 #include "proc_count.h"
 #include "scale.h"
+#include "skip.h"
 #include "traffic.h"
 
 #define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX))
@@ -77,7 +78,7 @@ static struct vqs_sched *create_pinned(struct vqs_sched_opts *o)
 static void need_two_cpus(void)
 {
 	if (!CPU_ISSET(0, &process_mask) || !CPU_ISSET(1, &process_mask))
-		skip();
+		vqs_test_skip();
 }
 
 static void opts(struct vqs_sched_opts *o, enum vqs_policy p, enum vqs_placement pl, unsigned n)
@@ -315,5 +316,5 @@ int main(void)
 		cmocka_unit_test(test_names_parse_round_trip),
 		cmocka_unit_test(test_create_rejects_bad_options),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -2,12 +2,13 @@
 # started (and only those) killed on exit, waiting helpers, and DPDK's testpmd with the options
 # that work on this machine (../../../../shared/INTEROP.md: no hugepages, no PCI, own file prefix).
 #
-#   interop_init NAME        -> $WORK (mktemp -d), $VQS_BUILD_DIR checked, trap set
+#   interop_init NAME        -> $WORK (mktemp -d), $SWITCH and $BLK checked, trap set
 #   interop_skip MSG         -> exit 77 (the peer truly cannot run here)
 #   spawn LOG cmd...         -> runs cmd in the background, $! remembered, echo its pid
 #   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
 #   wait_for CMD SECONDS     -> poll a shell condition
 #   testpmd NAME LOG args... -> spawns dpdk-testpmd with a unique --file-prefix; NAME tags it
+#   build_vu_peer            -> $WORK/vu_peer, the library's frontend checking returned frames
 
 INTEROP_PIDS=()
 
@@ -28,7 +29,11 @@ interop_init() {
   VQS_BUILD_DIR=${VQS_BUILD_DIR:-build/test-plain}
   case $VQS_BUILD_DIR in /*) ;; *) VQS_BUILD_DIR=$PWD/$VQS_BUILD_DIR ;; esac
   SWITCH=$VQS_BUILD_DIR/examples/vqs-switch/vqs-switch
-  [ -x "$SWITCH" ] || { echo "$INTEROP_NAME: $SWITCH not built (set VQS_BUILD_DIR)" >&2; exit 1; }
+  BLK=$VQS_BUILD_DIR/examples/vqs-blk/vqs-blk
+  local p
+  for p in "$SWITCH" "$BLK"; do
+    [ -x "$p" ] || { echo "$INTEROP_NAME: $p not built (set VQS_BUILD_DIR)" >&2; exit 1; }
+  done
   WORK=$(mktemp -d "/tmp/vqs-$INTEROP_NAME.XXXXXX")
   trap interop_cleanup EXIT
   trap 'exit 130' INT TERM
@@ -77,6 +82,13 @@ wait_for() { # wait_for 'shell condition' SECONDS
 need_peer_packages() { # install the peer; exit 77 only when that is impossible
   bash "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/deps.sh" "$@" ||
     interop_skip "cannot install $*"
+}
+
+build_vu_peer() {
+  local libdir
+  libdir=$(dirname "$(find "$VQS_BUILD_DIR" -maxdepth 1 -name 'libvqsched.so' | head -1)")
+  cc -std=gnu11 -O2 -Wall -Iinclude -I"$VQS_BUILD_DIR/include" tests/interop/vu_peer.c \
+    -L"$libdir" -lvqsched -Wl,-rpath,"$libdir" -o "$WORK/vu_peer" || fail "cannot build vu_peer"
 }
 
 TESTPMD_N=0

@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: MIT */
+#include "skip.h"
+
+bool vqs_test_skipped;
