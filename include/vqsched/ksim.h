@@ -18,7 +18,7 @@
  * Running a reproduction (what vqs-bench's presets seed-2017 / seed-2023 do):
  *
  *	struct vqs_ksim_seed2017_opts o;
- *	vqs_ksim_seed2017_opts_init(&o, true);          // quick: a few seconds in all
+ *	vqs_ksim_seed2017_opts_init(&o, true);          // quick: about ten seconds in all
  *	vqs_ksim_costs_parse(&o.costs, "recv=6000");    // optional: change the model's costs
  *	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
  *	if (!vqs_ksim_seed2017_run(&o, &r))
@@ -199,7 +199,8 @@ struct vqs_ksim_cell {
 	int err;                 /* 0, or -errno when the cell could not run (other fields 0) */
 	double rate;             /* seed-2017 and STREAM: goodput Mbit/s; RR: transactions/s */
 	uint64_t delivered;      /* packets (or transactions) that reached the application */
-	uint64_t drops_batch;    /* taken from the tun ring, then dropped for lack of RX buffers */
+	uint64_t drops_batch;    /* 4.13: taken from the tun ring, then lost (leaked) at an
+				  * exhausted RX ring */
 	uint64_t drops_ring;     /* tun ring full at produce (tun_net_xmit drop) */
 	uint64_t retransmits;    /* TCP-like resends after drops (whole run, warm-up included) */
 	uint64_t timeouts;       /* of the recoveries, retransmission timeouts (whole run) */
@@ -252,8 +253,10 @@ struct vqs_ksim_seed2017_result {
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	struct vqs_ksim_cell cell[VQS_KSIM_SEED2017_ROWS][VQS_KSIM_SEED2017_COLS];
 	/* Verdicts, computed from the cells: */
-	bool drops_413_only;    /* the 4.13 variant dropped packets; fixed and vqsched dropped none */
-	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path) with drops */
+	bool drops_413_only;    /* the 4.13 variant lost packets; fixed and vqsched lost none */
+	/* The throughput verdicts compare cells by the median over repeats of their per-repeat
+	 * ratio, against VQS_KSIM_VERDICT_MARGIN. */
+	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path), with loss */
 	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1 */
 	bool adaptive_no_loss;  /* vqsched adaptive: no drops, and not below the best kernel column
 				 * by more than the margin at 1 and at the most streams */
