@@ -110,9 +110,16 @@ static int alloc_results(struct report *rep, unsigned n)
 	return rep->results ? 0 : -ENOMEM;
 }
 
-/* Which of two names `arg` is: 0 for NULL or the first (the default), 1 for the second. */
-static int pick(const char *flag, const char *arg, const char *first, const char *second)
+/* Which of two names `arg` of `flag` is: 0 for NULL or the first (the default), 1 for the
+ * second; -EINVAL for anything else, or when the other preset's flag was given. */
+static int pick(const char *flag, const char *arg, const char *first, const char *second,
+		const char *other_flag, const char *other_arg)
 {
+	if (other_arg) {
+		fprintf(stderr, "vqs-bench: %s is not for this preset (it has %s)\n", other_flag,
+			flag);
+		return -EINVAL;
+	}
 	if (!arg || !strcmp(arg, first))
 		return 0;
 	if (!strcmp(arg, second))
@@ -167,12 +174,9 @@ int preset_seed2017_run(const struct opts *o, struct report *rep)
 	static const unsigned variant_col[2] = {VQS_KSIM_SEED2017_413_B64,
 						VQS_KSIM_SEED2017_FIXED_B1};
 	static const char *const variant_name[2] = {"4.13", "4.12"};
-	int variant = pick("--variant", o->variant, "4.13", "4.12");
-	if (variant < 0 || o->worker) {
-		if (o->worker)
-			fprintf(stderr, "vqs-bench: seed-2017 has --variant, not --worker\n");
-		return -EINVAL;
-	}
+	int variant = pick("--variant", o->variant, "4.13", "4.12", "--worker", o->worker);
+	if (variant < 0)
+		return variant;
 	struct vqs_ksim_seed2017_opts ko;
 	vqs_ksim_seed2017_opts_init(&ko, o->quick);
 	set_host(o, &ko.costs);
@@ -227,12 +231,9 @@ int preset_seed2023_run(const struct opts *o, struct report *rep)
 {
 	static const unsigned worker_col[2] = {VQS_KSIM_SEED2023_TASK, VQS_KSIM_SEED2023_KTHREAD};
 	static const char *const worker_name[2] = {"task", "kthread"};
-	int worker = pick("--worker", o->worker, "task", "kthread");
-	if (worker < 0 || o->variant) {
-		if (o->variant)
-			fprintf(stderr, "vqs-bench: seed-2023 has --worker, not --variant\n");
-		return -EINVAL;
-	}
+	int worker = pick("--worker", o->worker, "task", "kthread", "--variant", o->variant);
+	if (worker < 0)
+		return worker;
 	struct vqs_ksim_seed2023_opts ko;
 	vqs_ksim_seed2023_opts_init(&ko, o->quick);
 	set_host(o, &ko.costs);

@@ -173,11 +173,13 @@ struct vqs_ksim_costs {
  * of wake_ns = 3 us). Threads: any. */
 enum vqs_ksim_host { VQS_KSIM_HOST_THIS_VM = 0, VQS_KSIM_HOST_BARE_METAL = 1 };
 VQS_API void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host);
-/* Set only what the host decides (wait, wake_ns), keeping a scenario's other costs. Threads: any. */
+/* Set only what the host decides (wait, wake_ns), keeping a scenario's other costs.
+ * Threads: any. */
 VQS_API void vqs_ksim_costs_set_host(struct vqs_ksim_costs *c, enum vqs_ksim_host host);
 /*
  * Override costs from "key=value[,key=value...]": send, recv, exit, wake, lock, vhost (ns);
- * bytes; busyloop, recovery, rto, leak (us); haltpoll (ns); wait=block|spin. -EINVAL on an unknown key or a
+ * bytes; busyloop, recovery, rto, leak (us); haltpoll (ns); wait=block|spin. -EINVAL on an
+ * unknown key or a
  * bad value (c is then partly updated). Threads: any.
  */
 VQS_API int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec);

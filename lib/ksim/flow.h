@@ -7,7 +7,8 @@
  * window slots are freed) and halves cwnd (one halving per recovery). When a retransmission is
  * lost again, or when the loss leaves the sender nothing to detect it by (a packet leaked on the
  * host, never freed: ksim_flow_lost's `hang`), fast recovery cannot repair it: the stall lasts
- * rto_us (a retransmission timeout) and cwnd restarts from 2. Slow start to rwnd, then +1/cwnd per ack. So drops cost throughput as they do TCP.
+ * rto_us (a retransmission timeout) and cwnd restarts from 2. Slow start (to half the window
+ * before the loss, or rwnd), then +1/cwnd per ack. So drops cost throughput as they do TCP.
  */
 #ifndef VQS_KSIM_FLOW_H
 #define VQS_KSIM_FLOW_H
