@@ -179,8 +179,7 @@ VQS_API void vqs_ksim_costs_set_host(struct vqs_ksim_costs *c, enum vqs_ksim_hos
 /*
  * Override costs from "key=value[,key=value...]": send, recv, exit, wake, lock, vhost (ns);
  * bytes; busyloop, recovery, rto, leak (us); haltpoll (ns); wait=block|spin. -EINVAL on an
- * unknown key or a
- * bad value (c is then partly updated). Threads: any.
+ * unknown key or a bad value (c is then partly updated). Threads: any.
  */
 VQS_API int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec);
 /* One line naming every cost, for reports. Threads: any. */
