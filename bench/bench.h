@@ -114,6 +114,20 @@ struct goal {
 };
 #define MAX_GOALS 8
 
+/*
+ * A figure a preset measures by itself (the ksim reproductions), one sample per repeat, for
+ * `compare` to test distributions with. Written as the JSON report's "figures".
+ */
+#define FIGURE_MAX_SAMPLES 32
+struct figure {
+	char name[64];
+	const char *unit;
+	bool higher_better;
+	double samples[FIGURE_MAX_SAMPLES];
+	unsigned n;
+};
+#define MAX_FIGURES 8
+
 struct report {
 	const char *preset;
 	bool quick;
@@ -123,6 +137,8 @@ struct report {
 	unsigned nresults;
 	struct goal goals[MAX_GOALS];
 	unsigned ngoals;
+	struct figure figures[MAX_FIGURES];
+	unsigned nfigures;
 	double elapsed_s;
 	double loadavg_start, loadavg_end; /* 1-minute load average of the machine, -1 unknown */
 };

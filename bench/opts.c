@@ -26,6 +26,10 @@ static const struct flag flags[] = {
 	{"--plot", "DIR", "write PNG charts (gnuplot) into DIR", K_STR, 3},
 	{"--repeat", "N", "repeats per point; figures are the median, with min/max", K_UINT, 0},
 	{"--no-floors", NULL, "skip measuring the floors (no ratios, goals n/a)", K_BOOL, 1},
+	{"--variant", "V", "seed-2017: 4.12|4.13, the RX path whose figures the JSON carries", K_STR, 4},
+	{"--worker", "W", "seed-2023: kthread|task, the worker mode whose figures the JSON carries",
+	 K_STR, 5},
+	{"--bare-metal", NULL, "seed presets: model a host with cheap wake-ups", K_BOOL, 3},
 	{"--workloads", "LIST", "stream,rr,sweep,idle", K_DIM, DIM_WORKLOADS},
 	{"--policies", "LIST", "dedicated,pool,poll,adaptive", K_DIM, DIM_POLICIES},
 	{"--streams", "LIST", "queues per point, e.g. 1,10,50", K_DIM, DIM_STREAMS},
@@ -174,15 +178,19 @@ int opts_parse(struct opts *o, int argc, char **argv)
 				o->quick = true;
 			else if (f->which == 1)
 				o->no_floors = true;
+			else if (f->which == 3)
+				o->bare_metal = true;
 			else {
 				opts_usage(stdout);
 				return 1;
 			}
 			break;
-		case K_STR:
-			*(f->which == 0 ? &o->preset : f->which == 1 ? &o->json : f->which == 2 ? &o->csv
-											: &o->plot) = arg;
+		case K_STR: {
+			const char **dst[] = {&o->preset, &o->json, &o->csv, &o->plot, &o->variant,
+					      &o->worker};
+			*dst[f->which] = arg;
 			break;
+		}
 		case K_UINT:
 			rc = parse_ll(arg, &v);
 			if (!rc && (v < 1 || v > 1000))

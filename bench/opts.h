@@ -23,6 +23,10 @@ struct opts {
 	const char *preset;
 	bool quick, no_floors;
 	const char *json, *csv, *plot;
+	/* ksim presets: the kernel column whose figures the report carries (seed-2017: 4.12|4.13,
+	 * seed-2023: kthread|task; NULL = the regressed one), and bare-metal model costs. */
+	const char *variant, *worker;
+	bool bare_metal;
 	unsigned repeat; /* 0 = preset default */
 	const char *dim[DIM__COUNT];
 	long long sc[SC__COUNT];

@@ -318,7 +318,21 @@ int output_json(const char *path, const struct report *rep)
 		json_run(f, &rep->results[i]);
 		fprintf(f, "%s\n", i + 1 < rep->nresults ? "," : "");
 	}
-	fprintf(f, "  ],\n  \"goals\": [");
+	fprintf(f, "  ],\n  \"figures\": [");
+	for (unsigned i = 0; i < rep->nfigures; i++) {
+		const struct figure *g = &rep->figures[i];
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		json_str(f, g->name);
+		fprintf(f, ", \"unit\": ");
+		json_str(f, g->unit);
+		fprintf(f, ", \"better\": \"%s\", \"samples\": [", g->higher_better ? "higher" : "lower");
+		for (unsigned k = 0; k < g->n; k++) {
+			fprintf(f, "%s", k ? ", " : "");
+			json_num(f, g->samples[k]);
+		}
+		fprintf(f, "]}");
+	}
+	fprintf(f, "\n  ],\n  \"goals\": [");
 	for (unsigned i = 0; i < rep->ngoals; i++) {
 		const struct goal *g = &rep->goals[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Presets seed-2017 and seed-2023: the two kernel-regression reproductions of vqsched's ksim
- * model (include/vqsched/ksim.h), run through the library and turned into report rows.
+ * model (include/vqsched/ksim.h), run through the library. They print ksim's own tables and
+ * verdicts (not the workload table: most of its columns mean nothing for the model).
  *
- * Each table cell becomes one result: the kernel-model columns as a `dedicated` worker (vhost's
- * one worker per device, sleeping on kicks) placed `float` (kthread mode) or `inherit` (task
- * mode), the vqsched columns with the policy and placement the model gave them. ops_per_s counts
- * packets (streams) or transactions (rr) per second, kicks_per_op the guest's kicks per packet;
+ * The report carries, for `compare`, the figures of one kernel column with one sample per
+ * repeat: seed-2017 the goodput at each stream count of --variant 4.13 (the batched RX path,
+ * default) or 4.12 (the fixed path with batch 1, what 4.12 ran); seed-2023 TCP_STREAM and TCP_RR
+ * of --worker task (default) or kthread. Two reports, one per variant, compare like two builds.
+ *
+ * Each table cell also becomes one report run: the kernel-model columns as a `dedicated` worker
+ * (vhost's one worker per device) placed `float` (kthread mode) or `inherit` (task mode), the
+ * vqsched columns with the policy and placement the model gave them. ops_per_s counts packets
+ * (streams) or transactions (rr) per second, kicks_per_op the guest's kicks per packet;
  * latencies and per-thread CPU are not measured by the model and stay 0. The key names the
  * variant and batch (seed-2017) or the worker mode (seed-2023), which no point field holds.
- * What the report rows cannot carry (drops, retransmits, timeouts, the CPUs the model got, the
- * verdicts) is printed on stdout: ksim's own table and verdicts, then one `ksim-run` line per
- * row with its key.
+ * What the runs cannot carry (drops, retransmits, timeouts, the CPUs the model got) is printed
+ * as one `ksim-run` line per run after ksim's tables.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -105,6 +110,47 @@ static int alloc_results(struct report *rep, unsigned n)
 	return rep->results ? 0 : -ENOMEM;
 }
 
+/* Which of two names `arg` of `flag` is: 0 for NULL or the first (the default), 1 for the
+ * second; -EINVAL for anything else, or when the other preset's flag was given. */
+static int pick(const char *flag, const char *arg, const char *first, const char *second,
+		const char *other_flag, const char *other_arg)
+{
+	if (other_arg) {
+		fprintf(stderr, "vqs-bench: %s is not for this preset (it has %s)\n", other_flag,
+			flag);
+		return -EINVAL;
+	}
+	if (!arg || !strcmp(arg, first))
+		return 0;
+	if (!strcmp(arg, second))
+		return 1;
+	fprintf(stderr, "vqs-bench: %s %s: expected %s or %s\n", flag, arg, first, second);
+	return -EINVAL;
+}
+
+/* One report figure from a cell's runs; printed with its samples. */
+static void add_figure(struct report *rep, const char *name, const char *unit,
+		       const struct vqs_ksim_cell *c)
+{
+	struct figure *g = &rep->figures[rep->nfigures++];
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->unit = unit;
+	g->higher_better = true;
+	g->n = c->err ? 0 : c->repeats;
+	printf("figure %s %s:", name, unit);
+	for (unsigned i = 0; i < g->n; i++) {
+		g->samples[i] = c->run_rate[i];
+		printf(" %.0f", g->samples[i]);
+	}
+	printf("\n");
+}
+
+static void set_host(const struct opts *o, struct vqs_ksim_costs *c)
+{
+	if (o->bare_metal)
+		vqs_ksim_costs_set_host(c, VQS_KSIM_HOST_BARE_METAL);
+}
+
 /* seed-2017 columns: 4.13 b1, 4.13 b64, fixed b1, fixed b64, vqsched adaptive. */
 static void seed2017_shape(unsigned col, unsigned streams, struct cell_shape *sh)
 {
@@ -124,8 +170,16 @@ static void seed2017_shape(unsigned col, unsigned streams, struct cell_shape *sh
 
 int preset_seed2017_run(const struct opts *o, struct report *rep)
 {
+	/* The 4.13 path with its batch, or what 4.12 ran: the fixed path one packet at a time. */
+	static const unsigned variant_col[2] = {VQS_KSIM_SEED2017_413_B64,
+						VQS_KSIM_SEED2017_FIXED_B1};
+	static const char *const variant_name[2] = {"4.13", "4.12"};
+	int variant = pick("--variant", o->variant, "4.13", "4.12", "--worker", o->worker);
+	if (variant < 0)
+		return variant;
 	struct vqs_ksim_seed2017_opts ko;
 	vqs_ksim_seed2017_opts_init(&ko, o->quick);
+	set_host(o, &ko.costs);
 	ko.repeats = repeats_for(o);
 	ko.cell_ms = cell_ms_for(o, ko.cell_ms);
 	struct vqs_ksim_seed2017_result kr = {.size = sizeof(kr)};
@@ -135,6 +189,14 @@ int preset_seed2017_run(const struct opts *o, struct report *rep)
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2017_ROWS * VQS_KSIM_SEED2017_COLS)))
 		return rc;
 	vqs_ksim_seed2017_print(stdout, &ko, &kr);
+	printf("figures of variant %s (column %s), one sample per repeat:\n", variant_name[variant],
+	       vqs_ksim_seed2017_col_name(variant_col[variant]));
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
+		char name[64];
+		snprintf(name, sizeof(name), "goodput-%u-stream%s", kr.streams[row],
+			 kr.streams[row] > 1 ? "s" : "");
+		add_figure(rep, name, "Mbit/s", &kr.cell[row][variant_col[variant]]);
+	}
 	struct cell_costs k = {.costs = &ko.costs, .cell_ms = ko.cell_ms,
 			       .payload = ko.costs.pkt_bytes};
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
@@ -167,8 +229,14 @@ static void seed2023_shape(unsigned row, unsigned col, struct cell_shape *sh)
 
 int preset_seed2023_run(const struct opts *o, struct report *rep)
 {
+	static const unsigned worker_col[2] = {VQS_KSIM_SEED2023_TASK, VQS_KSIM_SEED2023_KTHREAD};
+	static const char *const worker_name[2] = {"task", "kthread"};
+	int worker = pick("--worker", o->worker, "task", "kthread", "--variant", o->variant);
+	if (worker < 0)
+		return worker;
 	struct vqs_ksim_seed2023_opts ko;
 	vqs_ksim_seed2023_opts_init(&ko, o->quick);
+	set_host(o, &ko.costs);
 	ko.repeats = repeats_for(o);
 	ko.cell_ms = cell_ms_for(o, ko.cell_ms);
 	/* The owner and vCPU on the first CPU this process may use, the external host on the
@@ -184,6 +252,10 @@ int preset_seed2023_run(const struct opts *o, struct report *rep)
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS)))
 		return rc;
 	vqs_ksim_seed2023_print(stdout, &ko, &kr);
+	printf("figures of the %s-mode worker, one sample per repeat:\n", worker_name[worker]);
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
+		add_figure(rep, vqs_ksim_seed2023_row_name(row), row == 0 ? "Mbit/s" : "trans/s",
+			   &kr.cell[row][worker_col[worker]]);
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			struct cell_shape sh;

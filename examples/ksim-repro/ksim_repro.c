@@ -54,7 +54,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Each preset starts from its own costs; --bare-metal and --cost change them. */
-	const char *bare_costs = "wait=spin,wake=3000";
 	int status = 0;
 	if (!only || !strcmp(only, "2017")) {
 		struct vqs_ksim_seed2017_opts o;
@@ -62,8 +61,9 @@ int main(int argc, char **argv)
 		o.repeats = repeats;
 		if (window)
 			o.total_window = window;
-		if ((bare && vqs_ksim_costs_parse(&o.costs, bare_costs)) ||
-		    (cost && vqs_ksim_costs_parse(&o.costs, cost))) {
+		if (bare)
+			vqs_ksim_costs_set_host(&o.costs, VQS_KSIM_HOST_BARE_METAL);
+		if (cost && vqs_ksim_costs_parse(&o.costs, cost)) {
 			fprintf(stderr, "bad --cost '%s'\n", cost);
 			return 2;
 		}
@@ -83,8 +83,9 @@ int main(int argc, char **argv)
 		o.repeats = repeats;
 		if (window)
 			o.stream_window = window;
-		if ((bare && vqs_ksim_costs_parse(&o.costs, bare_costs)) ||
-		    (cost && vqs_ksim_costs_parse(&o.costs, cost))) {
+		if (bare)
+			vqs_ksim_costs_set_host(&o.costs, VQS_KSIM_HOST_BARE_METAL);
+		if (cost && vqs_ksim_costs_parse(&o.costs, cost)) {
 			fprintf(stderr, "bad --cost '%s'\n", cost);
 			return 2;
 		}

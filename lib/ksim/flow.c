@@ -17,6 +17,7 @@ void ksim_flow_init(struct ksim_flow *f, uint32_t rwnd, uint32_t recovery_us, ui
 	atomic_init(&f->delivered, 0);
 	atomic_init(&f->lost, 0);
 	atomic_init(&f->lost_retx, 0);
+	atomic_init(&f->lost_hang, 0);
 	atomic_init(&f->retx_lo, 0);
 	atomic_init(&f->retx_hi, 0);
 	f->sender = sender;
@@ -37,7 +38,8 @@ bool ksim_flow_can_send(struct ksim_flow *f, uint64_t now, uint64_t *wake_at)
 		if (!f->loss_t0)
 			f->loss_t0 = now ? now : 1;
 		uint64_t retx = atomic_load_explicit(&f->lost_retx, memory_order_relaxed);
-		bool timeout = retx > f->rto_seen;
+		uint64_t hang = atomic_load_explicit(&f->lost_hang, memory_order_relaxed);
+		bool timeout = retx > f->rto_seen || hang > f->hang_seen;
 		uint64_t due = f->loss_t0 + (timeout ? f->rto_ns : f->recovery_ns);
 		if (now < due) {
 			/* The hole holds the window's left edge: nothing new until it is repaired. */
@@ -50,9 +52,13 @@ bool ksim_flow_can_send(struct ksim_flow *f, uint64_t now, uint64_t *wake_at)
 		f->retransmits += n;
 		f->lost_seen = lost;
 		f->rto_seen = retx;
+		f->hang_seen = hang;
 		f->timeouts += timeout;
-		f->cwnd = timeout ? 2.0 : f->cwnd / 2 < 2.0 ? 2.0 : f->cwnd / 2;
-		f->ssthresh = f->cwnd < 2.0 ? 2.0 : f->cwnd;
+		/* Half the window is where slow start ends: after a timeout from 2 (RFC 5681's loss
+		 * window), after fast recovery right there. */
+		double half = f->cwnd / 2 < 2.0 ? 2.0 : f->cwnd / 2;
+		f->cwnd = timeout ? 2.0 : half;
+		f->ssthresh = half;
 		f->loss_t0 = 0;
 		/* The next n sends resend what was lost. */
 		atomic_store_explicit(&f->retx_lo, (uint32_t)f->sent, memory_order_relaxed);
@@ -70,8 +76,10 @@ void ksim_flow_delivered(struct ksim_flow *f)
 	ksim_unpark(f->sender);
 }
 
-void ksim_flow_lost(struct ksim_flow *f, uint32_t seq)
+void ksim_flow_lost(struct ksim_flow *f, uint32_t seq, bool hang)
 {
+	if (hang)
+		atomic_fetch_add_explicit(&f->lost_hang, 1, memory_order_relaxed);
 	uint32_t lo = atomic_load_explicit(&f->retx_lo, memory_order_relaxed);
 	uint32_t hi = atomic_load_explicit(&f->retx_hi, memory_order_relaxed);
 	if ((uint32_t)(seq - lo) < (uint32_t)(hi - lo))

@@ -5,8 +5,10 @@
  * modelled). A drop anywhere is reported to the stream, which then sends nothing new (the hole
  * holds the window's left edge) until loss_recovery_us later it retransmits (the lost packets'
  * window slots are freed) and halves cwnd (one halving per recovery). When a retransmission is
- * lost again, fast recovery cannot repair it: the stall lasts rto_us (a retransmission timeout)
- * and cwnd restarts from 2. Slow start to rwnd, then +1/cwnd per ack. So drops cost throughput as they do TCP.
+ * lost again, or when the loss leaves the sender nothing to detect it by (a packet leaked on the
+ * host, never freed: ksim_flow_lost's `hang`), fast recovery cannot repair it: the stall lasts
+ * rto_us (a retransmission timeout) and cwnd restarts from 2. Slow start (to half the window
+ * before the loss, or rwnd), then +1/cwnd per ack. So drops cost throughput as they do TCP.
  */
 #ifndef VQS_KSIM_FLOW_H
 #define VQS_KSIM_FLOW_H
@@ -20,12 +22,13 @@ struct ksim_flow {
 	double cwnd, ssthresh;
 	uint32_t rwnd;
 	uint64_t recovery_ns, rto_ns;
-	uint64_t rto_seen;
+	uint64_t rto_seen, hang_seen;
 	uint64_t timeouts;
 	/* shared */
 	_Atomic uint64_t delivered; /* receiver: packets that reached the application */
 	_Atomic uint64_t lost;      /* whoever dropped a packet of this stream */
 	_Atomic uint64_t lost_retx; /* of those, retransmissions */
+	_Atomic uint64_t lost_hang; /* of those, losses only a timeout repairs */
 	/* Sequence numbers [retx_lo, retx_hi) are retransmissions; the sender writes, droppers
 	 * read (a hint: a drop racing the update may count either way). */
 	_Atomic uint32_t retx_lo, retx_hi;
@@ -43,6 +46,7 @@ bool ksim_flow_can_send(struct ksim_flow *f, uint64_t now, uint64_t *wake_at);
 uint32_t ksim_flow_sent(struct ksim_flow *f);
 /* Receiver / dropper side. Threads: any. */
 void ksim_flow_delivered(struct ksim_flow *f);
-void ksim_flow_lost(struct ksim_flow *f, uint32_t seq);
+/* A packet of the stream was lost; `hang` when only a retransmission timeout can repair it. */
+void ksim_flow_lost(struct ksim_flow *f, uint32_t seq, bool hang);
 
 #endif

@@ -138,14 +138,24 @@ static uint32_t iov_write(const struct iovec *iov, unsigned n, const void *hdr, 
 	return done;
 }
 
-void ksim_net_drop(struct ksim_world *w, struct ksim_skb *skb, _Atomic uint64_t *counter)
+static void lose(struct ksim_world *w, struct ksim_skb *skb, _Atomic uint64_t *counter, bool hang)
 {
 	atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
 	struct ksim_pkt_tag tag;
 	ksim_pkt_tag(skb->data, &tag);
 	if (tag.kind == KSIM_PKT_DATA && tag.flow < w->nflows)
-		ksim_flow_lost(&w->flows[tag.flow], tag.seq);
+		ksim_flow_lost(&w->flows[tag.flow], tag.seq, hang);
 	ksim_skb_free(skb);
+}
+
+void ksim_net_drop(struct ksim_world *w, struct ksim_skb *skb, _Atomic uint64_t *counter)
+{
+	lose(w, skb, counter, false);
+}
+
+void ksim_net_leak(struct ksim_world *w, struct ksim_skb *skb)
+{
+	lose(w, skb, &w->drops_batch, true);
 }
 
 void ksim_net_xmit(struct ksim_nic *n, const struct vqs_elem *e)

@@ -56,6 +56,9 @@ void ksim_net_xmit(struct ksim_nic *n, const struct vqs_elem *e);
 uint32_t ksim_net_receive(struct ksim_nic *n, struct ksim_skb *skb, const struct vqs_elem *e);
 /* Drop a packet taken from a ring: count it, tell its stream. */
 void ksim_net_drop(struct ksim_world *w, struct ksim_skb *skb, _Atomic uint64_t *counter);
+/* Lose a packet the way 4.13's handle_rx leaked one (drops_batch): its stream learns of it only
+ * by a retransmission timeout. */
+void ksim_net_leak(struct ksim_world *w, struct ksim_skb *skb);
 /* Interrupt the guest when the ring says so. */
 void ksim_net_signal(struct ksim_nic *n, unsigned q);
 

@@ -19,6 +19,12 @@ void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host)
 	c->pkt_bytes = 1500;
 	c->loss_recovery_us = 500;
 	c->rto_us = 200000;
+	c->leak_gap_us = 500000;
+	vqs_ksim_costs_set_host(c, host);
+}
+
+void vqs_ksim_costs_set_host(struct vqs_ksim_costs *c, enum vqs_ksim_host host)
+{
 	c->wait = host == VQS_KSIM_HOST_BARE_METAL ? VQS_KSIM_WAIT_SPIN : VQS_KSIM_WAIT_BLOCK;
 	c->wake_ns = host == VQS_KSIM_HOST_BARE_METAL ? 3000 : 0;
 }
@@ -36,9 +42,10 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 		repeats = 1;
 	size_t ncells = (size_t)rows * cols;
 	struct vqs_ksim_cell *runs = calloc(ncells * repeats, sizeof(*runs));
+	double *runs_rate = calloc(ncells * repeats, sizeof(*runs_rate)); /* -1: the run failed */
 	unsigned *ok = calloc(ncells, sizeof(*ok));
 	memset(cells, 0, ncells * sizeof(*cells));
-	if (!runs || !ok) {
+	if (!runs || !runs_rate || !ok) {
 		for (size_t i = 0; i < ncells; i++)
 			cells[i].err = -ENOMEM;
 		goto out;
@@ -48,6 +55,7 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 		for (size_t i = 0; i < ncells; i++) {
 			struct vqs_ksim_cell c = {0};
 			c.err = fn(opts, (unsigned)(i / cols), (unsigned)(i % cols), &c);
+			runs_rate[i * repeats + rep] = c.err ? -1 : c.rate;
 			if (c.err)
 				cells[i].err = c.err;
 			else
@@ -62,8 +70,13 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 		cells[i].err = err;
 		cells[i].repeats = ok[i];
 	}
+	for (size_t i = 0; i < ncells; i++)
+		for (unsigned k = 0, rep = 0; rep < repeats; rep++)
+			if (runs_rate[i * repeats + rep] >= 0)
+				cells[i].run_rate[k++] = runs_rate[i * repeats + rep];
 out:
 	free(ok);
+	free(runs_rate);
 	free(runs);
 }
 
@@ -108,10 +121,11 @@ void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c)
 	fprintf(f,
 		"model costs: send %u ns/pkt, recv %u ns/pkt, exit %u ns/kick, wake +%u ns (%s "
 		"waits), tun lock %u ns/round, vhost %u ns/pkt, %u B payload, busyloop %u us, "
-		"loss recovery %u us, rto %u us, halt poll %u ns\n",
+		"loss recovery %u us, rto %u us, halt poll %u ns, 4.13 leak gap %u us\n",
 		c->send_pkt_ns, c->recv_pkt_ns, c->exit_ns, c->wake_ns,
 		c->wait == VQS_KSIM_WAIT_SPIN ? "spinning" : "blocking", c->ring_lock_ns,
-		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->rto_us, c->halt_poll_ns);
+		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->rto_us, c->halt_poll_ns,
+		c->leak_gap_us);
 }
 
 struct cost_key {
@@ -132,6 +146,7 @@ static const struct cost_key cost_keys[] = {
 	{"recovery", offsetof(struct vqs_ksim_costs, loss_recovery_us), 10000000},
 	{"rto", offsetof(struct vqs_ksim_costs, rto_us), 10000000},
 	{"haltpoll", offsetof(struct vqs_ksim_costs, halt_poll_ns), 100000000},
+	{"leak", offsetof(struct vqs_ksim_costs, leak_gap_us), 100000000},
 };
 
 static int cost_set(struct vqs_ksim_costs *c, const char *key, size_t klen, const char *val)
@@ -181,6 +196,36 @@ int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec)
 
 double ksim_ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+double ksim_median(double *v, unsigned n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double ksim_paired_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *const *b,
+			 unsigned nb)
+{
+	double r[VQS_KSIM_MAX_REPEATS];
+	unsigned n = a->repeats;
+	for (unsigned k = 0; k < nb; k++)
+		n = b[k]->repeats < n ? b[k]->repeats : n;
+	for (unsigned i = 0; i < n; i++) {
+		double best = 0;
+		for (unsigned k = 0; k < nb; k++)
+			best = b[k]->run_rate[i] > best ? b[k]->run_rate[i] : best;
+		r[i] = ksim_ratio(a->run_rate[i], best);
+	}
+	return ksim_median(r, n);
+}
+
 void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -196,4 +241,15 @@ void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len)
 					off ? "," : "", c, e);
 		c = e;
 	}
+}
+
+double ksim_cell_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b)
+{
+	return ksim_paired_ratio(a, &b, 1);
+}
+
+int ksim_cpus_usable(void)
+{
+	cpu_set_t mine;
+	return sched_getaffinity(0, sizeof(mine), &mine) ? 1 : CPU_COUNT(&mine);
 }

@@ -10,9 +10,9 @@
 typedef int (*ksim_cell_fn)(const void *opts, unsigned row, unsigned col,
 			    struct vqs_ksim_cell *out);
 /*
- * Run every cell of a rows x cols table `repeats` times (at least once), whole table per repeat,
- * and store in cells[row * cols + col] the run with the median rate; err is the last failure
- * (the figures come from the runs that worked).
+ * Run every cell of a rows x cols table `repeats` times (1..VQS_KSIM_MAX_REPEATS), whole table per
+ * repeat, and store in cells[row * cols + col] the run with the median rate, with every run's rate
+ * in run_rate; err is the last failure (the figures come from the runs that worked).
  */
 void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned cols,
 		    unsigned repeats, struct vqs_ksim_cell *cells);
@@ -30,6 +30,19 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out);
 
 double ksim_ratio(double a, double b);
+/* Median of v[0..n) (sorts v); 0 when n is 0. */
+double ksim_median(double *v, unsigned n);
+/*
+ * How a compares with the best of the cells b[0..nb), repeat by repeat: the median over repeats
+ * of a's rate over the best of b's rates in the same repeat (0 when a cell has no run). Pairing
+ * runs measured seconds apart keeps a burst of load from elsewhere from deciding a verdict.
+ */
+double ksim_paired_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *const *b,
+			 unsigned nb);
+/* ksim_paired_ratio against one cell. */
+double ksim_cell_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b);
+/* CPUs this process may run on. */
+int ksim_cpus_usable(void);
 /* A CPU mask in list form ("0", "0-1", "0,2"), truncated to len. */
 void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len);
 

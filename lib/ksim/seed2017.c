@@ -16,7 +16,13 @@
 #include "ksim/sched_net.h"
 #include "ksim/vhost_net.h"
 
-enum { COL_413_B1, COL_413_B64, COL_FIXED_B1, COL_FIXED_B64, COL_ADAPTIVE };
+enum {
+	COL_413_B1 = VQS_KSIM_SEED2017_413_B1,
+	COL_413_B64 = VQS_KSIM_SEED2017_413_B64,
+	COL_FIXED_B1 = VQS_KSIM_SEED2017_FIXED_B1,
+	COL_FIXED_B64 = VQS_KSIM_SEED2017_FIXED_B64,
+	COL_ADAPTIVE = VQS_KSIM_SEED2017_ADAPTIVE
+};
 
 static const char *const col_names[VQS_KSIM_SEED2017_COLS] = {
 	"4.13 b1", "4.13 b64", "fixed b1", "fixed b64", "vqsched adaptive"};
@@ -35,7 +41,7 @@ void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick)
 	 * per packet) and a contended tun ring lock (the report's host ran 4 guests). */
 	o->costs.recv_pkt_ns = 4000;
 	o->costs.ring_lock_ns = 1000;
-	o->cell_ms = quick ? 150 : 1000;
+	o->cell_ms = quick ? 400 : 1000;
 	o->repeats = 1;
 	o->streams[0] = 1;
 	o->streams[1] = 10;
@@ -135,13 +141,19 @@ out:
 
 static bool is_loss(const struct vqs_ksim_cell *c) { return c->drops_batch || c->drops_ring; }
 
-/* The best kernel-model column of a row: what adaptive is held against. */
-static double best_kernel(const struct vqs_ksim_cell *row)
+/* Column a against column b of a row, repeat by repeat. */
+static double col_ratio(const struct vqs_ksim_cell *row, unsigned a, unsigned b)
 {
-	double best = 0;
+	return ksim_cell_ratio(&row[a], &row[b]);
+}
+
+/* vqsched adaptive against the best kernel-model column of each repeat. */
+static double adaptive_ratio(const struct vqs_ksim_cell *row)
+{
+	const struct vqs_ksim_cell *kernel[COL_ADAPTIVE];
 	for (unsigned col = 0; col < COL_ADAPTIVE; col++)
-		best = row[col].rate > best ? row[col].rate : best;
-	return best;
+		kernel[col] = &row[col];
+	return ksim_paired_ratio(&row[COL_ADAPTIVE], kernel, COL_ADAPTIVE);
 }
 
 static void verdicts(struct vqs_ksim_seed2017_result *r)
@@ -149,17 +161,16 @@ static void verdicts(struct vqs_ksim_seed2017_result *r)
 	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
 	const struct vqs_ksim_cell *light = r->cell[0], *heavy = r->cell[last];
 	r->light_load_loss = (light[COL_413_B64].drops_batch || light[COL_413_B64].retransmits) &&
-			     ksim_ratio(light[COL_413_B64].rate, light[COL_FIXED_B1].rate) <
-				     1 - VQS_KSIM_VERDICT_MARGIN;
-	r->heavy_load_gain = ksim_ratio(heavy[COL_413_B64].rate, heavy[COL_FIXED_B1].rate) >
+			     col_ratio(light, COL_413_B64, COL_FIXED_B1) < 1 - VQS_KSIM_VERDICT_MARGIN;
+	r->heavy_load_gain = col_ratio(heavy, COL_413_B64, COL_FIXED_B1) >
 			     1 + VQS_KSIM_VERDICT_MARGIN;
 	uint64_t drops_413 = 0;
 	bool others_clean = true;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
 			const struct vqs_ksim_cell *c = &r->cell[row][col];
-			if (col <= COL_413_B64)
-				drops_413 += c->drops_batch;
+			if (col <= COL_413_B64) /* a leak may fall in the warm-up: count its resend */
+				drops_413 += c->drops_batch + c->retransmits;
 			else
 				others_clean &= !c->err && !is_loss(c);
 		}
@@ -169,17 +180,24 @@ static void verdicts(struct vqs_ksim_seed2017_result *r)
 		const struct vqs_ksim_cell *c = r->cell[row];
 		ok &= !c[COL_ADAPTIVE].err && !is_loss(&c[COL_ADAPTIVE]);
 		if (row == 0 || row == last)
-			ok &= ksim_ratio(c[COL_ADAPTIVE].rate, best_kernel(c)) >=
-			      1 - VQS_KSIM_VERDICT_MARGIN;
+			ok &= adaptive_ratio(c) >= 1 - VQS_KSIM_VERDICT_MARGIN;
 	}
 	r->adaptive_no_loss = ok;
 }
+
+/* Guest A's vCPU, A's and B's vhost workers, guest B's vCPU. */
+#define BUSY_THREADS 4
+
+static const char *const spin_why =
+	" - not expected here: spinning waits (bare-metal costs) need a CPU per busy modelled "
+	"thread (4), the time a batch saves goes to spinning";
 
 int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 			  struct vqs_ksim_seed2017_result *r)
 {
 	if (!o || !r || o->size != sizeof(*o) || r->size != sizeof(*r) || !o->cell_ms ||
-	    o->costs.size != sizeof(o->costs) || !o->total_window)
+	    o->costs.size != sizeof(o->costs) || !o->total_window ||
+	    o->repeats > VQS_KSIM_MAX_REPEATS)
 		return -EINVAL;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		if (!o->streams[row] || o->streams[row] > UINT16_MAX)
@@ -191,6 +209,8 @@ int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 	ksim_table_run(run_cell, o, VQS_KSIM_SEED2017_ROWS, VQS_KSIM_SEED2017_COLS, o->repeats,
 		       &r->cell[0][0]);
 	verdicts(r);
+	r->throughput_expected =
+		o->costs.wait != VQS_KSIM_WAIT_SPIN || ksim_cpus_usable() >= BUSY_THREADS;
 	return 0;
 }
 
@@ -244,17 +264,17 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		"verdict: light-load loss (%u stream, 4.13 b64 vs fixed b1 = the 4.12 path): %s "
 		"(%.2fx, %llu batch drops, %llu retransmits)\n",
 		r->streams[0], r->light_load_loss ? "REPRODUCED" : "not reproduced",
-		ksim_ratio(light[COL_413_B64].rate, light[COL_FIXED_B1].rate),
+		col_ratio(light, COL_413_B64, COL_FIXED_B1),
 		(unsigned long long)light[COL_413_B64].drops_batch,
 		(unsigned long long)light[COL_413_B64].retransmits);
-	fprintf(f, "verdict: heavy-load batching gain (%u streams, 4.13 b64 vs fixed b1): %s (%.2fx)\n",
+	const char *why = r->throughput_expected ? "" : spin_why;
+	fprintf(f, "verdict: heavy-load batching gain (%u streams, 4.13 b64 vs fixed b1): %s (%.2fx)%s\n",
 		r->streams[last], r->heavy_load_gain ? "REPRODUCED" : "not reproduced",
-		ksim_ratio(heavy[COL_413_B64].rate, heavy[COL_FIXED_B1].rate));
+		col_ratio(heavy, COL_413_B64, COL_FIXED_B1), why);
 	fprintf(f,
 		"verdict: vqsched adaptive loses nothing (no drops; within %.0f%% of the best kernel "
-		"column at %u and %u streams: %.2fx, %.2fx): %s\n",
+		"column at %u and %u streams: %.2fx, %.2fx): %s%s\n",
 		VQS_KSIM_VERDICT_MARGIN * 100, r->streams[0], r->streams[last],
-		ksim_ratio(light[COL_ADAPTIVE].rate, best_kernel(light)),
-		ksim_ratio(heavy[COL_ADAPTIVE].rate, best_kernel(heavy)),
-		r->adaptive_no_loss ? "YES" : "NO");
+		adaptive_ratio(light), adaptive_ratio(heavy),
+		r->adaptive_no_loss ? "YES" : "NO", why);
 }

@@ -4,11 +4,19 @@
 #include <errno.h>
 #include <stdlib.h>
 
+/* vhost_net_buf (4.13): packets taken out of the tun ring in one round, not yet placed. */
+struct rx_batch {
+	struct ksim_skb *skb[VQS_KSIM_NET_BATCH];
+	unsigned head, tail;
+};
+
 struct ksim_vnet {
 	struct ksim_nic *nic;
 	struct vqs_ksim_dev *dev;
 	struct ksim_vnet_cfg cfg;
 	struct vqs_ksim_work tx_work, rx_work;
+	struct rx_batch rxq; /* RX_413 only; the worker's */
+	uint64_t last_leak_ns; /* RX_413: when the last packet leaked */
 };
 
 #define IOV_PER_ELEM 4
@@ -97,34 +105,48 @@ static bool rx_wait_for_packets(struct ksim_vnet *v)
 }
 
 /*
- * One round of the 4.13 variant: take a batch out of the tun ring, then look for a buffer for
- * each packet; packets that find none are dropped. Returns packets placed, or -1 to stop.
+ * One round of the 4.13 variant (c67df11f): refill the private batch from the tun ring when it is
+ * empty (vhost_net_buf_produce, one lock round for up to `batch` packets), then place its packets
+ * one by one. When the RX ring runs dry, the batch stays private for the next run
+ * (vhost_net_buf_peek finds it). What 4.13 lost is the skb leak that "vhost: fix skb leak in
+ * handle_rx()" closed: hit when the guest drains its ring slower than vhost fills it, one skb at a
+ * time, on a path the guest reaches now and then, not at every exhausted ring. The model leaks
+ * the packet in hand at an exhausted ring at most once per leak_gap_us; its stream sees no
+ * duplicate acks for it and waits for a retransmission timeout. Returns packets placed, or -1
+ * to stop.
  */
 static int rx_round_413(struct ksim_vnet *v, uint64_t *bytes)
 {
 	struct ksim_nic *n = v->nic;
 	struct vqs_vq *vq = n->vq[KSIM_RXQ];
-	struct ksim_skb *skbs[VQS_KSIM_NET_BATCH];
-	unsigned got = ksim_tun_consume(&n->rx_tun, skbs, v->cfg.batch);
-	if (!got)
-		return rx_wait_for_packets(v) ? -1 : 0;
-	unsigned i = 0;
-	while (i < got) {
+	struct rx_batch *b = &v->rxq;
+	if (b->head == b->tail) {
+		b->head = 0;
+		b->tail = ksim_tun_consume(&n->rx_tun, b->skb, v->cfg.batch);
+		if (!b->tail)
+			return rx_wait_for_packets(v) ? -1 : 0;
+	}
+	int placed = 0;
+	while (b->head < b->tail) {
 		struct iovec iov[IOV_PER_ELEM];
 		struct vqs_elem e = {.iov = iov, .iov_cap = IOV_PER_ELEM};
 		int rc = vqs_vq_pop(vq, &e);
 		if (rc == -EAGAIN && !rx_wait_for_buffers(vq))
 			continue;
 		if (rc) {
-			for (; i < got; i++)
-				ksim_net_drop(n->world, skbs[i], &n->world->drops_batch);
+			uint64_t now = vqs_now_ns();
+			if (now - v->last_leak_ns >= n->world->costs.leak_gap_us * 1000ull) {
+				v->last_leak_ns = now;
+				ksim_net_leak(n->world, b->skb[b->head++]);
+			}
 			return -1;
 		}
-		uint32_t written = ksim_net_receive(n, skbs[i++], &e);
+		uint32_t written = ksim_net_receive(n, b->skb[b->head++], &e);
 		vqs_vq_fill(vq, &e, written);
 		*bytes += written;
+		placed++;
 	}
-	return (int)got;
+	return placed;
 }
 
 /* One round of the fixed variant: buffers first, then only as many packets as buffers. */
@@ -225,6 +247,8 @@ void ksim_vnet_stop(struct ksim_nic *n)
 	if (!v)
 		return;
 	vqs_ksim_dev_destroy(v->dev);
+	while (v->rxq.head < v->rxq.tail)
+		ksim_skb_free(v->rxq.skb[v->rxq.head++]);
 	free(v);
 	n->backend = NULL;
 }

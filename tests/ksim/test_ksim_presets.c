@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Short runs of both reproductions, asserting mechanisms only (the machine is shared and noisy):
- * what the 4.13 variant drops and the fixed variant and vqsched do not, and the task-mode worker
- * carrying the vCPU's pin while kthread and auto workers do not. No speed is asserted.
+ * Short runs of both reproductions. Mechanisms: the 4.13 variant keeps its batch and loses a
+ * packet only now and then (no stall), the fixed variant and vqsched lose nothing, the task-mode
+ * worker carries the vCPU's pin. Effects, as directions with a margin on the median of paired
+ * repeats (the verdicts' own statistic, with half their margin): a single stream loses on 4.13,
+ * many streams gain from its batching, a task-mode worker loses TCP_STREAM and TCP_RR. The
+ * wall-clock timers (retransmission timeout, leak gap) are scaled down 4x so that 400 ms cells
+ * hold several of them, and the runs fit a CI budget.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,8 +20,17 @@
 
 #include "skip.h"
 
-enum { C413_B1, C413_B64, FIXED_B1, FIXED_B64, ADAPTIVE };
-enum { TASK, KTHREAD, AUTO };
+enum {
+	C413_B1 = VQS_KSIM_SEED2017_413_B1, C413_B64 = VQS_KSIM_SEED2017_413_B64,
+	FIXED_B1 = VQS_KSIM_SEED2017_FIXED_B1, FIXED_B64 = VQS_KSIM_SEED2017_FIXED_B64,
+	ADAPTIVE = VQS_KSIM_SEED2017_ADAPTIVE
+};
+enum { TASK = VQS_KSIM_SEED2023_TASK, KTHREAD = VQS_KSIM_SEED2023_KTHREAD,
+       AUTO = VQS_KSIM_SEED2023_AUTO };
+enum { STREAM = VQS_KSIM_SEED2023_STREAM, RR = VQS_KSIM_SEED2023_RR };
+
+/* Half the verdicts' margin: the tests check directions, the presets the size. */
+#define MARGIN (VQS_KSIM_VERDICT_MARGIN / 2)
 
 static bool lossless(const struct vqs_ksim_cell *c)
 {
@@ -25,28 +38,90 @@ static bool lossless(const struct vqs_ksim_cell *c)
 	       c->delivered;
 }
 
-static void test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing(void **state)
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median over repeats of a's rate over b's in the same repeat. */
+static double paired(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b)
+{
+	double r[VQS_KSIM_MAX_REPEATS];
+	unsigned n = a->repeats < b->repeats ? a->repeats : b->repeats;
+	assert_true(n > 0);
+	for (unsigned i = 0; i < n; i++)
+		r[i] = b->run_rate[i] > 0 ? a->run_rate[i] / b->run_rate[i] : 0;
+	qsort(r, n, sizeof(*r), cmp_double);
+	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
+/*
+ * Whether the model got the machine: a CPU's worth in a cell that never stalls. With less, other
+ * programs decide throughput (on a 2-CPU machine shared by builds it got 0.3): the effects are
+ * then not judged, and the test says so.
+ */
+static bool got_cpus(const struct vqs_ksim_cell *c)
+{
+	if (c->cpus_used >= 1.0)
+		return true;
+	printf("the model got %.2f CPUs: other load decides throughput, effects not judged\n",
+	       c->cpus_used);
+	return false;
+}
+
+/* Timers 4x shorter than the presets', so that a 400 ms cell holds several of them. */
+static void short_timers(struct vqs_ksim_costs *c)
+{
+	assert_int_equal(vqs_ksim_costs_parse(c, "rto=50000,leak=125000"), 0);
+}
+
+static void test_seed2017_413_keeps_its_batch_nothing_stalls(void **state)
 {
 	struct vqs_ksim_seed2017_opts o;
 	vqs_ksim_seed2017_opts_init(&o, true);
+	/* One leak per cell at most: what is left is whether a batch that finds the RX ring
+	 * exhausted is kept (4.13's vhost_net_buf) or dropped (every exhausted ring, as this
+	 * model once did: tens of drops per cell at 10 and 50 streams, and stalls). */
+	assert_int_equal(vqs_ksim_costs_parse(&o.costs, "leak=100000000"), 0);
 	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
 	vqs_ksim_seed2017_print(stdout, &o, &r);
-	/* Taken from the producer ring, then dropped for want of guest buffers: the 4.13 path does
-	 * it at either batch size (64 only takes more at once), so a short run counts both columns,
-	 * as the library's own verdict does; batch 64 alone dropped nothing in one slow TSan run. */
-	uint64_t drops_413 = 0;
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
 		for (unsigned col = C413_B1; col <= C413_B64; col++) {
-			assert_int_equal(r.cell[row][col].err, 0);
-			drops_413 += r.cell[row][col].drops_batch;
+			const struct vqs_ksim_cell *c = &r.cell[row][col];
+			assert_int_equal(c->err, 0);
+			if (c->drops_batch > 1 || !c->delivered)
+				fail_msg("%u streams, %s: %llu batch drops, %llu delivered",
+					 r.streams[row], vqs_ksim_seed2017_col_name(col),
+					 (unsigned long long)c->drops_batch,
+					 (unsigned long long)c->delivered);
 		}
 		assert_true(lossless(&r.cell[row][FIXED_B1]));
 		assert_true(lossless(&r.cell[row][FIXED_B64]));
 		assert_true(lossless(&r.cell[row][ADAPTIVE]));
 	}
-	assert_true(drops_413 > 0);
-	assert_true(r.drops_413_only);
+}
+
+static void test_seed2017_light_load_loses_heavy_load_gains(void **state)
+{
+	struct vqs_ksim_seed2017_opts o;
+	vqs_ksim_seed2017_opts_init(&o, true);
+	short_timers(&o.costs);
+	o.repeats = 3;
+	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
+	vqs_ksim_seed2017_print(stdout, &o, &r);
+	const struct vqs_ksim_cell *light = r.cell[0], *heavy = r.cell[VQS_KSIM_SEED2017_ROWS - 1];
+	assert_true(light[C413_B64].retransmits > 0);
+	if (!got_cpus(&light[FIXED_B1]) || !got_cpus(&heavy[FIXED_B1]))
+		vqs_test_skip();
+	double loss = paired(&light[C413_B64], &light[FIXED_B1]);
+	double gain = paired(&heavy[C413_B64], &heavy[FIXED_B1]);
+	if (loss > 1 - MARGIN || gain < 1 + MARGIN)
+		fail_msg("4.13 b64 vs fixed b1: %.2fx at 1 stream (want < %.2f), %.2fx at %u "
+			 "(want > %.2f)", loss, 1 - MARGIN, gain, r.streams[VQS_KSIM_SEED2017_ROWS - 1],
+			 1 + MARGIN);
 }
 
 static void test_seed2017_rejects_bad_options(void **state)
@@ -55,6 +130,9 @@ static void test_seed2017_rejects_bad_options(void **state)
 	vqs_ksim_seed2017_opts_init(&o, true);
 	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
 	o.streams[1] = 0;
+	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), -EINVAL);
+	vqs_ksim_seed2017_opts_init(&o, true);
+	o.repeats = VQS_KSIM_MAX_REPEATS + 1;
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), -EINVAL);
 	vqs_ksim_seed2017_opts_init(&o, true);
 	r.size = 4;
@@ -78,7 +156,7 @@ static bool two_cpus(int *a, int *b)
 	return *b >= 0;
 }
 
-static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
+static void test_seed2023_task_mode_worker_inherits_the_pin_and_loses(void **state)
 {
 	int a = -1, b = -1;
 	if (!two_cpus(&a, &b))
@@ -87,6 +165,7 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	vqs_ksim_seed2023_opts_init(&o, true);
 	o.vcpu_cpu = a;
 	o.peer_cpu = b;
+	o.repeats = 3;
 	struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
 	assert_int_equal(vqs_ksim_seed2023_run(&o, &r), 0);
 	vqs_ksim_seed2023_print(stdout, &o, &r);
@@ -99,13 +178,22 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	assert_string_equal(r.worker_cpus[TASK], vcpu);
 	assert_string_not_equal(r.worker_cpus[KTHREAD], vcpu);
 	assert_string_not_equal(r.worker_cpus[AUTO], vcpu);
-	/* Throughput directions (task below kthread) are timing: the reproduction's verdict lines
-	 * and vqs-bench report them; on this shared machine they go either way between runs. */
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			assert_int_equal(r.cell[row][col].err, 0);
 			assert_true(r.cell[row][col].delivered > 0);
 		}
+	/* Blocking waits (this machine's costs): the task-mode worker shares the busy or
+	 * halt-polling vCPU's CPU and both workloads lose. */
+	assert_true(r.drop_expected);
+	if (!got_cpus(&r.cell[STREAM][KTHREAD]))
+		vqs_test_skip();
+	for (unsigned row = STREAM; row <= RR; row++) {
+		double ratio = paired(&r.cell[row][TASK], &r.cell[row][KTHREAD]);
+		if (ratio > 1 - MARGIN)
+			fail_msg("%s: task mode %.2fx of kthread mode (want < %.2f)",
+				 vqs_ksim_seed2023_row_name(row), ratio, 1 - MARGIN);
+	}
 }
 
 static void test_seed2023_rejects_unusable_cpu(void **state)
@@ -121,11 +209,13 @@ static void test_costs_parse(void **state)
 {
 	struct vqs_ksim_costs c;
 	vqs_ksim_costs_init(&c, VQS_KSIM_HOST_THIS_VM);
-	assert_int_equal(vqs_ksim_costs_parse(&c, "send=7,recv=9,wait=spin,haltpoll=200000"), 0);
+	assert_int_equal(vqs_ksim_costs_parse(&c, "send=7,recv=9,wait=spin,haltpoll=200000,leak=9"),
+			 0);
 	assert_int_equal(c.send_pkt_ns, 7);
 	assert_int_equal(c.recv_pkt_ns, 9);
 	assert_int_equal(c.wait, VQS_KSIM_WAIT_SPIN);
 	assert_int_equal(c.halt_poll_ns, 200000);
+	assert_int_equal(c.leak_gap_us, 9);
 	assert_int_equal(vqs_ksim_costs_parse(&c, "nosuch=1"), -EINVAL);
 	assert_int_equal(vqs_ksim_costs_parse(&c, "send=x"), -EINVAL);
 	assert_int_equal(vqs_ksim_costs_parse(&c, "bytes=0"), -EINVAL);
@@ -138,8 +228,9 @@ int main(void)
 		cmocka_unit_test(test_costs_parse),
 		cmocka_unit_test(test_seed2017_rejects_bad_options),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
-		cmocka_unit_test(test_seed2017_413_variant_drops_fixed_and_adaptive_lose_nothing),
-		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_vcpu_pin),
+		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
+		cmocka_unit_test(test_seed2017_light_load_loses_heavy_load_gains),
+		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_pin_and_loses),
 	};
 	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

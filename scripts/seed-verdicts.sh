@@ -1,0 +1,43 @@
+#!/bin/bash
+# Run the seed-2017 and seed-2023 presets (non-quick) N times with this machine's costs and with
+# --bare-metal costs, interleaved so that load from elsewhere hits both alike, and count each
+# verdict line: how often it came out REPRODUCED (YES / no drop), and how often the preset said
+# the effect is not expected with those costs.
+#   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR]
+set -eu
+n=${1:-10}
+bench=${2:-build/dev}/bench/vqs-bench
+out=${3:-$(mktemp -d)}
+mkdir -p "$out"
+for i in $(seq 1 "$n"); do
+	for p in seed-2017 seed-2023; do
+		for m in vm bare; do
+			flag=; [ $m = bare ] && flag=--bare-metal
+			nice "$bench" --preset $p --no-floors $flag --json "$out/$p-$m-$i.json" \
+				>"$out/$p-$m-$i.txt" 2>/dev/null || echo "run $p $m $i failed: $?" >&2
+		done
+	done
+done
+count() { # file glob, label, pattern of the verdict line, pattern of its pass
+	local lines yes skip
+	lines=$(cat $1 2>/dev/null | grep -E "$3" || true)
+	yes=$(grep -cE "$4" <<<"$lines" || true)
+	skip=$(grep -c 'not expected here' <<<"$lines" || true)
+	echo "  $yes/$n  $2$([ "$skip" -gt 0 ] && echo " (the preset said not expected: $skip)")"
+}
+for m in vm bare; do
+	f="$out/seed-2017-$m-*.txt"
+	echo "seed-2017, $m costs:"
+	count "$f" "4.13 drops, fixed and vqsched keep" "drops what the fixed" ": REPRODUCED"
+	count "$f" "light-load loss" "light-load loss" ": REPRODUCED"
+	count "$f" "heavy-load gain" "heavy-load batching gain" ": REPRODUCED"
+	count "$f" "vqsched within 10% of the best kernel column" "adaptive loses nothing" ": YES"
+	f="$out/seed-2023-$m-*.txt"
+	echo "seed-2023, $m costs:"
+	count "$f" "task-mode worker carries the vCPU's mask" "inherits the vCPU's pin" ": REPRODUCED"
+	count "$f" "TCP_STREAM task-mode drop" "TCP_STREAM task-mode drop" "drop: REPRODUCED"
+	count "$f" "TCP_RR task-mode drop" "TCP_RR task-mode drop" "drop: REPRODUCED"
+	count "$f" "TCP_STREAM vqsched auto no drop" "TCP_STREAM task-mode drop" "kthread: no drop"
+	count "$f" "TCP_RR vqsched auto no drop" "TCP_RR task-mode drop" "kthread: no drop"
+done
+echo "reports in $out"
