@@ -25,11 +25,26 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 				"is out of range\n", p->name);
 		return rc;
 	}
+	/* The injection is a fraction of each request's time, which only a closed loop (a full
+	 * stream, or rr) sets: an offered rate or an idle queue has no such time to slow. */
+	for (unsigned i = 0; i < plan.n; i++) {
+		const struct point *pt = &plan.pts[i];
+		if (pt->inject_pct && (pt->workload == WL_IDLE || pt->rate)) {
+			char key[256];
+			point_key(pt, key, sizeof(key));
+			fprintf(stderr, "vqs-bench: --inject-slowdown-pct needs closed-loop points "
+					"(stream or sweep at rate 0, rr), not %s\n", key);
+			plan_free(&plan);
+			return -EINVAL;
+		}
+	}
 	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;
 	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
+	uint32_t *inject_iters = calloc(plan.n ? plan.n : 1, sizeof(*inject_iters));
 	rep->results = calloc(plan.n ? plan.n : 1, sizeof(*rep->results));
-	if (!s || !rep->results) {
+	if (!s || !inject_iters || !rep->results) {
 		free(s);
+		free(inject_iters);
 		plan_free(&plan);
 		return -ENOMEM;
 	}
@@ -42,7 +57,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
 				k * plan.n + i + 1, plan.n * repeat, key);
 			struct sample *x = &s[(size_t)i * repeat + k];
-			int e = workload_run(&plan.pts[i], x);
+			int e = workload_run(&plan.pts[i], &inject_iters[i], x);
 			if (e && k == 0)
 				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
 		}
@@ -50,15 +65,20 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 		fprintf(stderr, "\r%-100s\r", "");
 	fprintf(stderr, "ran %u points x %u in %.1f s\n", plan.n, repeat,
 		(double)(vqs_now_ns() - t0) / 1e9);
-	for (unsigned i = 0; i < plan.n; i++) {
+	for (unsigned i = 0; i < plan.n && !rc; i++) {
 		struct result *r = &rep->results[rep->nresults++];
 		r->pt = plan.pts[i];
-		result_fold(r, &s[(size_t)i * repeat], repeat);
+		rc = result_fold(r, &s[(size_t)i * repeat], repeat);
 		floors_attach(&rep->floors, r);
+		if (r->pt.inject_pct)
+			fprintf(stderr, "%s: injected %.0f ns per request for %u%%, achieved %.1f%% "
+					"(median of %u repeats)\n", r->key, r->inject_ns, r->pt.inject_pct,
+				r->inject_achieved_pct, r->nsamples);
 	}
 	free(s);
+	free(inject_iters);
 	plan_free(&plan);
-	return 0;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -78,6 +98,11 @@ int main(int argc, char **argv)
 	if (!p) {
 		fprintf(stderr, "vqs-bench: no preset %s\n", o.preset);
 		opts_usage(stderr);
+		return 2;
+	}
+	if (p->run && o.sc[SC_INJECT_PCT] > 0) {
+		fprintf(stderr, "vqs-bench: --inject-slowdown-pct applies to vqs-bench's own points, "
+				"not to preset %s\n", p->name);
 		return 2;
 	}
 	uint64_t t0 = vqs_now_ns();
@@ -124,6 +149,6 @@ int main(int argc, char **argv)
 	if (status == 1)
 		fprintf(stderr, "vqs-bench: some points lost, duplicated or corrupted requests, or "
 				"failed (see the loss column and the errors above)\n");
-	free(rep.results);
+	results_free(rep.results, rep.nresults);
 	return status;
 }

@@ -45,8 +45,9 @@ static const struct flag flags[] = {
 	{"--handler-ns", "NS", "busy time per request in the handler (default 0)", K_SC, SC_HANDLER_NS},
 	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit (default 0)", K_SC,
 	 SC_EXIT_NS},
-	{"--inject-slowdown-ns", "NS", "extra busy ns per request, NOT part of the run key: makes a "
-	 "regression for `compare` to catch", K_SC, SC_INJECT_NS},
+	{"--inject-slowdown-pct", "P", "slow every request by P% of its measured time (busy work "
+	 "calibrated in the run, achieved slowdown reported), NOT part of the run key: a regression "
+	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},
 	{"--duration-ms", "MS", "measured time per repeat (default 250, quick 60)", K_SC, SC_DURATION},
 	{"--warmup-ms", "MS", "unmeasured time before it (default 60, quick 20)", K_SC, SC_WARMUP},
 	{"--tx-batch", "N", "driver: most requests per kick (default: batch_max)", K_SC, SC_TX_BATCH},

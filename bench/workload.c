@@ -31,6 +31,7 @@
 enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
 
 #define DRAIN_NS 2000000000ull
+#define CAL_MAX 65536u
 #define SEQ_BYTES 8u
 
 struct slot {
@@ -63,6 +64,10 @@ struct driver {
 	/* written by this driver, read by main at phase boundaries (relaxed: counters only) */
 	atomic_uint_fast64_t done, kicks;
 	uint64_t dup, corrupt, lost;
+	/* --inject-slowdown-pct calibration: latencies (ns) of requests completed while the busy
+	 * work was off [0] / on [1], rings of CAL_MAX the main thread reads below cal_n */
+	uint32_t *cal_lat[2];
+	atomic_uint cal_n[2];
 };
 
 struct run {
@@ -71,6 +76,8 @@ struct run {
 	struct vqs_mem *mem;
 	struct vqs_sched *sched;
 	struct vu_link *vu; /* vhost-user transport: owns gmem, the driver queues and their fds */
+	atomic_uint inject_iters; /* --inject-slowdown-pct busy turns per request (relaxed: a knob) */
+	atomic_int cal_side;      /* calibrating: 1 injection off, 2 on; 0 not calibrating */
 	struct stream *st;
 	struct driver *drv;
 	unsigned buf_len;
@@ -84,10 +91,12 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 {
 	struct stream *s = opaque;
 	const struct point *pt = s->run->pt;
+	uint32_t inject = atomic_load_explicit(&s->run->inject_iters, memory_order_relaxed);
 	if (pt->touch == TOUCH_NONE) {
 		/* the null handler: what the floors measure, the ring and the scheduler alone */
 		for (unsigned i = 0; i < n; i++) {
-			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			cpu_spin_ns(pt->handler_ns);
+			cpu_busy_iters(inject);
 			vqs_req_complete(reqs[i], 0);
 		}
 		return n;
@@ -120,7 +129,8 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 				memcpy(in->iov_base, out->iov_base, cp);
 				written = (uint32_t)cp;
 			}
-			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			cpu_spin_ns(pt->handler_ns);
+			cpu_busy_iters(inject);
 			memcpy(in->iov_base, out->iov_base, SEQ_BYTES);
 			if (written < SEQ_BYTES)
 				written = SEQ_BYTES;
@@ -154,6 +164,7 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	void *tok;
 	unsigned n = 0;
 	uint64_t now = 0;
+	int cal = d->cal_lat[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
 	while ((tok = vqs_drv_get_used(s->drv, &len))) {
 		struct slot *sl = tok;
 		if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
@@ -172,13 +183,19 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 		s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
 		s->inflight--;
 		n++;
-		if (measuring) {
-			if (!now)
-				now = vqs_now_ns();
+		if (!now && (measuring || cal))
+			now = vqs_now_ns();
+		if (measuring)
 			hist_add(&d->lat, now - sl->t_submit);
+		if (cal) {
+			unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
+			uint64_t ns = now - sl->t_submit;
+			d->cal_lat[cal - 1][i % CAL_MAX] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+			/* pairs with the acquire in slice_medians: the entry is written before it counts */
+			atomic_store_explicit(&d->cal_n[cal - 1], i + 1, memory_order_release);
 		}
 	}
-	if (measuring && n)
+	if (n) /* outside the window too: the injection's calibration counts them */
 		atomic_store_explicit(&d->done, atomic_load_explicit(&d->done, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 	return n;
@@ -516,6 +533,108 @@ static void window_mark(struct run *r, struct window *w)
 	queue_stats_sum(r, w);
 }
 
+/* ---- --inject-slowdown-pct: busy work per request, sized and checked against the run ---- */
+
+/* Nanoseconds per turn of cpu_busy_iters on this CPU (measured once, the fastest of a few). */
+static double ns_per_busy_iter(void)
+{
+	static double v;
+	for (int i = 0; !v && i < 5; i++) {
+		uint64_t t0 = vqs_now_ns();
+		cpu_busy_iters(1000000);
+		double x = (double)(vqs_now_ns() - t0) / 1e6;
+		v = i ? (x < v ? x : v) : x;
+	}
+	return v > 0 ? v : 1;
+}
+
+#define CAL_SLICES 24 /* per side of a calibration round */
+#define CAL_SLICE_MS 2
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Latency of requests with and without `iters`: slices of CAL_SLICE_MS alternate between the
+ * two, the drivers file each completion's latency under the side of the slice it completed in,
+ * and med[1] / med[0] are the medians of the requests with / without. Latency, not throughput:
+ * when another program takes a CPU from a worker or a driver for a few ms, the window's
+ * throughput drops with it but only the requests in flight at that moment are slower, so the
+ * median request still shows what the code costs. For rr the latency is the time per request;
+ * for a saturated stream it is the time per request times the (unchanged) ring occupancy, so
+ * the ratio is the slowdown of either. *tpo: wall time per completed request over the round
+ * (throughput, noisy), 0 when none completed; a med is 0 when its side completed nothing.
+ */
+static void slice_medians(struct run *r, uint32_t iters, double med[2], double *tpo)
+{
+	unsigned ndrv = r->pt->drivers, start[ndrv][2];
+	for (unsigned i = 0; i < ndrv; i++)
+		for (unsigned k = 0; k < 2; k++)
+			start[i][k] = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_relaxed);
+	uint64_t d0 = drivers_sum(r, offsetof(struct driver, done)), t0 = vqs_now_ns();
+	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
+		unsigned on = k % 2 == 0;
+		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
+		atomic_store_explicit(&r->cal_side, 1 + on, memory_order_relaxed);
+		sleep_ms(CAL_SLICE_MS);
+	}
+	atomic_store_explicit(&r->cal_side, 0, memory_order_relaxed);
+	uint64_t d1 = drivers_sum(r, offsetof(struct driver, done)), t1 = vqs_now_ns();
+	*tpo = d1 > d0 ? (double)(t1 - t0) / (double)(d1 - d0) : 0;
+	/* A driver that read cal_side before it turned 0 may still file one reap's worth (at most
+	 * a ring) past the count read here: leave that much of the ring unread. */
+	unsigned keep = CAL_MAX - r->pt->ring;
+	uint32_t *v = malloc((size_t)ndrv * keep * sizeof(*v));
+	for (unsigned k = 0; k < 2; k++) {
+		med[k] = 0;
+		if (!v)
+			continue;
+		size_t n = 0;
+		for (unsigned i = 0; i < ndrv; i++) {
+			unsigned end = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_acquire);
+			unsigned from = end - start[i][k] > keep ? end - keep : start[i][k];
+			for (unsigned x = from; x != end; x++)
+				v[n++] = r->drv[i].cal_lat[k][x % CAL_MAX];
+		}
+		qsort(v, n, sizeof(*v), cmp_u32);
+		med[k] = n ? v[n / 2] : 0;
+	}
+	free(v);
+}
+
+/*
+ * Size the busy work so that each request takes pt->inject_pct % longer, and measure what it
+ * achieves (slice_medians), scaling the count by want/achieved until they agree within a fifth
+ * of the target. The clock alone cannot size it: a request of 200 ns plus a 20 ns cpu_spin_ns
+ * costs more than 220 ns (the spin's clock reads alone are tens of ns), and what a nanosecond of
+ * handler time costs the whole path depends on which side is the bottleneck.
+ */
+static void inject_calibrate(struct run *r, uint32_t *iters, struct sample *out)
+{
+	double want = r->pt->inject_pct / 100.0, got = 0, med[2], tpo;
+	slice_medians(r, 0, med, &tpo);
+	/* the time per request with nothing injected bounds the search: a noisy round (another
+	 * program's burst) must not grow the busy work without end */
+	double fit = want * (tpo > 0 ? tpo : 1000) / ns_per_busy_iter() + 1, n = *iters ? *iters : fit;
+	for (int round = 0;; round++) {
+		slice_medians(r, (uint32_t)n, med, &tpo);
+		got = med[0] > 0 && med[1] > 0 ? med[1] / med[0] - 1 : 0;
+		double err = got - want;
+		if ((err < 0 ? -err : err) <= want / 5 || round == 5)
+			break;
+		double scale = got > 0 ? want / got : 2;
+		n *= scale > 2 ? 2 : scale < 0.5 ? 0.5 : scale;
+		n = n > 8 * fit ? 8 * fit : n < 1 ? 1 : n;
+	}
+	atomic_store_explicit(&r->inject_iters, (uint32_t)n, memory_order_relaxed);
+	*iters = (uint32_t)n;
+	out->inject_ns = (uint32_t)n * ns_per_busy_iter();
+	out->inject_achieved_pct = got * 100;
+}
+
 static int start_drivers(struct run *r)
 {
 	const struct point *pt = r->pt;
@@ -527,6 +646,9 @@ static int start_drivers(struct run *r)
 		d->count = per + (i < extra);
 		first += d->count;
 		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
+		for (unsigned k = 0; pt->inject_pct && k < 2; k++)
+			if (!(d->cal_lat[k] = malloc(CAL_MAX * sizeof(uint32_t))))
+				return -ENOMEM;
 		if (pt->rate)
 			d->period_ns = (uint64_t)(1e9 * pt->drivers / (double)pt->rate);
 		if (pthread_create(&d->thread, NULL, driver_main, d))
@@ -567,7 +689,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	}
 }
 
-int workload_run(const struct point *pt, struct sample *out)
+int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.pt = pt};
@@ -643,6 +765,8 @@ int workload_run(const struct point *pt, struct sample *out)
 	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
 		goto stop;
 	sleep_ms(pt->warmup_ms);
+	if (pt->inject_pct)
+		inject_calibrate(&r, inject_iters, out);
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
 	sleep_ms(pt->duration_ms);
@@ -685,6 +809,9 @@ out:
 	if (r.gmem)
 		vqs_gmem_destroy(r.gmem);
 	free(r.st);
+	for (unsigned i = 0; r.drv && i < pt->drivers; i++)
+		for (unsigned k = 0; k < 2; k++)
+			free(r.drv[i].cal_lat[k]);
 	free(r.drv);
 	out->error = rc;
 	return rc;
