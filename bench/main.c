@@ -2,7 +2,8 @@
 /*
  * vqs-bench: measure the floors of this machine, run a preset's points (each `repeat` times,
  * interleaved so that a slow moment of the machine spreads over points instead of spoiling one),
- * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports.
+ * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports,
+ * `vqs-bench ab` runs two commands alternately and judges their merged reports.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "compare.h"
 #include "cpu.h"
 #include "opts.h"
@@ -90,6 +92,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "compare"))
 		return compare_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "ab"))
+		return ab_main(argc - 2, argv + 2);
 	struct opts o;
 	int rc = opts_parse(&o, argc - 1, argv + 1);
 	if (rc)

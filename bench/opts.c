@@ -69,7 +69,9 @@ static const struct flag flags[] = {
 void opts_usage(FILE *f)
 {
 	fprintf(f, "usage: vqs-bench [--preset NAME] [--quick] [--json FILE] [--csv FILE] [--plot DIR] "
-		   "[flags]\n       vqs-bench compare BASE.json NEW.json [--threshold PCT]\n\npresets:\n");
+		   "[flags]\n       vqs-bench compare BASE.json NEW.json [--threshold PCT] [--pair B=N] (see "
+		   "compare --help)\n       vqs-bench ab --a 'CMD' --b 'CMD' [--rounds N] (see ab --help)"
+		   "\n\npresets:\n");
 	for (unsigned i = 0; i < bench_npresets; i++)
 		fprintf(f, "  %-10s %s\n", bench_presets[i].name, bench_presets[i].help);
 	fprintf(f, "\nflags (each overrides what the preset sets):\n");

@@ -40,6 +40,9 @@ const struct preset bench_presets[] = {
 	{"sweep", "offered load from light to saturation, one curve per policy",
 	 {G_SWEEP}, 1, 3, NULL},
 	{"idle", "CPU a queue without traffic costs, per policy", {G_IDLE}, 1, 3, NULL},
+	{"guard", "the regression guard's points: busy-poll stream and rr, one split ring, batch 64 "
+	 "(scripts/guard.sh)", {{.dim = {[DIM_WORKLOADS] = "stream,rr", [DIM_POLICIES] = "poll"}}},
+	 1, 3, NULL},
 	/* Presets measured by a library (the ksim reproductions) add a row here with .run set. */
 	{.name = "seed-2017", .help = "ksim: 4.13 vhost_net RX batching vs fixed vs vqsched "
 	 "adaptive, 1/10/50 streams", .repeat = 3, .run = preset_seed2017_run},

@@ -64,10 +64,13 @@ struct driver {
 	/* written by this driver, read by main at phase boundaries (relaxed: counters only) */
 	atomic_uint_fast64_t done, kicks;
 	uint64_t dup, corrupt, lost;
-	/* --inject-slowdown-pct calibration: latencies (ns) of requests completed while the busy
-	 * work was off [0] / on [1], rings of CAL_MAX the main thread reads below cal_n */
-	uint32_t *cal_lat[2];
+	/* --inject-slowdown-pct calibration: one entry per reap that found completions while the
+	 * busy work was off [0] / on [1], rings of CAL_MAX the main thread reads below cal_n: the
+	 * time since this driver's previous such reap per request (1/16 ns, high 32 bits) and the
+	 * requests (low 32 bits) */
+	uint64_t *cal_tpo[2];
 	atomic_uint cal_n[2];
+	uint64_t last_reap_ns;
 };
 
 struct run {
@@ -164,7 +167,7 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	void *tok;
 	unsigned n = 0;
 	uint64_t now = 0;
-	int cal = d->cal_lat[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
+	int cal = d->cal_tpo[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
 	while ((tok = vqs_drv_get_used(s->drv, &len))) {
 		struct slot *sl = tok;
 		if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
@@ -187,14 +190,16 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 			now = vqs_now_ns();
 		if (measuring)
 			hist_add(&d->lat, now - sl->t_submit);
-		if (cal) {
-			unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
-			uint64_t ns = now - sl->t_submit;
-			d->cal_lat[cal - 1][i % CAL_MAX] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-			/* pairs with the acquire in slice_medians: the entry is written before it counts */
-			atomic_store_explicit(&d->cal_n[cal - 1], i + 1, memory_order_release);
-		}
 	}
+	if (cal && n) {
+		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
+		uint64_t per = (now - d->last_reap_ns) * 16 / n;
+		d->cal_tpo[cal - 1][i % CAL_MAX] = (per > UINT32_MAX ? UINT32_MAX : per) << 32 | n;
+		/* pairs with the acquire in slice_tpo: the entry is written before it counts */
+		atomic_store_explicit(&d->cal_n[cal - 1], i + 1, memory_order_release);
+	}
+	if (n && d->cal_tpo[0])
+		d->last_reap_ns = now ? now : vqs_now_ns();
 	if (n) /* outside the window too: the injection's calibration counts them */
 		atomic_store_explicit(&d->done, atomic_load_explicit(&d->done, memory_order_relaxed) + n,
 				      memory_order_relaxed);
@@ -539,42 +544,45 @@ static void window_mark(struct run *r, struct window *w)
 static double ns_per_busy_iter(void)
 {
 	static double v;
-	for (int i = 0; !v && i < 5; i++) {
-		uint64_t t0 = vqs_now_ns();
-		cpu_busy_iters(1000000);
-		double x = (double)(vqs_now_ns() - t0) / 1e6;
-		v = i ? (x < v ? x : v) : x;
+	for (int i = 0; v <= 0 && i < 20; i++) { /* short tries: some of them run unpreempted */
+		double best = 0;
+		for (int k = 0; k < 20; k++) {
+			uint64_t t0 = vqs_now_ns();
+			cpu_busy_iters(100000);
+			double x = (double)(vqs_now_ns() - t0) / 1e5;
+			if (x > 0 && (!best || x < best))
+				best = x;
+		}
+		v = best;
 	}
 	return v > 0 ? v : 1;
 }
 
-#define CAL_SLICES 24 /* per side of a calibration round */
-#define CAL_SLICE_MS 2
+#define CAL_SLICES 12 /* per side of a calibration round */
+#define CAL_SLICE_MS 3
 
-static int cmp_u32(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
 /*
- * Latency of requests with and without `iters`: slices of CAL_SLICE_MS alternate between the
- * two, the drivers file each completion's latency under the side of the slice it completed in,
- * and med[1] / med[0] are the medians of the requests with / without. Latency, not throughput:
- * when another program takes a CPU from a worker or a driver for a few ms, the window's
- * throughput drops with it but only the requests in flight at that moment are slower, so the
- * median request still shows what the code costs. For rr the latency is the time per request;
- * for a saturated stream it is the time per request times the (unchanged) ring occupancy, so
- * the ratio is the slowdown of either. *tpo: wall time per completed request over the round
- * (throughput, noisy), 0 when none completed; a med is 0 when its side completed nothing.
+ * Time per request with and without `iters`, in ns: slices of CAL_SLICE_MS alternate between the
+ * two, the drivers file the time between their reaps per request reaped under the side of the
+ * slice, and tpo[1] / tpo[0] are the medians over requests with / without (0 when a side
+ * completed nothing). In a closed loop that is the time per request, the inverse of throughput
+ * (for rr with one request in flight, the round trip). Medians over requests, not one ratio of
+ * counts over a window: when another program takes a CPU from a worker or a driver for a few
+ * ms, a window's throughput drops with it, but only the one reap after the gap is slow, and the
+ * median request still shows what the code costs. Alternating slices put drift on both sides.
  */
-static void slice_medians(struct run *r, uint32_t iters, double med[2], double *tpo)
+static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
 {
 	unsigned ndrv = r->pt->drivers, start[ndrv][2];
 	for (unsigned i = 0; i < ndrv; i++)
 		for (unsigned k = 0; k < 2; k++)
 			start[i][k] = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_relaxed);
-	uint64_t d0 = drivers_sum(r, offsetof(struct driver, done)), t0 = vqs_now_ns();
 	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
 		unsigned on = k % 2 == 0;
 		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
@@ -582,48 +590,53 @@ static void slice_medians(struct run *r, uint32_t iters, double med[2], double *
 		sleep_ms(CAL_SLICE_MS);
 	}
 	atomic_store_explicit(&r->cal_side, 0, memory_order_relaxed);
-	uint64_t d1 = drivers_sum(r, offsetof(struct driver, done)), t1 = vqs_now_ns();
-	*tpo = d1 > d0 ? (double)(t1 - t0) / (double)(d1 - d0) : 0;
-	/* A driver that read cal_side before it turned 0 may still file one reap's worth (at most
-	 * a ring) past the count read here: leave that much of the ring unread. */
-	unsigned keep = CAL_MAX - r->pt->ring;
-	uint32_t *v = malloc((size_t)ndrv * keep * sizeof(*v));
+	/* A driver that read cal_side before it turned 0 may still file one entry past the count
+	 * read here: leave some of the ring unread. */
+	unsigned keep = CAL_MAX - 64;
+	uint64_t *v = malloc((size_t)ndrv * keep * sizeof(*v));
 	for (unsigned k = 0; k < 2; k++) {
-		med[k] = 0;
+		tpo[k] = 0;
 		if (!v)
 			continue;
-		size_t n = 0;
+		size_t n = 0, reqs = 0, half = 0;
 		for (unsigned i = 0; i < ndrv; i++) {
 			unsigned end = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_acquire);
 			unsigned from = end - start[i][k] > keep ? end - keep : start[i][k];
-			for (unsigned x = from; x != end; x++)
-				v[n++] = r->drv[i].cal_lat[k][x % CAL_MAX];
+			for (unsigned x = from; x != end; x++) {
+				v[n] = r->drv[i].cal_tpo[k][x % CAL_MAX];
+				reqs += v[n++] & UINT32_MAX;
+			}
 		}
-		qsort(v, n, sizeof(*v), cmp_u32);
-		med[k] = n ? v[n / 2] : 0;
+		qsort(v, n, sizeof(*v), cmp_u64); /* by time per request: it is the high half */
+		for (size_t x = 0; x < n; x++) /* the median request: weight each entry by its count */
+			if ((half += v[x] & UINT32_MAX) * 2 >= reqs) {
+				tpo[k] = (double)(v[x] >> 32) / 16;
+				break;
+			}
 	}
 	free(v);
 }
 
 /*
  * Size the busy work so that each request takes pt->inject_pct % longer, and measure what it
- * achieves (slice_medians), scaling the count by want/achieved until they agree within a fifth
+ * achieves (slice_tpo), scaling the count by want/achieved until they agree within a fifth
  * of the target. The clock alone cannot size it: a request of 200 ns plus a 20 ns cpu_spin_ns
  * costs more than 220 ns (the spin's clock reads alone are tens of ns), and what a nanosecond of
  * handler time costs the whole path depends on which side is the bottleneck.
  */
 static void inject_calibrate(struct run *r, uint32_t *iters, struct sample *out)
 {
-	double want = r->pt->inject_pct / 100.0, got = 0, med[2], tpo;
-	slice_medians(r, 0, med, &tpo);
+	double want = r->pt->inject_pct / 100.0, got = 0, tpo[2];
+	slice_tpo(r, 0, tpo);
 	/* the time per request with nothing injected bounds the search: a noisy round (another
 	 * program's burst) must not grow the busy work without end */
-	double fit = want * (tpo > 0 ? tpo : 1000) / ns_per_busy_iter() + 1, n = *iters ? *iters : fit;
+	double t0 = tpo[0] > 0 ? tpo[0] : 1000, fit = want * t0 / ns_per_busy_iter() + 1;
+	double n = *iters ? *iters : fit;
 	for (int round = 0;; round++) {
-		slice_medians(r, (uint32_t)n, med, &tpo);
-		got = med[0] > 0 && med[1] > 0 ? med[1] / med[0] - 1 : 0;
+		slice_tpo(r, (uint32_t)n, tpo);
+		got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0;
 		double err = got - want;
-		if ((err < 0 ? -err : err) <= want / 5 || round == 5)
+		if ((err < 0 ? -err : err) <= want / 5 || round == 3)
 			break;
 		double scale = got > 0 ? want / got : 2;
 		n *= scale > 2 ? 2 : scale < 0.5 ? 0.5 : scale;
@@ -647,7 +660,7 @@ static int start_drivers(struct run *r)
 		first += d->count;
 		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
 		for (unsigned k = 0; pt->inject_pct && k < 2; k++)
-			if (!(d->cal_lat[k] = malloc(CAL_MAX * sizeof(uint32_t))))
+			if (!(d->cal_tpo[k] = malloc(CAL_MAX * sizeof(uint64_t))))
 				return -ENOMEM;
 		if (pt->rate)
 			d->period_ns = (uint64_t)(1e9 * pt->drivers / (double)pt->rate);
@@ -811,7 +824,7 @@ out:
 	free(r.st);
 	for (unsigned i = 0; r.drv && i < pt->drivers; i++)
 		for (unsigned k = 0; k < 2; k++)
-			free(r.drv[i].cal_lat[k]);
+			free(r.drv[i].cal_tpo[k]);
 	free(r.drv);
 	out->error = rc;
 	return rc;
