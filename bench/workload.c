@@ -618,34 +618,38 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
 }
 
 /*
- * Size the busy work so that each request takes pt->inject_pct % longer, and measure what it
- * achieves (slice_tpo), scaling the count by want/achieved until they agree within a fifth
- * of the target. The clock alone cannot size it: a request of 200 ns plus a 20 ns cpu_spin_ns
- * costs more than 220 ns (the spin's clock reads alone are tens of ns), and what a nanosecond of
- * handler time costs the whole path depends on which side is the bottleneck.
+ * Measure the slowdown that *iters of busy work make (slice_tpo) into out, then scale the amount
+ * by wanted/achieved while they differ by more than a fifth of the target, measuring again, for
+ * at most `rounds` measurements; *iters is left at the amount for the next window. With *iters 0
+ * it starts from the wanted share of the time per request measured without it. The clock alone
+ * cannot size the work: a request of 200 ns plus a 20 ns cpu_spin_ns costs more than 220 ns (the
+ * spin's clock reads alone are tens of ns), and what a nanosecond of handler time costs the whole
+ * path depends on which side is the bottleneck.
  */
-static void inject_calibrate(struct run *r, uint32_t *iters, struct sample *out)
+static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, struct sample *out)
 {
-	double want = r->pt->inject_pct / 100.0, got = 0, tpo[2];
-	slice_tpo(r, 0, tpo);
-	/* the time per request with nothing injected bounds the search: a noisy round (another
-	 * program's burst) must not grow the busy work without end */
-	double t0 = tpo[0] > 0 ? tpo[0] : 1000, fit = want * t0 / ns_per_busy_iter() + 1;
-	double n = *iters ? *iters : fit;
-	for (int round = 0;; round++) {
-		slice_tpo(r, (uint32_t)n, tpo);
-		got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0;
-		double err = got - want;
-		if ((err < 0 ? -err : err) <= want / 5 || round == 3)
-			break;
-		double scale = got > 0 ? want / got : 2;
-		n *= scale > 2 ? 2 : scale < 0.5 ? 0.5 : scale;
-		n = n > 8 * fit ? 8 * fit : n < 1 ? 1 : n;
+	double want = r->pt->inject_pct / 100.0, tpo[2], n = *iters;
+	if (!n) {
+		slice_tpo(r, 0, tpo);
+		n = want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
 	}
-	atomic_store_explicit(&r->inject_iters, (uint32_t)n, memory_order_relaxed);
+	for (unsigned round = 0; round < rounds; round++) {
+		slice_tpo(r, (uint32_t)n, tpo);
+		double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0;
+		if (!round) {
+			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
+			out->inject_achieved_pct = got * 100;
+		}
+		double err = got - want;
+		if ((err < 0 ? -err : err) <= want / 5)
+			break;
+		double scale = got > want / 10 ? want / got : 2;
+		n *= scale > 4 ? 4 : scale < 0.25 ? 0.25 : scale;
+		/* a noisy round (another program's burst) must not grow the work without end */
+		double cap = 4 * want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
+		n = n > cap ? cap : n < 1 ? 1 : n;
+	}
 	*iters = (uint32_t)n;
-	out->inject_ns = (uint32_t)n * ns_per_busy_iter();
-	out->inject_achieved_pct = got * 100;
 }
 
 static int start_drivers(struct run *r)
@@ -778,14 +782,22 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
 		goto stop;
 	sleep_ms(pt->warmup_ms);
-	if (pt->inject_pct)
-		inject_calibrate(&r, inject_iters, out);
+	/* The injection's amount comes sized from an earlier run of the point (run_plan's
+	 * calibration run, the only one that sizes it here), so that the measured window follows
+	 * the warm-up as it does without injection; each run checks it after its window. */
+	if (pt->inject_pct && !*inject_iters)
+		inject_calibrate(&r, inject_iters, 6, out);
+	atomic_store_explicit(&r.inject_iters, *inject_iters, memory_order_relaxed);
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
 	sleep_ms(pt->duration_ms);
 	/* Mark before DRAIN: a driver with nothing in flight exits on DRAIN, and a finished thread's
 	 * CPU clock can no longer be read (its time would read as 0 and the difference underflow). */
 	window_mark(&r, &b);
+	if (pt->inject_pct) { /* out of the window (no latencies recorded): check the amount */
+		atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
+		inject_calibrate(&r, inject_iters, 2, out);
+	}
 	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 stop:
 	for (unsigned i = 0; i < pt->drivers; i++)
