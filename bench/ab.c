@@ -4,7 +4,8 @@
  * commands alternately, N rounds (A B, then B A, ...), each writing its JSON report, so that a
  * slow stretch of a shared machine lands on both sides instead of on whichever ran then. The
  * rounds of each side are merged into one report (DIR/a.json, DIR/b.json: every run's samples
- * of all rounds, loss counters summed) and `compare` judges B against A.
+ * of all rounds with the round of each, loss counters summed) and `compare` judges B against A,
+ * pairing each round's A with its B.
  *
  * A command is a shell command line (sh -c) to which `--json FILE` is appended: two builds
  * (build-old/bench/vqs-bench ...), or one binary against two library files
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ab.h"
 #include "bench.h"
@@ -27,13 +29,14 @@
 
 static void ab_usage(FILE *f)
 {
-	fprintf(f, "usage: vqs-bench ab --a 'CMD' --b 'CMD' [--rounds N] [--dir DIR] "
+	fprintf(f, "usage: vqs-bench ab --a 'CMD' --b 'CMD' [--rounds N] [--dir DIR] [--reuse] "
 		   "[compare flags]\n"
 		   "  --a, --b CMD  shell command lines of a benchmark run; `--json FILE` is appended\n"
 		   "  --rounds N    rounds of one A and one B run, alternating which goes first "
 		   "(default 10)\n"
 		   "  --dir DIR     where the rounds' reports and logs and the merged a.json, b.json go "
 		   "(default: a new /tmp/vqs-bench-ab-*)\n"
+		   "  --reuse       keep the rounds' reports already in DIR (resume, or judge again)\n"
 		   "  other flags go to `vqs-bench compare DIR/a.json DIR/b.json` (see compare --help)\n"
 		   "exit status: compare's; 2 when a command fails to write its report\n");
 }
@@ -72,6 +75,8 @@ struct merged {
 	unsigned n[FIG__COUNT], cap[FIG__COUNT];
 	double *achieved; /* inject_achieved_pct of each round */
 	unsigned nachieved;
+	double *round; /* the round of each sample */
+	unsigned nround, capround;
 };
 
 static int push(double **v, unsigned *n, unsigned *cap, double x)
@@ -103,7 +108,7 @@ static struct merged *merged_find(struct merged **m, unsigned *nm, const char *k
 	return g->key ? g : NULL;
 }
 
-static int merge_report(const char *path, struct merged **m, unsigned *nm)
+static int merge_report(const char *path, unsigned round, struct merged **m, unsigned *nm)
 {
 	struct json doc;
 	int rc = json_parse_file(path, &doc);
@@ -129,8 +134,11 @@ static int merge_report(const char *path, struct merged **m, unsigned *nm)
 				  json_num_or(r, "inject_achieved_pct", 0));
 		for (unsigned k = 0; !rc && k < FIG__COUNT; k++) {
 			const struct json *a = json_get(json_get(r, "samples"), fig_names[k]);
-			for (size_t j = 0; !rc && a && a->type == JSON_ARR && j < a->n; j++)
+			for (size_t j = 0; !rc && a && a->type == JSON_ARR && j < a->n; j++) {
 				rc = push(&g->s[k], &g->n[k], &g->cap[k], a->items[j].num);
+				if (!rc && !k) /* a repeat has every figure: count rounds once */
+					rc = push(&g->round, &g->nround, &g->capround, round);
+			}
 		}
 	}
 	json_free(&doc);
@@ -175,7 +183,10 @@ static int write_merged(const char *path, const char *cmd, unsigned rounds,
 			fprintf(f, ", \"%s\": ", fig_names[k]);
 			json_write_num(f, median(g->s[k], g->n[k]));
 		}
-		fprintf(f, ",\n     \"samples\": {");
+		fprintf(f, ",\n     \"sample_round\": [");
+		for (unsigned j = 0; j < g->nround; j++)
+			fprintf(f, "%s%.0f", j ? ", " : "", g->round[j]);
+		fprintf(f, "],\n     \"samples\": {");
 		for (unsigned k = 0; k < FIG__COUNT; k++) {
 			fprintf(f, "%s\"%s\": [", k ? ", " : "", fig_names[k]);
 			for (unsigned j = 0; j < g->n[k]; j++) {
@@ -198,6 +209,7 @@ static void merged_free(struct merged *m, unsigned nm)
 	for (unsigned i = 0; i < nm; i++) {
 		free(m[i].key);
 		free(m[i].achieved);
+		free(m[i].round);
 		for (unsigned k = 0; k < FIG__COUNT; k++)
 			free(m[i].s[k]);
 	}
@@ -208,6 +220,7 @@ int ab_main(int argc, char **argv)
 {
 	const char *cmd[2] = {NULL, NULL}, *dir = NULL;
 	unsigned rounds = 10;
+	bool reuse = false;
 	char **rest = calloc((size_t)argc + 3, sizeof(*rest));
 	int nrest = 2, status = 2;
 	if (!rest)
@@ -224,6 +237,8 @@ int ab_main(int argc, char **argv)
 			if (*end || n < 1 || n > AB_MAX_ROUNDS)
 				goto usage;
 			rounds = (unsigned)n;
+		} else if (!strcmp(a, "--reuse")) {
+			reuse = true;
 		} else if (!strcmp(a, "--dir") && v) {
 			dir = v;
 			i++;
@@ -245,10 +260,14 @@ int ab_main(int argc, char **argv)
 	fprintf(stderr, "vqs-bench ab: %u rounds, reports and logs in %s\n", rounds, dir);
 	double t0 = now_s();
 	for (unsigned r = 0; r < rounds; r++) {
-		double t[2];
+		double t[2] = {0, 0};
 		for (unsigned k = 0; k < 2; k++) {
 			unsigned side = (k + r) % 2; /* A B, B A, ... */
 			double ts = now_s();
+			char done[4096];
+			snprintf(done, sizeof(done), "%s/%c-%u.json", dir, "ab"[side], r);
+			if (reuse && !access(done, R_OK))
+				continue;
 			if (run_side(cmd[side], dir, "ab"[side], r))
 				goto out;
 			t[side] = now_s() - ts;
@@ -263,7 +282,7 @@ int ab_main(int argc, char **argv)
 		for (unsigned r = 0; !rc && r < rounds; r++) {
 			char in[4096];
 			snprintf(in, sizeof(in), "%s/%c-%u.json", dir, "ab"[side], r);
-			rc = merge_report(in, &m, &nm);
+			rc = merge_report(in, r, &m, &nm);
 		}
 		snprintf(path[side], sizeof(path[side]), "%s/%c.json", dir, "ab"[side]);
 		if (!rc)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vqs-bench compare BASE.json NEW.json: match runs by key (or pairs of runs by --pair) and decide,
- * per figure, whether NEW is worse than BASE, on the per-repeat samples of both.
+ * per figure, whether NEW is worse than BASE, on the per-repeat samples of both (or, for the
+ * merged reports of `vqs-bench ab`, whose samples carry their round, on the pairs of each round's
+ * medians: what changed between rounds then moves both sides of a pair).
  *
  * "Worse by X%" is in time per operation: for throughput X = base/new - 1, for latency and CPU per
  * op X = new/base - 1, so a halved throughput and a doubled latency are both +100%. X is the
@@ -98,6 +100,59 @@ static double *samples_of(const struct json *run, const char *fig, unsigned *n)
 	return v;
 }
 
+/* Both runs' samples carry their ab round (sample_round): the test pairs rounds. */
+static bool paired(const struct json *br, const struct json *nr)
+{
+	const struct json *a = json_get(br, "sample_round"), *b = json_get(nr, "sample_round");
+	return a && b && a->type == JSON_ARR && b->type == JSON_ARR;
+}
+
+/* The median of a run's samples of round r (the 0s of a smaller-is-better figure, not measured,
+ * left out); NAN when there is none. */
+static double round_median(const struct json *run, const double *v, unsigned n, int better,
+			   double r)
+{
+	const struct json *rounds = json_get(run, "sample_round");
+	double pick[n + 1];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n && i < rounds->n; i++)
+		if (rounds->items[i].num == r && (better > 0 || v[i] > 0))
+			pick[k++] = v[i];
+	if (!k)
+		return NAN;
+	for (unsigned i = 1; i < k; i++) /* insertion sort: a round holds a few repeats */
+		for (unsigned j = i; j && pick[j - 1] > pick[j]; j--) {
+			double t = pick[j];
+			pick[j] = pick[j - 1];
+			pick[j - 1] = t;
+		}
+	return k % 2 ? pick[k / 2] : (pick[k / 2 - 1] + pick[k / 2]) / 2;
+}
+
+/* The paired test over the rounds both runs have. */
+static int shift_by_round(const struct json *br, const double *b, unsigned m, const struct json *nr,
+			  const double *v, unsigned n, int better, double alpha, struct shift *sh)
+{
+	const struct json *rounds = json_get(br, "sample_round");
+	double last = -1;
+	for (size_t i = 0; i < rounds->n; i++)
+		last = rounds->items[i].num > last ? rounds->items[i].num : last;
+	unsigned nrounds = last >= 0 ? (unsigned)last + 1 : 0, k = 0;
+	double *x = malloc((nrounds + 1) * sizeof(*x)), *y = malloc((nrounds + 1) * sizeof(*y));
+	int rc = -ENOMEM;
+	if (x && y) {
+		for (unsigned r = 0; r < nrounds; r++) {
+			x[k] = round_median(br, b, m, better, r);
+			y[k] = round_median(nr, v, n, better, r);
+			k += !isnan(x[k]) && !isnan(y[k]);
+		}
+		rc = stats_shift_paired(x, y, k, better, alpha, sh);
+	}
+	free(x);
+	free(y);
+	return rc;
+}
+
 static double median_of(double *v, unsigned n)
 {
 	if (!n)
@@ -134,7 +189,8 @@ static void judge_fig(struct cmp *c, int k, const struct json *br, const struct 
 		snprintf(line, sizeof(line), "no samples of this figure in %s (a report of an older "
 			 "vqs-bench, or another tool)", !b ? c->file[0] : c->file[1]);
 		fail = true;
-	} else if (stats_shift(b, m, v, n, fig_better[k], c->alpha, &sh)) {
+	} else if (paired(br, nr) ? shift_by_round(br, b, m, nr, v, n, fig_better[k], c->alpha, &sh)
+				  : stats_shift(b, m, v, n, fig_better[k], c->alpha, &sh)) {
 		snprintf(line, sizeof(line), "out of memory");
 		fail = true;
 	} else if (!sh.m && !sh.n) {
@@ -155,8 +211,8 @@ static void judge_fig(struct cmp *c, int k, const struct json *br, const struct 
 			: reg ? "REGRESSION" : worse ? "worse, within the threshold"
 			: better ? "improved" : "no significant change";
 		double bm = median_of(b, m), nm = median_of(v, n);
-		snprintf(line, sizeof(line), "%10.4g (%3u) %10.4g (%3u) %8s [%s, %s]  %s", bm, m, nm, n,
-			 est, lo, hi, verdict);
+		snprintf(line, sizeof(line), "%10.4g (%3u) %10.4g (%3u) %8s [%s, %s]  %s", bm, sh.m, nm,
+			 sh.n, est, lo, hi, verdict);
 		if (!reg && !fail && c->quiet)
 			goto out;
 	}
@@ -184,6 +240,9 @@ static void judge_run(struct cmp *c, const struct json *br, const struct json *n
 	if (!c->quiet) {
 		printf("%s\n", title);
 		header = true;
+		if (paired(br, nr))
+			printf("  (paired by ab round: the counts are rounds, each a median of its "
+			       "repeats)\n");
 		double inj = json_num_or(nr, "inject_pct", 0);
 		if (inj > 0)
 			printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n", inj,

@@ -9,7 +9,9 @@
  * C-th smallest to the C-th largest, C = floor(mn/2 - z * sd(U)) with z the standard normal
  * quantile at 1 - alpha and sd(U) the rank sum's standard deviation corrected for ties (normal
  * approximation to the U distribution; Hollander & Wolfe, ch. 4.3). C < 1 means the samples
- * cannot reach that level at all.
+ * cannot reach that level at all. Paired, the differences are those of each pair, the estimate
+ * the median of their m = n(n+1)/2 pairwise means (Walsh averages) and C = floor(m/2 - z *
+ * sqrt(n(n+1)(2n+1)/24)), the signed-rank statistic's (Hollander & Wolfe, ch. 3.2).
  */
 #include "stats.h"
 
@@ -113,5 +115,46 @@ out:
 	free(x);
 	free(y);
 	free(d);
+	return rc;
+}
+
+int stats_shift_paired(const double *base, const double *cur, unsigned n, int better, double alpha,
+		       struct shift *out)
+{
+	*out = (struct shift){.lo = -INFINITY, .hi = INFINITY};
+	double *d = malloc((n + 1) * sizeof(*d)), *w = NULL;
+	int rc = -ENOMEM;
+	if (!d)
+		goto out;
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		double x, y;
+		if (transform(&base[i], 1, better, &x) && transform(&cur[i], 1, better, &y))
+			d[k++] = y - x;
+	}
+	out->m = out->n = k;
+	rc = 0;
+	if (!k)
+		goto out;
+	size_t nw = (size_t)k * (k + 1) / 2, at = 0;
+	rc = -ENOMEM;
+	if (!(w = malloc(nw * sizeof(*w))))
+		goto out;
+	for (unsigned i = 0; i < k; i++)
+		for (unsigned j = i; j < k; j++)
+			w[at++] = (d[i] + d[j]) / 2;
+	qsort(w, nw, sizeof(*w), cmp_double);
+	out->est = exp(nw % 2 ? w[nw / 2] : (w[nw / 2 - 1] + w[nw / 2]) / 2) - 1;
+	double sd = sqrt((double)k * (k + 1) * (2.0 * k + 1) / 24);
+	double c = floor((double)nw / 2 - normal_quantile(1 - alpha) * sd);
+	out->decidable = c >= 1;
+	if (out->decidable) {
+		out->lo = exp(w[(size_t)c - 1]) - 1;
+		out->hi = exp(w[nw - (size_t)c]) - 1;
+	}
+	rc = 0;
+out:
+	free(d);
+	free(w);
 	return rc;
 }

@@ -24,4 +24,14 @@ struct shift {
 int stats_shift(const double *base, unsigned m, const double *cur, unsigned n, int better,
 		double alpha, struct shift *out);
 
+/*
+ * The same shift from n pairs measured under the same conditions (the medians of one `ab` round
+ * of each side): the Hodges-Lehmann estimate of the pairs' log ratios (the median of their
+ * pairwise means) with its Wilcoxon signed-rank interval. Pairs where a side is 0 for a
+ * smaller-is-better figure are dropped. Conditions that change between rounds (another program,
+ * the host moving the vCPUs) then move both sides of a pair and cancel. 0, or -ENOMEM.
+ */
+int stats_shift_paired(const double *base, const double *cur, unsigned n, int better, double alpha,
+		       struct shift *out);
+
 #endif

@@ -20,7 +20,7 @@ if [ ! -x "$B" ]; then
 	cmake --build build/bench -j"$(nproc)" --target vqs-bench >/dev/null
 fi
 ROUNDS=${ROUNDS:-10}
-GUARD="--preset guard --repeat 3 --duration-ms 100 --warmup-ms 20 --no-floors ${GUARD_ARGS:-}"
+GUARD="--preset guard --repeat 5 --duration-ms 60 --warmup-ms 20 --no-floors ${GUARD_ARGS:-}"
 t0=$(date +%s)
 
 ab() { # BASE_CMD NEW_CMD
