@@ -36,6 +36,7 @@ struct cmp {
 	unsigned npairs;
 	const char *file[2];
 	unsigned matched, regressions, failures;
+	bool figures; /* a report declares its figures: judge those, not its runs' */
 };
 
 static void compare_usage(FILE *f)
@@ -53,6 +54,14 @@ static void compare_usage(FILE *f)
 		   "exit status: 0 no regression; 1 regression, loss or error in NEW, a run or figure "
 		   "missing on one side, or too few samples to decide; 2 usage, unreadable file, or "
 		   "no run in either report\n");
+}
+
+static double *numbers(const struct json *a, unsigned *n);
+
+/* The numbers of a run's samples of one figure into a fresh array; NULL when absent. */
+static double *samples_of(const struct json *run, const char *fig, unsigned *n)
+{
+	return numbers(json_get(json_get(run, "samples"), fig), n);
 }
 
 static int fig_index(const char *name)
@@ -84,21 +93,6 @@ static const struct json *glob_run(const struct json *runs, const char *glob, un
 	return *count == 1 ? hit : NULL;
 }
 
-/* The numbers of a run's samples of one figure into a fresh array; NULL when absent. */
-static double *samples_of(const struct json *run, const char *fig, unsigned *n)
-{
-	const struct json *a = json_get(json_get(run, "samples"), fig);
-	*n = 0;
-	if (!a || a->type != JSON_ARR)
-		return NULL;
-	double *v = malloc((a->n + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < a->n; i++)
-		if (a->items[i].type == JSON_NUM)
-			v[(*n)++] = a->items[i].num;
-	return v;
-}
 
 /* Both runs' samples carry their ab round (sample_round): the test pairs rounds. */
 static bool paired(const struct json *br, const struct json *nr)
@@ -174,13 +168,28 @@ static void pct(char *b, size_t n, double x)
 		snprintf(b, n, "%+.1f%%", x * 100);
 }
 
-/* Judge one figure; prints its line (unless quiet and fine). */
-static void judge_fig(struct cmp *c, int k, const struct json *br, const struct json *nr,
-		      bool *header, const char *title)
+/* The numbers of a JSON array into a fresh array; NULL when it is not one. */
+static double *numbers(const struct json *a, unsigned *n)
 {
-	const char *name = fig_names[k];
-	unsigned m, n;
-	double *b = samples_of(br, name, &m), *v = samples_of(nr, name, &n);
+	*n = 0;
+	if (!a || a->type != JSON_ARR)
+		return NULL;
+	double *v = malloc((a->n + 1) * sizeof(*v));
+	for (size_t i = 0; v && i < a->n; i++)
+		if (a->items[i].type == JSON_NUM)
+			v[(*n)++] = a->items[i].num;
+	return v;
+}
+
+/*
+ * Judge one figure from its BASE samples b and NEW samples v (either NULL: absent), larger being
+ * better when better > 0; br and nr are the runs they come from, for their rounds (NULL: a
+ * report-level figure). Prints its line (unless quiet and fine); frees b and v.
+ */
+static void judge(struct cmp *c, const char *name, int better, double *b, unsigned m, double *v,
+		  unsigned n, const struct json *br, const struct json *nr, bool *header,
+		  const char *title)
+{
 	const char *verdict = NULL;
 	char line[256] = "";
 	bool fail = false;
@@ -189,8 +198,8 @@ static void judge_fig(struct cmp *c, int k, const struct json *br, const struct 
 		snprintf(line, sizeof(line), "no samples of this figure in %s (a report of an older "
 			 "vqs-bench, or another tool)", !b ? c->file[0] : c->file[1]);
 		fail = true;
-	} else if (paired(br, nr) ? shift_by_round(br, b, m, nr, v, n, fig_better[k], c->alpha, &sh)
-				  : stats_shift(b, m, v, n, fig_better[k], c->alpha, &sh)) {
+	} else if (br && nr && paired(br, nr) ? shift_by_round(br, b, m, nr, v, n, better, c->alpha, &sh)
+					      : stats_shift(b, m, v, n, better, c->alpha, &sh)) {
 		snprintf(line, sizeof(line), "out of memory");
 		fail = true;
 	} else if (!sh.m && !sh.n) {
@@ -203,13 +212,13 @@ static void judge_fig(struct cmp *c, int k, const struct json *br, const struct 
 		pct(est, sizeof(est), sh.est);
 		pct(lo, sizeof(lo), sh.lo);
 		pct(hi, sizeof(hi), sh.hi);
-		bool worse = sh.decidable && sh.lo > 0, better = sh.decidable && sh.hi < 0;
+		bool worse = sh.decidable && sh.lo > 0, improved = sh.decidable && sh.hi < 0;
 		bool reg = worse && sh.est > c->threshold;
 		fail = !sh.decidable;
 		c->regressions += reg;
 		verdict = !sh.decidable ? "UNDECIDED: too few samples for this alpha"
 			: reg ? "REGRESSION" : worse ? "worse, within the threshold"
-			: better ? "improved" : "no significant change";
+			: improved ? "improved" : "no significant change";
 		double bm = median_of(b, m), nm = median_of(v, n);
 		snprintf(line, sizeof(line), "%10.4g (%3u) %10.4g (%3u) %8s [%s, %s]  %s", bm, sh.m, nm,
 			 sh.n, est, lo, hi, verdict);
@@ -225,6 +234,21 @@ static void judge_fig(struct cmp *c, int k, const struct json *br, const struct 
 out:
 	free(b);
 	free(v);
+}
+
+/* Lost, duplicated or corrupted requests or an error in a NEW run fail. */
+static void check_loss(struct cmp *c, const struct json *nr, bool *header, const char *title)
+{
+	double loss = json_num_or(nr, "lost", 0) + json_num_or(nr, "duplicated", 0) +
+		      json_num_or(nr, "corrupted", 0);
+	if (loss > 0 || json_num_or(nr, "error", 0) != 0) {
+		if (!*header)
+			printf("%s\n", title);
+		*header = true;
+		printf("  FAIL: NEW lost, duplicated or corrupted %.0f requests, error %.0f\n", loss,
+		       json_num_or(nr, "error", 0));
+		c->failures++;
+	}
 }
 
 static void judge_run(struct cmp *c, const struct json *br, const struct json *nr)
@@ -248,18 +272,57 @@ static void judge_run(struct cmp *c, const struct json *br, const struct json *n
 			printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n", inj,
 			       json_num_or(nr, "inject_achieved_pct", 0));
 	}
-	double loss = json_num_or(nr, "lost", 0) + json_num_or(nr, "duplicated", 0) +
-		      json_num_or(nr, "corrupted", 0);
-	if (loss > 0 || json_num_or(nr, "error", 0) != 0) {
-		if (!header)
-			printf("%s\n", title);
-		header = true;
-		printf("  FAIL: NEW lost, duplicated or corrupted %.0f requests, error %.0f\n", loss,
-		       json_num_or(nr, "error", 0));
-		c->failures++;
+	check_loss(c, nr, &header, title);
+	for (unsigned f = 0; f < c->nfig; f++) {
+		const char *name = fig_names[c->figs[f]];
+		unsigned m, n;
+		double *b = samples_of(br, name, &m), *v = samples_of(nr, name, &n);
+		judge(c, name, fig_better[c->figs[f]], b, m, v, n, br, nr, &header, title);
 	}
-	for (unsigned f = 0; f < c->nfig; f++)
-		judge_fig(c, c->figs[f], br, nr, &header, title);
+}
+
+static const struct json *find_figure(const struct json *figs, const char *name)
+{
+	for (size_t i = 0; figs && figs->type == JSON_ARR && i < figs->n; i++)
+		if (!strcmp(json_str_or(&figs->items[i], "name", ""), name))
+			return &figs->items[i];
+	return NULL;
+}
+
+/* The reports' own figures ("figures": [{"name", "unit", "better", "samples"}], the ksim
+ * presets'), matched by name; the direction is the report's. */
+static void judge_figures(struct cmp *c, const struct json *bf, const struct json *nf)
+{
+	bool header = false;
+	for (unsigned side = 0; side < 2; side++) {
+		const struct json *mine = side ? nf : bf, *other = side ? bf : nf;
+		for (size_t i = 0; mine && mine->type == JSON_ARR && i < mine->n; i++) {
+			const char *name = json_str_or(&mine->items[i], "name", "?");
+			if (find_figure(other, name))
+				continue;
+			printf("figure %s\n  FAIL: missing in %s\n", name, c->file[!side]);
+			c->failures++;
+		}
+	}
+	for (size_t i = 0; bf && bf->type == JSON_ARR && i < bf->n; i++) {
+		const struct json *b = &bf->items[i];
+		const char *name = json_str_or(b, "name", "?");
+		const struct json *n = find_figure(nf, name);
+		if (!n)
+			continue;
+		const char *dir = json_str_or(b, "better", "");
+		if (strcmp(dir, "higher") && strcmp(dir, "lower")) {
+			printf("figure %s\n  FAIL: %s does not say whether higher or lower is better\n",
+			       name, c->file[0]);
+			c->failures++;
+			continue;
+		}
+		unsigned m, k;
+		double *x = numbers(json_get(b, "samples"), &m), *y = numbers(json_get(n, "samples"), &k);
+		c->matched++;
+		judge(c, name, dir[0] == 'h' ? 1 : -1, x, m, y, k, NULL, NULL, &header,
+		      "figures of the reports");
+	}
 }
 
 static void missing(struct cmp *c, const char *what, const char *where)
@@ -350,6 +413,18 @@ int compare_main(int argc, char **argv)
 		return 2;
 	}
 	int status = 0;
+	const struct json *figs[2] = {json_get(&doc[0], "figures"), json_get(&doc[1], "figures")};
+	c.figures = !c.npairs && ((figs[0] && figs[0]->n) || (figs[1] && figs[1]->n));
+	if (c.figures) {
+		judge_figures(&c, figs[0], figs[1]);
+		for (size_t i = 0; i < runs[1]->n; i++) { /* loss or errors in NEW still fail */
+			bool header = false;
+			char title[300];
+			snprintf(title, sizeof(title), "run %s",
+				 json_str_or(&runs[1]->items[i], "key", "?"));
+			check_loss(&c, &runs[1]->items[i], &header, title);
+		}
+	}
 	for (unsigned p = 0; p < c.npairs && !status; p++) {
 		unsigned nb, nn;
 		const struct json *br = glob_run(runs[0], c.pair[p][0], &nb);
@@ -365,7 +440,7 @@ int compare_main(int argc, char **argv)
 			judge_run(&c, br, nr);
 		}
 	}
-	for (size_t i = 0; !c.npairs && i < runs[0]->n; i++) {
+	for (size_t i = 0; !c.npairs && !c.figures && i < runs[0]->n; i++) {
 		const struct json *br = &runs[0]->items[i];
 		const struct json *nr = find_run(runs[1], json_str_or(br, "key", ""));
 		if (nr)
@@ -373,7 +448,7 @@ int compare_main(int argc, char **argv)
 		else
 			missing(&c, json_str_or(br, "key", "?"), c.file[1]);
 	}
-	for (size_t i = 0; !c.npairs && i < runs[1]->n; i++) {
+	for (size_t i = 0; !c.npairs && !c.figures && i < runs[1]->n; i++) {
 		const char *key = json_str_or(&runs[1]->items[i], "key", "?");
 		if (!find_run(runs[0], key))
 			missing(&c, key, c.file[0]);

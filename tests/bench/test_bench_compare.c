@@ -310,6 +310,46 @@ static void test_pair(void **state)
 	assert_non_null(strstr(output(), "seed-2017/nope/*"));
 }
 
+/* A ksim report: its own figures keyed by name, one sample per trial, and runs of one sample. */
+static const char *ksim_report(const char *name, const char *fig, const char *better, double rate,
+			       unsigned n)
+{
+	const char *path = bench_path(name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"schema\": 2, \"runs\": [{\"key\": \"seed-2017/4.13-b64/stream/s1\", "
+		   "\"lost\": 0, \"error\": 0, \"samples\": {\"ops_per_s\": [%g]}}], "
+		   "\"figures\": [{\"name\": \"%s\", \"unit\": \"Mbit/s\", \"better\": \"%s\", "
+		   "\"samples\": [", rate, fig, better);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s%.6g", i ? ", " : "", noisy(rate, 0.05));
+	fputs("]}]}\n", f);
+	fclose(f);
+	return strdup(path); /* bench_path's buffers are reused: the test keeps several */
+}
+
+/* Reports that declare figures (the seed presets': the variant's goodput per trial) are judged
+ * on those, matched by name, in the direction they say; their runs' single samples are not. */
+static void test_report_figures(void **state)
+{
+	const char *fixed = ksim_report("fixed.json", "goodput-1-stream", "higher", 900, 10);
+	const char *again = ksim_report("again.json", "goodput-1-stream", "higher", 900, 10);
+	const char *leaky = ksim_report("leaky.json", "goodput-1-stream", "higher", 600, 10);
+	assert_int_equal(compare(fixed, leaky, NULL), 1);
+	assert_non_null(strstr(output(), "goodput-1-stream"));
+	assert_non_null(strstr(output(), "REGRESSION"));
+	assert_int_equal(compare(fixed, again, NULL), 0);
+	assert_int_equal(compare(leaky, fixed, NULL), 0);
+	const char *other = ksim_report("other.json", "goodput-10-streams", "higher", 900, 10);
+	assert_int_equal(compare(fixed, other, NULL), 1);
+	assert_non_null(strstr(output(), "missing in"));
+	const char *undirected = ksim_report("undirected.json", "goodput-1-stream", "up", 900, 10);
+	assert_int_equal(compare(undirected, fixed, NULL), 1);
+	const char *latency = ksim_report("lat.json", "goodput-1-stream", "lower", 600, 10);
+	const char *latency2 = ksim_report("lat2.json", "goodput-1-stream", "lower", 900, 10);
+	assert_int_equal(compare(latency, latency2, NULL), 1);
+}
+
 static void test_unreadable_input_is_usage_error(void **state)
 {
 	struct run b;
@@ -399,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_loss_in_new_fails),
 		cmocka_unit_test(test_too_few_samples_fail),
 		cmocka_unit_test(test_pair),
+		cmocka_unit_test(test_report_figures),
 		cmocka_unit_test(test_unreadable_input_is_usage_error),
 		cmocka_unit_test(test_ab_end_to_end),
 		cmocka_unit_test(test_inject_needs_closed_loop),
