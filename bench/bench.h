@@ -31,7 +31,7 @@ struct cpu_list {
 	int cpu[BENCH_MAX_CPUS];
 };
 
-/* One measured configuration. Every field except inject_ns is part of its identity (key). */
+/* One measured configuration. Every field except inject_pct is part of its identity (key). */
 struct point {
 	enum workload workload;
 	enum vqs_policy policy;
@@ -54,7 +54,8 @@ struct point {
 	uint64_t rate;        /* offered ops/s over all streams, 0 = as fast as possible */
 	uint32_t handler_ns;  /* busy time per request in the handler */
 	uint32_t exit_ns;     /* busy time per kick on the driver (simulated guest exit) */
-	uint32_t inject_ns;   /* extra busy time per request, outside the key: a regression knob */
+	uint32_t inject_pct;  /* slow each request by this % of its time, outside the key: a
+			       * regression of known size for `compare` to catch (workload.c) */
 	uint32_t duration_ms, warmup_ms;
 	struct cpu_list worker_cpus, driver_cpus;
 };
@@ -75,13 +76,20 @@ struct sample {
 	uint64_t batch_hist[BATCH_BUCKETS];
 	char worker_cpus[64]; /* CPUs worker 0 actually runs on, as read back ("0-1", "1") */
 	int error; /* -errno when the point could not run */
+	/* --inject-slowdown-pct: busy time added per request, and the slowdown it made in time
+	 * per operation as measured against windows without it (%) */
+	double inject_ns, inject_achieved_pct;
 };
 
-/* A point with its repeats folded: median, min, max per figure; loss counters summed. */
+/* A point with its repeats folded: median, min, max per figure; loss counters summed. The
+ * figures of each repeat that ran are kept too (samples): compare tests on them. */
 struct result {
 	struct point pt;
 	char key[256];
 	double med[FIG__COUNT], min[FIG__COUNT], max[FIG__COUNT];
+	double *samples; /* nsamples x FIG__COUNT, repeat-major; owned (results_free) */
+	unsigned nsamples;
+	double inject_ns, inject_achieved_pct; /* medians over the repeats */
 	uint64_t lost, duplicated, corrupted;
 	uint64_t batch_hist[BATCH_BUCKETS];
 	unsigned repeats;
@@ -145,8 +153,10 @@ struct report {
 /* The machine's 1-minute load average (other programs competing for the CPUs), -1 unknown. */
 double machine_loadavg(void);
 
-/* Run one repeat of a point. Threads: the main thread. */
-int workload_run(const struct point *pt, struct sample *out);
+/* Run one repeat of a point. With pt->inject_pct, *inject_iters is where the calibration of the
+ * injected busy work starts (0: from scratch) and what it ended at (the next repeat's start).
+ * Threads: the main thread. */
+int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* Median of three figures. */
@@ -161,7 +171,9 @@ unsigned floors_batch_index(const struct floors *f, unsigned batch);
 void floors_attach(const struct floors *f, struct result *r);
 
 void point_key(const struct point *pt, char *buf, size_t len);
-void result_fold(struct result *r, const struct sample *s, unsigned n);
+/* Fold n repeats into r (its pt set): key, medians, spreads, samples. 0 or -ENOMEM. */
+int result_fold(struct result *r, const struct sample *s, unsigned n);
+void results_free(struct result *r, unsigned n);
 void goals_evaluate(struct report *rep);
 
 #endif

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vqs-bench compare BASE.json NEW.json: match runs by key and decide, per figure, whether NEW is
- * worse than BASE by more than the threshold beyond the run-to-run noise.
+ * vqs-bench compare BASE.json NEW.json: match runs by key (or pairs of runs by --pair) and decide,
+ * per figure, whether NEW is worse than BASE, on the per-repeat samples of both (or, for the
+ * merged reports of `vqs-bench ab`, whose samples carry their round, on the pairs of each round's
+ * medians: what changed between rounds then moves both sides of a pair).
  *
- * "Worse by X%" is measured in time per operation: for throughput X = base/new - 1, for latency
- * and CPU per op X = new/base - 1, so a halving of throughput and a doubling of latency are both
- * +100%. The noise of a figure is the larger relative spread (max - min over median) of its two
- * runs. A figure regresses when X - noise > threshold. (Not "when the [min, max] ranges are
- * disjoint": one stalled repeat on a shared machine stretches a range over everything.) Any lost,
- * duplicated or corrupted request in NEW, or a run that failed, fails too.
+ * "Worse by X%" is in time per operation: for throughput X = base/new - 1, for latency and CPU per
+ * op X = new/base - 1, so a halved throughput and a doubled latency are both +100%. X is the
+ * Hodges-Lehmann estimate (the median of all NEW/BASE sample ratios) with its Mann-Whitney
+ * interval (stats.c). A figure regresses when the interval lies wholly above 0 (a one-sided rank
+ * test at level alpha says NEW is worse) and X exceeds the threshold: significant and large
+ * enough to matter. Too few samples to reach the level at all cannot pass; neither can lost,
+ * duplicated or corrupted requests or an error in NEW, nor a run or figure missing on one side.
  */
 #include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +23,45 @@
 #include "bench.h"
 #include "compare.h"
 #include "json.h"
+#include "stats.h"
 
-struct fig_view {
-	double med, min, max;
+#define MAX_PAIRS 16
+
+struct cmp {
+	double threshold, alpha; /* threshold as a fraction */
+	int figs[FIG__COUNT];
+	unsigned nfig;
+	bool quiet;
+	const char *pair[MAX_PAIRS][2]; /* --pair BASE_GLOB=NEW_GLOB, split in place */
+	unsigned npairs;
+	const char *file[2];
+	unsigned matched, regressions, failures;
+	bool figures; /* a report declares its figures: judge those, not its runs' */
 };
 
-static struct fig_view fig_of(const struct json *run, const char *name)
+static void compare_usage(FILE *f)
 {
-	struct fig_view v = {json_num_or(run, name, 0), 0, 0};
-	v.min = json_num_or(json_get(run, "min"), name, v.med);
-	v.max = json_num_or(json_get(run, "max"), name, v.med);
-	return v;
+	fprintf(f, "usage: vqs-bench compare BASE.json NEW.json [--threshold PCT] [--alpha A] "
+		   "[--metrics LIST] [--pair BASE_GLOB=NEW_GLOB]... [--quiet]\n"
+		   "  --threshold PCT  a significant change worse than this (time per op) fails "
+		   "(default 5)\n"
+		   "  --alpha A        level of the one-sided rank test (default 0.01)\n"
+		   "  --metrics LIST   figures to judge (default "
+		   "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op)\n"
+		   "  --pair B=N       judge the one BASE run whose key matches glob B against the one "
+		   "NEW run matching N (repeatable; no other run is judged)\n"
+		   "  --quiet          print only regressions and failures\n"
+		   "exit status: 0 no regression; 1 regression, loss or error in NEW, a run or figure "
+		   "missing on one side, or too few samples to decide; 2 usage, unreadable file, or "
+		   "no run in either report\n");
 }
 
-static const struct json *find_run(const struct json *runs, const char *key)
+static double *numbers(const struct json *a, unsigned *n);
+
+/* The numbers of a run's samples of one figure into a fresh array; NULL when absent. */
+static double *samples_of(const struct json *run, const char *fig, unsigned *n)
 {
-	for (size_t i = 0; runs && i < runs->n; i++)
-		if (!strcmp(json_str_or(&runs->items[i], "key", ""), key))
-			return &runs->items[i];
-	return NULL;
+	return numbers(json_get(json_get(run, "samples"), fig), n);
 }
 
 static int fig_index(const char *name)
@@ -47,135 +72,396 @@ static int fig_index(const char *name)
 	return -1;
 }
 
-static void compare_usage(FILE *f)
+static const struct json *find_run(const struct json *runs, const char *key)
 {
-	fprintf(f, "usage: vqs-bench compare BASE.json NEW.json [--threshold PCT] [--metrics LIST] "
-		   "[--quiet]\n"
-		   "  --threshold PCT  how much worse (time per op) beyond the noise fails (default 10)\n"
-		   "  --metrics LIST   figures to judge (default "
-		   "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op)\n"
-		   "  --quiet          print only regressions and failures\n"
-		   "exit status: 0 no regression, 1 regression or loss in NEW, 2 usage or unreadable file\n");
+	for (size_t i = 0; i < runs->n; i++)
+		if (!strcmp(json_str_or(&runs->items[i], "key", ""), key))
+			return &runs->items[i];
+	return NULL;
 }
 
-int compare_main(int argc, char **argv)
+/* The one run whose key matches glob; NULL with *count the number that matched otherwise. */
+static const struct json *glob_run(const struct json *runs, const char *glob, unsigned *count)
 {
-	const char *files[2] = {NULL, NULL};
-	double threshold = 10;
-	const char *metrics = "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op";
-	bool quiet = false;
-	unsigned nf = 0;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--threshold") && i + 1 < argc) {
-			char *end;
-			threshold = strtod(argv[++i], &end);
-			if (*end || threshold < 0) {
-				compare_usage(stderr);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
-			metrics = argv[++i];
-		} else if (!strcmp(argv[i], "--quiet")) {
-			quiet = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			compare_usage(stdout);
-			return 0;
-		} else if (argv[i][0] != '-' && nf < 2) {
-			files[nf++] = argv[i];
-		} else {
-			compare_usage(stderr);
-			return 2;
+	const struct json *hit = NULL;
+	*count = 0;
+	for (size_t i = 0; i < runs->n; i++)
+		if (!fnmatch(glob, json_str_or(&runs->items[i], "key", ""), 0)) {
+			hit = &runs->items[i];
+			++*count;
+		}
+	return *count == 1 ? hit : NULL;
+}
+
+
+/* Both runs' samples carry their ab round (sample_round): the test pairs rounds. */
+static bool paired(const struct json *br, const struct json *nr)
+{
+	const struct json *a = json_get(br, "sample_round"), *b = json_get(nr, "sample_round");
+	return a && b && a->type == JSON_ARR && b->type == JSON_ARR;
+}
+
+/* The median of a run's samples of round r (the 0s of a smaller-is-better figure, not measured,
+ * left out); NAN when there is none. */
+static double round_median(const struct json *run, const double *v, unsigned n, int better,
+			   double r)
+{
+	const struct json *rounds = json_get(run, "sample_round");
+	double pick[n + 1];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n && i < rounds->n; i++)
+		if (rounds->items[i].num == r && (better > 0 || v[i] > 0))
+			pick[k++] = v[i];
+	if (!k)
+		return NAN;
+	for (unsigned i = 1; i < k; i++) /* insertion sort: a round holds a few repeats */
+		for (unsigned j = i; j && pick[j - 1] > pick[j]; j--) {
+			double t = pick[j];
+			pick[j] = pick[j - 1];
+			pick[j - 1] = t;
+		}
+	return k % 2 ? pick[k / 2] : (pick[k / 2 - 1] + pick[k / 2]) / 2;
+}
+
+/* The paired test over the rounds both runs have. */
+static int shift_by_round(const struct json *br, const double *b, unsigned m, const struct json *nr,
+			  const double *v, unsigned n, int better, double alpha, struct shift *sh)
+{
+	const struct json *rounds = json_get(br, "sample_round");
+	double last = -1;
+	for (size_t i = 0; i < rounds->n; i++)
+		last = rounds->items[i].num > last ? rounds->items[i].num : last;
+	unsigned nrounds = last >= 0 ? (unsigned)last + 1 : 0, k = 0;
+	double *x = malloc((nrounds + 1) * sizeof(*x)), *y = malloc((nrounds + 1) * sizeof(*y));
+	int rc = -ENOMEM;
+	if (x && y) {
+		for (unsigned r = 0; r < nrounds; r++) {
+			x[k] = round_median(br, b, m, better, r);
+			y[k] = round_median(nr, v, n, better, r);
+			k += !isnan(x[k]) && !isnan(y[k]);
+		}
+		rc = stats_shift_paired(x, y, k, better, alpha, sh);
+	}
+	free(x);
+	free(y);
+	return rc;
+}
+
+static double median_of(double *v, unsigned n)
+{
+	if (!n)
+		return 0;
+	for (unsigned i = 1; i < n; i++) /* insertion sort: a run's repeats are few */
+		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void pct(char *b, size_t n, double x)
+{
+	if (isinf(x))
+		snprintf(b, n, x > 0 ? "+inf" : "-inf");
+	else
+		snprintf(b, n, "%+.1f%%", x * 100);
+}
+
+/* The numbers of a JSON array into a fresh array; NULL when it is not one. */
+static double *numbers(const struct json *a, unsigned *n)
+{
+	*n = 0;
+	if (!a || a->type != JSON_ARR)
+		return NULL;
+	double *v = malloc((a->n + 1) * sizeof(*v));
+	for (size_t i = 0; v && i < a->n; i++)
+		if (a->items[i].type == JSON_NUM)
+			v[(*n)++] = a->items[i].num;
+	return v;
+}
+
+/*
+ * Judge one figure from its BASE samples b and NEW samples v (either NULL: absent), larger being
+ * better when better > 0; br and nr are the runs they come from, for their rounds (NULL: a
+ * report-level figure). Prints its line (unless quiet and fine); frees b and v.
+ */
+static void judge(struct cmp *c, const char *name, int better, double *b, unsigned m, double *v,
+		  unsigned n, const struct json *br, const struct json *nr, bool *header,
+		  const char *title)
+{
+	const char *verdict = NULL;
+	char line[256] = "";
+	bool fail = false;
+	struct shift sh = {0};
+	if (!b || !v) {
+		snprintf(line, sizeof(line), "no samples of this figure in %s (a report of an older "
+			 "vqs-bench, or another tool)", !b ? c->file[0] : c->file[1]);
+		fail = true;
+	} else if (br && nr && paired(br, nr) ? shift_by_round(br, b, m, nr, v, n, better, c->alpha, &sh)
+					      : stats_shift(b, m, v, n, better, c->alpha, &sh)) {
+		snprintf(line, sizeof(line), "out of memory");
+		fail = true;
+	} else if (!sh.m && !sh.n) {
+		goto out; /* not measured by this workload (an idle run's latency) */
+	} else if (!sh.m || !sh.n) {
+		snprintf(line, sizeof(line), "measured in %s only", sh.m ? c->file[0] : c->file[1]);
+		fail = true;
+	} else {
+		char est[32], lo[32], hi[32];
+		pct(est, sizeof(est), sh.est);
+		pct(lo, sizeof(lo), sh.lo);
+		pct(hi, sizeof(hi), sh.hi);
+		bool worse = sh.decidable && sh.lo > 0, improved = sh.decidable && sh.hi < 0;
+		bool reg = worse && sh.est > c->threshold;
+		fail = !sh.decidable;
+		c->regressions += reg;
+		verdict = !sh.decidable ? "UNDECIDED: too few samples for this alpha"
+			: reg ? "REGRESSION" : worse ? "worse, within the threshold"
+			: improved ? "improved" : "no significant change";
+		double bm = median_of(b, m), nm = median_of(v, n);
+		snprintf(line, sizeof(line), "%10.4g (%3u) %10.4g (%3u) %8s [%s, %s]  %s", bm, sh.m, nm,
+			 sh.n, est, lo, hi, verdict);
+		if (!reg && !fail && c->quiet)
+			goto out;
+	}
+	c->failures += fail;
+	if (!*header) {
+		printf("%s\n", title);
+		*header = true;
+	}
+	printf("  %-22s %s%s\n", name, verdict ? "" : "FAIL: ", line);
+out:
+	free(b);
+	free(v);
+}
+
+/* Lost, duplicated or corrupted requests or an error in a NEW run fail. */
+static void check_loss(struct cmp *c, const struct json *nr, bool *header, const char *title)
+{
+	double loss = json_num_or(nr, "lost", 0) + json_num_or(nr, "duplicated", 0) +
+		      json_num_or(nr, "corrupted", 0);
+	if (loss > 0 || json_num_or(nr, "error", 0) != 0) {
+		if (!*header)
+			printf("%s\n", title);
+		*header = true;
+		printf("  FAIL: NEW lost, duplicated or corrupted %.0f requests, error %.0f\n", loss,
+		       json_num_or(nr, "error", 0));
+		c->failures++;
+	}
+}
+
+static void judge_run(struct cmp *c, const struct json *br, const struct json *nr)
+{
+	const char *bk = json_str_or(br, "key", "?"), *nk = json_str_or(nr, "key", "?");
+	char title[600];
+	if (strcmp(bk, nk))
+		snprintf(title, sizeof(title), "run %s\n vs %s", bk, nk);
+	else
+		snprintf(title, sizeof(title), "run %s", bk);
+	bool header = false;
+	c->matched++;
+	if (!c->quiet) {
+		printf("%s\n", title);
+		header = true;
+		if (paired(br, nr))
+			printf("  (paired by ab round: the counts are rounds, each a median of its "
+			       "repeats)\n");
+		double inj = json_num_or(nr, "inject_pct", 0);
+		if (inj > 0)
+			printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n", inj,
+			       json_num_or(nr, "inject_achieved_pct", 0));
+	}
+	check_loss(c, nr, &header, title);
+	for (unsigned f = 0; f < c->nfig; f++) {
+		const char *name = fig_names[c->figs[f]];
+		unsigned m, n;
+		double *b = samples_of(br, name, &m), *v = samples_of(nr, name, &n);
+		judge(c, name, fig_better[c->figs[f]], b, m, v, n, br, nr, &header, title);
+	}
+}
+
+static const struct json *find_figure(const struct json *figs, const char *name)
+{
+	for (size_t i = 0; figs && figs->type == JSON_ARR && i < figs->n; i++)
+		if (!strcmp(json_str_or(&figs->items[i], "name", ""), name))
+			return &figs->items[i];
+	return NULL;
+}
+
+/* The reports' own figures ("figures": [{"name", "unit", "better", "samples"}], the ksim
+ * presets'), matched by name; the direction is the report's. */
+static void judge_figures(struct cmp *c, const struct json *bf, const struct json *nf)
+{
+	bool header = false;
+	for (unsigned side = 0; side < 2; side++) {
+		const struct json *mine = side ? nf : bf, *other = side ? bf : nf;
+		for (size_t i = 0; mine && mine->type == JSON_ARR && i < mine->n; i++) {
+			const char *name = json_str_or(&mine->items[i], "name", "?");
+			if (find_figure(other, name))
+				continue;
+			printf("figure %s\n  FAIL: missing in %s\n", name, c->file[!side]);
+			c->failures++;
 		}
 	}
-	if (nf != 2) {
-		compare_usage(stderr);
-		return 2;
+	for (size_t i = 0; bf && bf->type == JSON_ARR && i < bf->n; i++) {
+		const struct json *b = &bf->items[i];
+		const char *name = json_str_or(b, "name", "?");
+		const struct json *n = find_figure(nf, name);
+		if (!n)
+			continue;
+		const char *dir = json_str_or(b, "better", "");
+		if (strcmp(dir, "higher") && strcmp(dir, "lower")) {
+			printf("figure %s\n  FAIL: %s does not say whether higher or lower is better\n",
+			       name, c->file[0]);
+			c->failures++;
+			continue;
+		}
+		unsigned m, k;
+		double *x = numbers(json_get(b, "samples"), &m), *y = numbers(json_get(n, "samples"), &k);
+		c->matched++;
+		judge(c, name, dir[0] == 'h' ? 1 : -1, x, m, y, k, NULL, NULL, &header,
+		      "figures of the reports");
 	}
-	int figs[FIG__COUNT], nfig = 0;
+}
+
+static void missing(struct cmp *c, const char *what, const char *where)
+{
+	printf("run %s\n  FAIL: missing in %s\n", what, where);
+	c->failures++;
+}
+
+static int parse_args(struct cmp *c, int argc, char **argv)
+{
+	const char *metrics = "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op";
+	unsigned nf = 0;
+	c->threshold = 0.05;
+	c->alpha = 0.01;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end = NULL;
+		if (!strcmp(a, "--threshold") && v) {
+			c->threshold = strtod(v, &end) / 100;
+			i++;
+			if (*end || c->threshold < 0)
+				return -EINVAL;
+		} else if (!strcmp(a, "--alpha") && v) {
+			c->alpha = strtod(v, &end);
+			i++;
+			if (*end || !(c->alpha > 0 && c->alpha < 0.5))
+				return -EINVAL;
+		} else if (!strcmp(a, "--metrics") && v) {
+			metrics = v;
+			i++;
+		} else if (!strcmp(a, "--pair") && v) {
+			char *eq = strchr(argv[++i], '=');
+			if (!eq || c->npairs == MAX_PAIRS)
+				return -EINVAL;
+			*eq = 0;
+			c->pair[c->npairs][0] = argv[i];
+			c->pair[c->npairs++][1] = eq + 1;
+		} else if (!strcmp(a, "--quiet")) {
+			c->quiet = true;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			return 1;
+		} else if (a[0] != '-' && nf < 2) {
+			c->file[nf++] = a;
+		} else {
+			return -EINVAL;
+		}
+	}
+	if (nf != 2)
+		return -EINVAL;
 	char mbuf[512];
 	snprintf(mbuf, sizeof(mbuf), "%s", metrics);
 	for (char *sv = NULL, *t = strtok_r(mbuf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
 		int k = fig_index(t);
-		if (k < 0 || !fig_better[k] || nfig == FIG__COUNT) {
+		if (k < 0 || !fig_better[k] || c->nfig == FIG__COUNT) {
 			fprintf(stderr, "vqs-bench compare: %s is not a judged figure\n", t);
-			return 2;
+			return -EINVAL;
 		}
-		figs[nfig++] = k;
+		c->figs[c->nfig++] = k;
 	}
+	return c->nfig ? 0 : -EINVAL;
+}
 
-	struct json base, cur;
-	if (json_parse_file(files[0], &base))
-		return 2;
-	if (json_parse_file(files[1], &cur)) {
-		json_free(&base);
-		return 2;
+static const struct json *load_runs(const char *path, struct json *doc)
+{
+	if (json_parse_file(path, doc))
+		return NULL;
+	const struct json *runs = json_get(doc, "runs");
+	if (!runs || runs->type != JSON_ARR) {
+		fprintf(stderr, "vqs-bench compare: %s has no \"runs\" array\n", path);
+		return NULL;
 	}
-	const struct json *bruns = json_get(&base, "runs"), *nruns = json_get(&cur, "runs");
-	if (!bruns || bruns->type != JSON_ARR || !nruns || nruns->type != JSON_ARR) {
-		fprintf(stderr, "vqs-bench compare: no \"runs\" array\n");
-		json_free(&base);
-		json_free(&cur);
-		return 2;
-	}
+	return runs;
+}
 
-	unsigned regressions = 0, failures = 0, matched = 0;
-	printf("%-8s %-22s %-32s %-32s %9s %7s  %s\n", "", "figure", "base median [min,max]",
-	       "new median [min,max]", "worse", "noise", "verdict");
-	for (size_t i = 0; i < nruns->n; i++) {
-		const struct json *nr = &nruns->items[i];
-		const char *key = json_str_or(nr, "key", "?");
-		double loss = json_num_or(nr, "lost", 0) + json_num_or(nr, "duplicated", 0) +
-			      json_num_or(nr, "corrupted", 0);
-		if (loss > 0 || json_num_or(nr, "error", 0) != 0) {
-			printf("run %s\n  FAIL: lost+duplicated+corrupted %.0f, error %.0f\n", key, loss,
-			       json_num_or(nr, "error", 0));
-			failures++;
-		}
-		const struct json *br = find_run(bruns, key);
-		if (!br) {
-			if (!quiet)
-				printf("run %s\n  only in %s\n", key, files[1]);
-			continue;
-		}
-		matched++;
-		bool header = false;
-		for (int f = 0; f < nfig; f++) {
-			int k = figs[f];
-			struct fig_view b = fig_of(br, fig_names[k]), n = fig_of(nr, fig_names[k]);
-			if (b.med <= 0 || n.med <= 0)
-				continue; /* not measured for this workload (idle latency, say) */
-			double worse = fig_better[k] > 0 ? b.med / n.med - 1 : n.med / b.med - 1;
-			double nb = (b.max - b.min) / b.med, nn = (n.max - n.min) / n.med;
-			double noise = nb > nn ? nb : nn;
-			bool reg = (worse - noise) * 100 > threshold;
-			bool better = (-worse - noise) * 100 > threshold;
-			regressions += reg;
-			if (quiet && !reg)
-				continue;
-			if (!header) {
-				printf("run %s\n", key);
-				header = true;
-			}
-			char bs[64], ns[64];
-			snprintf(bs, sizeof(bs), "%.4g [%.4g,%.4g]", b.med, b.min, b.max);
-			snprintf(ns, sizeof(ns), "%.4g [%.4g,%.4g]", n.med, n.min, n.max);
-			printf("%-8s %-22s %-32s %-32s %+8.1f%% %6.1f%%  %s\n", "", fig_names[k], bs, ns,
-			       worse * 100, noise * 100,
-			       reg ? "REGRESSION" : better ? "improved" : "same within noise");
-		}
+int compare_main(int argc, char **argv)
+{
+	struct cmp c = {0};
+	int rc = parse_args(&c, argc, argv);
+	if (rc) {
+		compare_usage(rc > 0 ? stdout : stderr);
+		return rc > 0 ? 0 : 2;
 	}
-	for (size_t i = 0; !quiet && i < bruns->n; i++) {
-		const char *key = json_str_or(&bruns->items[i], "key", "?");
-		if (!find_run(nruns, key))
-			printf("run %s\n  only in %s\n", key, files[0]);
-	}
-	printf("\ncompare: %u runs matched, %u regressions beyond %.1f%% + noise, %u runs with loss "
-	       "or errors\n", matched, regressions, threshold, failures);
-	json_free(&base);
-	json_free(&cur);
-	if (!matched) {
-		fprintf(stderr, "vqs-bench compare: no run of %s matches one of %s\n", files[1], files[0]);
+	struct json doc[2] = {0};
+	const struct json *runs[2];
+	if (!(runs[0] = load_runs(c.file[0], &doc[0])) || !(runs[1] = load_runs(c.file[1], &doc[1]))) {
+		json_free(&doc[0]);
+		json_free(&doc[1]);
 		return 2;
 	}
-	return regressions || failures ? 1 : 0;
+	int status = 0;
+	const struct json *figs[2] = {json_get(&doc[0], "figures"), json_get(&doc[1], "figures")};
+	c.figures = !c.npairs && ((figs[0] && figs[0]->n) || (figs[1] && figs[1]->n));
+	if (c.figures) {
+		judge_figures(&c, figs[0], figs[1]);
+		for (size_t i = 0; i < runs[1]->n; i++) { /* loss or errors in NEW still fail */
+			bool header = false;
+			char title[300];
+			snprintf(title, sizeof(title), "run %s",
+				 json_str_or(&runs[1]->items[i], "key", "?"));
+			check_loss(&c, &runs[1]->items[i], &header, title);
+		}
+	}
+	for (unsigned p = 0; p < c.npairs && !status; p++) {
+		unsigned nb, nn;
+		const struct json *br = glob_run(runs[0], c.pair[p][0], &nb);
+		const struct json *nr = glob_run(runs[1], c.pair[p][1], &nn);
+		if (nb > 1 || nn > 1) {
+			fprintf(stderr, "vqs-bench compare: --pair %s=%s: %u runs of %s and %u of %s "
+					"match: one each is needed\n", c.pair[p][0], c.pair[p][1], nb,
+				c.file[0], nn, c.file[1]);
+			status = 2;
+		} else if (!br || !nr) {
+			missing(&c, br ? c.pair[p][1] : c.pair[p][0], br ? c.file[1] : c.file[0]);
+		} else {
+			judge_run(&c, br, nr);
+		}
+	}
+	for (size_t i = 0; !c.npairs && !c.figures && i < runs[0]->n; i++) {
+		const struct json *br = &runs[0]->items[i];
+		const struct json *nr = find_run(runs[1], json_str_or(br, "key", ""));
+		if (nr)
+			judge_run(&c, br, nr);
+		else
+			missing(&c, json_str_or(br, "key", "?"), c.file[1]);
+	}
+	for (size_t i = 0; !c.npairs && !c.figures && i < runs[1]->n; i++) {
+		const char *key = json_str_or(&runs[1]->items[i], "key", "?");
+		if (!find_run(runs[0], key))
+			missing(&c, key, c.file[0]);
+	}
+	printf("\ncompare: %u runs judged, %u regressions (worse by more than %.1f%% at one-sided "
+	       "level %g), %u failures (loss or errors in NEW, missing runs or figures, too few "
+	       "samples)\n", c.matched, c.regressions, c.threshold * 100, c.alpha, c.failures);
+	json_free(&doc[0]);
+	json_free(&doc[1]);
+	if (!status && !c.matched && !c.failures) {
+		fprintf(stderr, "vqs-bench compare: no run of %s matches one of %s\n", c.file[1],
+			c.file[0]);
+		status = 2;
+	}
+	return status ? status : c.regressions || c.failures ? 1 : 0;
 }

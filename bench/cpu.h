@@ -23,6 +23,14 @@ int cpu_run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), v
 /* Burn ns nanoseconds of CPU on the calling thread (handler cost, guest-exit cost). */
 void cpu_spin_ns(uint64_t ns);
 
+/* Burn n turns of a loop the compiler must keep: finer than cpu_spin_ns, whose clock reads
+ * alone cost tens of ns, and without its clock; its time per turn is the caller's to measure. */
+static inline void cpu_busy_iters(uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		__asm__ __volatile__("" : "+r"(i));
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

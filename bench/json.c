@@ -337,3 +337,25 @@ const char *json_str_or(const struct json *obj, const char *key, const char *dfl
 	const struct json *v = json_get(obj, key);
 	return v && v->type == JSON_STR ? v->str : dflt;
 }
+
+void json_write_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void json_write_num(FILE *f, double v)
+{
+	if (v != v || v > 1e300 || v < -1e300)
+		v = 0;
+	fprintf(f, "%.6g", v);
+}

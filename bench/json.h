@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* A small JSON reader (RFC 8259 values into a tree), enough to read vqs-bench reports back. */
+/* A small JSON reader (RFC 8259 values into a tree), enough to read vqs-bench reports back, and
+ * the two value writers the reports are written with. */
 #ifndef VQS_BENCH_JSON_H
 #define VQS_BENCH_JSON_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 enum json_type { JSON_NULL, JSON_BOOL, JSON_NUM, JSON_STR, JSON_ARR, JSON_OBJ };
 
@@ -24,5 +26,9 @@ void json_free(struct json *j);
 const struct json *json_get(const struct json *obj, const char *key);
 double json_num_or(const struct json *obj, const char *key, double dflt);
 const char *json_str_or(const struct json *obj, const char *key, const char *dflt);
+
+/* Write a string (quoted, escaped) / a number as JSON allows it (NaN and infinities as 0). */
+void json_write_str(FILE *f, const char *s);
+void json_write_num(FILE *f, double v);
 
 #endif

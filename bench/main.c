@@ -2,7 +2,8 @@
 /*
  * vqs-bench: measure the floors of this machine, run a preset's points (each `repeat` times,
  * interleaved so that a slow moment of the machine spreads over points instead of spoiling one),
- * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports.
+ * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports,
+ * `vqs-bench ab` runs two commands alternately and judges their merged reports.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "compare.h"
 #include "cpu.h"
 #include "opts.h"
@@ -25,16 +27,38 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 				"is out of range\n", p->name);
 		return rc;
 	}
+	/* The injection is a fraction of each request's time, which only a closed loop (a full
+	 * stream, or rr) sets: an offered rate or an idle queue has no such time to slow. */
+	for (unsigned i = 0; i < plan.n; i++) {
+		const struct point *pt = &plan.pts[i];
+		if (pt->inject_pct && (pt->workload == WL_IDLE || pt->rate)) {
+			char key[256];
+			point_key(pt, key, sizeof(key));
+			fprintf(stderr, "vqs-bench: --inject-slowdown-pct needs closed-loop points "
+					"(stream or sweep at rate 0, rr), not %s\n", key);
+			plan_free(&plan);
+			return -EINVAL;
+		}
+	}
 	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;
 	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
+	uint32_t *inject_iters = calloc(plan.n ? plan.n : 1, sizeof(*inject_iters));
 	rep->results = calloc(plan.n ? plan.n : 1, sizeof(*rep->results));
-	if (!s || !rep->results) {
+	if (!s || !inject_iters || !rep->results) {
 		free(s);
+		free(inject_iters);
 		plan_free(&plan);
 		return -ENOMEM;
 	}
 	uint64_t t0 = vqs_now_ns();
 	bool tty = isatty(STDERR_FILENO);
+	/* An injected slowdown is sized by a run of its own, so that no measured window comes after
+	 * more than its warm-up (as without injection): the repeats then only check it. */
+	for (unsigned i = 0; i < plan.n; i++) {
+		struct sample scratch;
+		if (plan.pts[i].inject_pct && workload_run(&plan.pts[i], &inject_iters[i], &scratch))
+			fprintf(stderr, "vqs-bench: calibrating the injection: %s\n", strerror(-scratch.error));
+	}
 	for (unsigned k = 0; k < repeat; k++)
 		for (unsigned i = 0; i < plan.n; i++) {
 			char key[256];
@@ -42,7 +66,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
 				k * plan.n + i + 1, plan.n * repeat, key);
 			struct sample *x = &s[(size_t)i * repeat + k];
-			int e = workload_run(&plan.pts[i], x);
+			int e = workload_run(&plan.pts[i], &inject_iters[i], x);
 			if (e && k == 0)
 				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
 		}
@@ -50,15 +74,20 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 		fprintf(stderr, "\r%-100s\r", "");
 	fprintf(stderr, "ran %u points x %u in %.1f s\n", plan.n, repeat,
 		(double)(vqs_now_ns() - t0) / 1e9);
-	for (unsigned i = 0; i < plan.n; i++) {
+	for (unsigned i = 0; i < plan.n && !rc; i++) {
 		struct result *r = &rep->results[rep->nresults++];
 		r->pt = plan.pts[i];
-		result_fold(r, &s[(size_t)i * repeat], repeat);
+		rc = result_fold(r, &s[(size_t)i * repeat], repeat);
 		floors_attach(&rep->floors, r);
+		if (r->pt.inject_pct)
+			fprintf(stderr, "%s: injected %.0f ns per request for %u%%, achieved %.1f%% "
+					"(median of %u repeats)\n", r->key, r->inject_ns, r->pt.inject_pct,
+				r->inject_achieved_pct, r->nsamples);
 	}
 	free(s);
+	free(inject_iters);
 	plan_free(&plan);
-	return 0;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -70,6 +99,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "compare"))
 		return compare_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "ab"))
+		return ab_main(argc - 2, argv + 2);
 	struct opts o;
 	int rc = opts_parse(&o, argc - 1, argv + 1);
 	if (rc)
@@ -83,6 +114,11 @@ int main(int argc, char **argv)
 	if (!p->run && (o.variant || o.worker || o.bare_metal)) {
 		fprintf(stderr, "vqs-bench: --variant, --worker and --bare-metal are for the seed "
 				"presets\n");
+		return 2;
+	}
+	if (p->run && o.sc[SC_INJECT_PCT] > 0) {
+		fprintf(stderr, "vqs-bench: --inject-slowdown-pct applies to vqs-bench's own points, "
+				"not to preset %s\n", p->name);
 		return 2;
 	}
 	uint64_t t0 = vqs_now_ns();
@@ -131,6 +167,6 @@ int main(int argc, char **argv)
 	if (status == 1)
 		fprintf(stderr, "vqs-bench: some points lost, duplicated or corrupted requests, or "
 				"failed (see the loss column and the errors above)\n");
-	free(rep.results);
+	results_free(rep.results, rep.nresults);
 	return status;
 }

@@ -49,8 +49,9 @@ static const struct flag flags[] = {
 	{"--handler-ns", "NS", "busy time per request in the handler (default 0)", K_SC, SC_HANDLER_NS},
 	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit (default 0)", K_SC,
 	 SC_EXIT_NS},
-	{"--inject-slowdown-ns", "NS", "extra busy ns per request, NOT part of the run key: makes a "
-	 "regression for `compare` to catch", K_SC, SC_INJECT_NS},
+	{"--inject-slowdown-pct", "P", "slow every request by P% of its measured time (busy work "
+	 "calibrated in the run, achieved slowdown reported), NOT part of the run key: a regression "
+	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},
 	{"--duration-ms", "MS", "measured time per repeat (default 250, quick 60)", K_SC, SC_DURATION},
 	{"--warmup-ms", "MS", "unmeasured time before it (default 60, quick 20)", K_SC, SC_WARMUP},
 	{"--tx-batch", "N", "driver: most requests per kick (default: batch_max)", K_SC, SC_TX_BATCH},
@@ -72,7 +73,9 @@ static const struct flag flags[] = {
 void opts_usage(FILE *f)
 {
 	fprintf(f, "usage: vqs-bench [--preset NAME] [--quick] [--json FILE] [--csv FILE] [--plot DIR] "
-		   "[flags]\n       vqs-bench compare BASE.json NEW.json [--threshold PCT]\n\npresets:\n");
+		   "[flags]\n       vqs-bench compare BASE.json NEW.json [--threshold PCT] [--pair B=N] (see "
+		   "compare --help)\n       vqs-bench ab --a 'CMD' --b 'CMD' [--rounds N] (see ab --help)"
+		   "\n\npresets:\n");
 	for (unsigned i = 0; i < bench_npresets; i++)
 		fprintf(f, "  %-10s %s\n", bench_presets[i].name, bench_presets[i].help);
 	fprintf(f, "\nflags (each overrides what the preset sets):\n");

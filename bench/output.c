@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cpu.h"
+#include "json.h"
 
 static void fmt_ns(char *b, size_t n, double ns)
 {
@@ -137,29 +138,6 @@ void output_table(FILE *f, const struct report *rep)
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/* Numbers as JSON allows them: no NaN or infinity. */
-static void json_num(FILE *f, double v)
-{
-	if (v != v || v > 1e300 || v < -1e300)
-		v = 0;
-	fprintf(f, "%.6g", v);
-}
-
 static void read_line(const char *path, const char *prefix, char *out, size_t len)
 {
 	out[0] = 0;
@@ -191,22 +169,22 @@ static void json_machine(FILE *f, const struct report *rep)
 	time_t now = time(NULL);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	fprintf(f, "  \"machine\": {\"cpu_model\": ");
-	json_str(f, model);
+	json_write_str(f, model);
 	fprintf(f, ", \"cpus_online\": %ld, \"cpus_allowed\": [", sysconf(_SC_NPROCESSORS_ONLN));
 	for (unsigned i = 0; i < allowed.n; i++)
 		fprintf(f, "%s%d", i ? ", " : "", allowed.cpu[i]);
 	fprintf(f, "], \"kernel\": ");
-	json_str(f, u.release);
+	json_write_str(f, u.release);
 	fprintf(f, ", \"arch\": ");
-	json_str(f, u.machine);
+	json_write_str(f, u.machine);
 	fprintf(f, ", \"hostname\": ");
-	json_str(f, u.nodename);
+	json_write_str(f, u.nodename);
 	fprintf(f, ", \"vqsched_version\": ");
-	json_str(f, vqs_version_string());
+	json_write_str(f, vqs_version_string());
 	fprintf(f, ", \"loadavg_start\": ");
-	json_num(f, rep->loadavg_start);
+	json_write_num(f, rep->loadavg_start);
 	fprintf(f, ", \"loadavg_end\": ");
-	json_num(f, rep->loadavg_end);
+	json_write_num(f, rep->loadavg_end);
 	fprintf(f, ", \"date_utc\": \"%s\"},\n", date);
 }
 
@@ -215,33 +193,33 @@ static void json_floors(FILE *f, const struct floors *fl)
 	fprintf(f, "  \"floors\": {\"measured\": %s, \"cpu_a\": %d, \"cpu_b\": %d, ",
 		fl->measured ? "true" : "false", fl->cpu_a, fl->cpu_b);
 	fprintf(f, "\"cacheline_rtt_ns\": ");
-	json_num(f, fl->cacheline_rtt_ns);
+	json_write_num(f, fl->cacheline_rtt_ns);
 	fprintf(f, ", \"eventfd_rtt_ns\": ");
-	json_num(f, fl->eventfd_rtt_ns);
+	json_write_num(f, fl->eventfd_rtt_ns);
 	fprintf(f, ", \"ring_rr_p50_ns\": ");
-	json_num(f, fl->ring_rr_p50_ns);
+	json_write_num(f, fl->ring_rr_p50_ns);
 	fprintf(f, ", \"ring_rr_p99_ns\": ");
-	json_num(f, fl->ring_rr_p99_ns);
+	json_write_num(f, fl->ring_rr_p99_ns);
 	fprintf(f, ", \"vring_rr_p50_ns\": {\"split\": ");
-	json_num(f, fl->vring_rr_p50_ns[0]);
+	json_write_num(f, fl->vring_rr_p50_ns[0]);
 	fprintf(f, ", \"packed\": ");
-	json_num(f, fl->vring_rr_p50_ns[1]);
+	json_write_num(f, fl->vring_rr_p50_ns[1]);
 	fprintf(f, "}, \"vring_rr_p99_ns\": {\"split\": ");
-	json_num(f, fl->vring_rr_p99_ns[0]);
+	json_write_num(f, fl->vring_rr_p99_ns[0]);
 	fprintf(f, ", \"packed\": ");
-	json_num(f, fl->vring_rr_p99_ns[1]);
+	json_write_num(f, fl->vring_rr_p99_ns[1]);
 	fprintf(f, "}");
 	fprintf(f, ", \"vring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
-		json_num(f, fl->vring_stream_ops_per_s[i]);
+		json_write_num(f, fl->vring_stream_ops_per_s[i]);
 		fprintf(f, "}");
 	}
 	fprintf(f, "]");
 	fprintf(f, ", \"ring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
-		json_num(f, fl->ring_ops_per_s[i]);
+		json_write_num(f, fl->ring_ops_per_s[i]);
 		fputc('}', f);
 	}
 	fprintf(f, "]},\n");
@@ -251,7 +229,7 @@ static void json_figs(FILE *f, const double *v)
 {
 	for (unsigned k = 0; k < FIG__COUNT; k++) {
 		fprintf(f, "%s\"%s\": ", k ? ", " : "", fig_names[k]);
-		json_num(f, v[k]);
+		json_write_num(f, v[k]);
 	}
 }
 
@@ -259,14 +237,15 @@ static void json_run(FILE *f, const struct result *r)
 {
 	const struct point *pt = &r->pt;
 	fprintf(f, "    {\"key\": ");
-	json_str(f, r->key);
+	json_write_str(f, r->key);
 	fprintf(f, ", \"workload\": \"%s\", \"policy\": \"%s\", \"placement\": \"%s\", "
 		   "\"shared_cpu\": %s, \"layout\": \"%s\", \"event_idx\": %s, \"driver_wait\": \"%s\", "
 		   "\"transport\": \"%s\", "
 		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
 		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
-		   "\"exit_ns\": %u, \"inject_ns\": %u, \"duration_ms\": %u, \"repeats\": %u, "
+		   "\"exit_ns\": %u, \"inject_pct\": %u, \"inject_ns\": %.1f, "
+		   "\"inject_achieved_pct\": %.2f, \"duration_ms\": %u, \"repeats\": %u, "
 		   "\"error\": %d, \"worker_cpus\": \"%s\",\n     ",
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
 		vqs_placement_name(pt->placement), pt->shared_cpu ? "true" : "false",
@@ -275,7 +254,8 @@ static void json_run(FILE *f, const struct result *r)
 		pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
 		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
-		pt->inject_ns, pt->duration_ms, r->repeats, r->error, r->worker_cpus);
+		pt->inject_pct, r->inject_ns, r->inject_achieved_pct, pt->duration_ms, r->repeats,
+		r->error, r->worker_cpus);
 	json_figs(f, r->med);
 	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",
 		(unsigned long long)r->lost, (unsigned long long)r->duplicated,
@@ -283,16 +263,25 @@ static void json_run(FILE *f, const struct result *r)
 	json_figs(f, r->min);
 	fprintf(f, "},\n     \"max\": {");
 	json_figs(f, r->max);
+	fprintf(f, "},\n     \"samples\": {");
+	for (unsigned k = 0; k < FIG__COUNT; k++) {
+		fprintf(f, "%s\"%s\": [", k ? ", " : "", fig_names[k]);
+		for (unsigned i = 0; i < r->nsamples; i++) {
+			fputs(i ? ", " : "", f);
+			json_write_num(f, r->samples[(size_t)i * FIG__COUNT + k]);
+		}
+		fputc(']', f);
+	}
 	fprintf(f, "},\n     \"batch_hist\": [");
 	for (unsigned b = 0; b < BATCH_BUCKETS; b++)
 		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)r->batch_hist[b]);
 	fprintf(f, "], \"floor\": ");
 	if (r->floor_name) {
-		json_str(f, r->floor_name);
+		json_write_str(f, r->floor_name);
 		fprintf(f, ", \"floor_value\": ");
-		json_num(f, r->floor_value);
+		json_write_num(f, r->floor_value);
 		fprintf(f, ", \"floor_ratio\": ");
-		json_num(f, r->floor_ratio);
+		json_write_num(f, r->floor_ratio);
 	} else {
 		fprintf(f, "null, \"floor_value\": null, \"floor_ratio\": null");
 	}
@@ -304,12 +293,12 @@ int output_json(const char *path, const struct report *rep)
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "{\n  \"schema\": 1,\n  \"tool\": \"vqs-bench\",\n  \"preset\": ");
-	json_str(f, rep->preset);
+	fprintf(f, "{\n  \"schema\": 2,\n  \"tool\": \"vqs-bench\",\n  \"preset\": ");
+	json_write_str(f, rep->preset);
 	fprintf(f, ",\n  \"command\": ");
-	json_str(f, rep->argv_line);
+	json_write_str(f, rep->argv_line);
 	fprintf(f, ",\n  \"elapsed_s\": ");
-	json_num(f, rep->elapsed_s);
+	json_write_num(f, rep->elapsed_s);
 	fprintf(f, ",\n");
 	json_machine(f, rep);
 	json_floors(f, &rep->floors);
@@ -336,12 +325,12 @@ int output_json(const char *path, const struct report *rep)
 	for (unsigned i = 0; i < rep->ngoals; i++) {
 		const struct goal *g = &rep->goals[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		json_str(f, g->name);
+		json_write_str(f, g->name);
 		fprintf(f, ", \"rule\": ");
-		json_str(f, g->rule);
+		json_write_str(f, g->rule);
 		fprintf(f, ", \"status\": \"%s\", \"detail\": ",
 			g->status == 1 ? "pass" : g->status == 0 ? "fail" : "not_measured");
-		json_str(f, g->detail);
+		json_write_str(f, g->detail);
 		fputc('}', f);
 	}
 	fprintf(f, "\n  ]\n}\n");
@@ -359,21 +348,24 @@ int output_csv(const char *path, const struct report *rep)
 	if (!f)
 		return -errno;
 	fprintf(f, "key,workload,policy,placement,worker_cpus,shared_cpu,layout,driver_wait,transport,streams,"
-		   "batch_max,ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_ns,repeats,error");
+		   "batch_max,ring,outstanding,payload,touch,rate,handler_ns,exit_ns,inject_pct,inject_ns,"
+		   "inject_achieved_pct,repeats,error");
 	for (unsigned k = 0; k < FIG__COUNT; k++)
 		fprintf(f, ",%s,%s_min,%s_max", fig_names[k], fig_names[k], fig_names[k]);
 	fprintf(f, ",lost,duplicated,corrupted,floor,floor_value,floor_ratio\n");
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
 		const struct point *pt = &r->pt;
-		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%u,%d", r->key,
+		fprintf(f, "%s,%s,%s,%s,\"%s\",%d,%s,%s,%s,%u,%u,%u,%u,%u,%s,%llu,%u,%u,%u,%.1f,%.2f,%u,%d",
+			r->key,
 			workload_name(pt->workload), vqs_policy_name(pt->policy),
 			vqs_placement_name(pt->placement), r->worker_cpus, pt->shared_cpu,
 			pt->packed ? "packed" : "split",
 			pt->driver_block ? "block" : "spin", transport_name(pt->transport), pt->streams,
 			pt->batch_max, pt->ring,
 			pt->outstanding, pt->payload, touch_name(pt->touch), (unsigned long long)pt->rate,
-			pt->handler_ns, pt->exit_ns, pt->inject_ns, r->repeats, r->error);
+			pt->handler_ns, pt->exit_ns, pt->inject_pct, r->inject_ns, r->inject_achieved_pct,
+			r->repeats, r->error);
 		for (unsigned k = 0; k < FIG__COUNT; k++)
 			fprintf(f, ",%.6g,%.6g,%.6g", r->med[k], r->min[k], r->max[k]);
 		fprintf(f, ",%llu,%llu,%llu,%s,%.6g,%.6g\n", (unsigned long long)r->lost,

@@ -77,9 +77,20 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void result_fold(struct result *r, const struct sample *s, unsigned n)
+static double median_sorted(double *v, unsigned k)
+{
+	qsort(v, k, sizeof(v[0]), cmp_double);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+int result_fold(struct result *r, const struct sample *s, unsigned n)
 {
 	point_key(&r->pt, r->key, sizeof(r->key));
+	free(r->samples);
+	r->nsamples = 0;
+	r->samples = malloc(((size_t)n + 1) * FIG__COUNT * sizeof(double));
+	if (!r->samples)
+		return -ENOMEM;
 	r->repeats = 0;
 	r->error = 0;
 	r->lost = r->duplicated = r->corrupted = 0;
@@ -88,17 +99,28 @@ void result_fold(struct result *r, const struct sample *s, unsigned n)
 	for (unsigned f = 0; f < FIG__COUNT; f++) {
 		unsigned k = 0;
 		for (unsigned i = 0; i < n; i++)
-			if (!s[i].error)
+			if (!s[i].error) {
+				r->samples[(size_t)k * FIG__COUNT + f] = s[i].fig[f];
 				v[k++] = s[i].fig[f];
+			}
 		if (!k) {
 			r->med[f] = r->min[f] = r->max[f] = 0;
 			continue;
 		}
-		qsort(v, k, sizeof(v[0]), cmp_double);
+		r->med[f] = median_sorted(v, k);
 		r->min[f] = v[0];
 		r->max[f] = v[k - 1];
-		r->med[f] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 	}
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!s[i].error)
+			v[k++] = s[i].inject_ns;
+	r->inject_ns = k ? median_sorted(v, k) : 0;
+	for (unsigned i = 0, j = 0; i < n; i++)
+		if (!s[i].error)
+			v[j++] = s[i].inject_achieved_pct;
+	r->inject_achieved_pct = k ? median_sorted(v, k) : 0;
+	r->nsamples = k;
 	for (unsigned i = 0; i < n; i++) {
 		r->lost += s[i].lost; /* a failed repeat's losses count too */
 		r->duplicated += s[i].duplicated;
@@ -113,4 +135,12 @@ void result_fold(struct result *r, const struct sample *s, unsigned n)
 		for (unsigned b = 0; b < BATCH_BUCKETS; b++)
 			r->batch_hist[b] += s[i].batch_hist[b];
 	}
+	return 0;
+}
+
+void results_free(struct result *r, unsigned n)
+{
+	for (unsigned i = 0; r && i < n; i++)
+		free(r[i].samples);
+	free(r);
 }

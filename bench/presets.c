@@ -40,6 +40,9 @@ const struct preset bench_presets[] = {
 	{"sweep", "offered load from light to saturation, one curve per policy",
 	 {G_SWEEP}, 1, 3, NULL},
 	{"idle", "CPU a queue without traffic costs, per policy", {G_IDLE}, 1, 3, NULL},
+	{"guard", "the regression guard's points: busy-poll stream and rr, one split ring, batch 64 "
+	 "(scripts/guard.sh)", {{.dim = {[DIM_WORKLOADS] = "stream,rr", [DIM_POLICIES] = "poll"}}},
+	 1, 3, NULL},
 	/* Presets measured by a library (the ksim reproductions) add a row here with .run set. */
 	{.name = "seed-2017", .help = "ksim: 4.13 vhost_net RX batching vs fixed vs vqsched "
 	 "adaptive, 1/10/50 streams", .repeat = 3, .run = preset_seed2017_run},
@@ -131,7 +134,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->poll_timeout_us = (uint32_t)pick(o, SC_POLL_TIMEOUT, 0);
 	pt->handler_ns = (uint32_t)pick(o, SC_HANDLER_NS, 0);
 	pt->exit_ns = (uint32_t)pick(o, SC_EXIT_NS, 0);
-	pt->inject_ns = (uint32_t)pick(o, SC_INJECT_NS, 0);
+	pt->inject_pct = (uint32_t)pick(o, SC_INJECT_PCT, 0);
 	pt->duration_ms = (uint32_t)pick(o, SC_DURATION, o->quick ? 60 : 250);
 	pt->warmup_ms = (uint32_t)pick(o, SC_WARMUP, o->quick ? 20 : 60);
 	pt->tx_batch = (unsigned)pick(o, SC_TX_BATCH, 0);

@@ -31,6 +31,7 @@
 enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
 
 #define DRAIN_NS 2000000000ull
+#define CAL_MAX 65536u
 #define SEQ_BYTES 8u
 
 struct slot {
@@ -63,6 +64,13 @@ struct driver {
 	/* written by this driver, read by main at phase boundaries (relaxed: counters only) */
 	atomic_uint_fast64_t done, kicks;
 	uint64_t dup, corrupt, lost;
+	/* --inject-slowdown-pct calibration: one entry per reap that found completions while the
+	 * busy work was off [0] / on [1], rings of CAL_MAX the main thread reads below cal_n: the
+	 * time since this driver's previous such reap per request (1/16 ns, high 32 bits) and the
+	 * requests (low 32 bits) */
+	uint64_t *cal_tpo[2];
+	atomic_uint cal_n[2];
+	uint64_t last_reap_ns;
 };
 
 struct run {
@@ -71,6 +79,8 @@ struct run {
 	struct vqs_mem *mem;
 	struct vqs_sched *sched;
 	struct vu_link *vu; /* vhost-user transport: owns gmem, the driver queues and their fds */
+	atomic_uint inject_iters; /* --inject-slowdown-pct busy turns per request (relaxed: a knob) */
+	atomic_int cal_side;      /* calibrating: 1 injection off, 2 on; 0 not calibrating */
 	struct stream *st;
 	struct driver *drv;
 	unsigned buf_len;
@@ -84,10 +94,12 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 {
 	struct stream *s = opaque;
 	const struct point *pt = s->run->pt;
+	uint32_t inject = atomic_load_explicit(&s->run->inject_iters, memory_order_relaxed);
 	if (pt->touch == TOUCH_NONE) {
 		/* the null handler: what the floors measure, the ring and the scheduler alone */
 		for (unsigned i = 0; i < n; i++) {
-			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			cpu_spin_ns(pt->handler_ns);
+			cpu_busy_iters(inject);
 			vqs_req_complete(reqs[i], 0);
 		}
 		return n;
@@ -120,7 +132,8 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 				memcpy(in->iov_base, out->iov_base, cp);
 				written = (uint32_t)cp;
 			}
-			cpu_spin_ns((uint64_t)pt->handler_ns + pt->inject_ns);
+			cpu_spin_ns(pt->handler_ns);
+			cpu_busy_iters(inject);
 			memcpy(in->iov_base, out->iov_base, SEQ_BYTES);
 			if (written < SEQ_BYTES)
 				written = SEQ_BYTES;
@@ -154,6 +167,7 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	void *tok;
 	unsigned n = 0;
 	uint64_t now = 0;
+	int cal = d->cal_tpo[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
 	while ((tok = vqs_drv_get_used(s->drv, &len))) {
 		struct slot *sl = tok;
 		if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
@@ -172,13 +186,21 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 		s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
 		s->inflight--;
 		n++;
-		if (measuring) {
-			if (!now)
-				now = vqs_now_ns();
+		if (!now && (measuring || cal))
+			now = vqs_now_ns();
+		if (measuring)
 			hist_add(&d->lat, now - sl->t_submit);
-		}
 	}
-	if (measuring && n)
+	if (cal && n) {
+		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
+		uint64_t per = (now - d->last_reap_ns) * 16 / n;
+		d->cal_tpo[cal - 1][i % CAL_MAX] = (per > UINT32_MAX ? UINT32_MAX : per) << 32 | n;
+		/* pairs with the acquire in slice_tpo: the entry is written before it counts */
+		atomic_store_explicit(&d->cal_n[cal - 1], i + 1, memory_order_release);
+	}
+	if (n && d->cal_tpo[0])
+		d->last_reap_ns = now ? now : vqs_now_ns();
+	if (n) /* outside the window too: the injection's calibration counts them */
 		atomic_store_explicit(&d->done, atomic_load_explicit(&d->done, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 	return n;
@@ -516,6 +538,120 @@ static void window_mark(struct run *r, struct window *w)
 	queue_stats_sum(r, w);
 }
 
+/* ---- --inject-slowdown-pct: busy work per request, sized and checked against the run ---- */
+
+/* Nanoseconds per turn of cpu_busy_iters on this CPU (measured once, the fastest of a few). */
+static double ns_per_busy_iter(void)
+{
+	static double v;
+	for (int i = 0; v <= 0 && i < 20; i++) { /* short tries: some of them run unpreempted */
+		double best = 0;
+		for (int k = 0; k < 20; k++) {
+			uint64_t t0 = vqs_now_ns();
+			cpu_busy_iters(100000);
+			double x = (double)(vqs_now_ns() - t0) / 1e5;
+			if (x > 0 && (!best || x < best))
+				best = x;
+		}
+		v = best;
+	}
+	return v > 0 ? v : 1;
+}
+
+#define CAL_SLICES 12 /* per side of a calibration round */
+#define CAL_SLICE_MS 3
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Time per request with and without `iters`, in ns: slices of CAL_SLICE_MS alternate between the
+ * two, the drivers file the time between their reaps per request reaped under the side of the
+ * slice, and tpo[1] / tpo[0] are the medians over requests with / without (0 when a side
+ * completed nothing). In a closed loop that is the time per request, the inverse of throughput
+ * (for rr with one request in flight, the round trip). Medians over requests, not one ratio of
+ * counts over a window: when another program takes a CPU from a worker or a driver for a few
+ * ms, a window's throughput drops with it, but only the one reap after the gap is slow, and the
+ * median request still shows what the code costs. Alternating slices put drift on both sides.
+ */
+static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
+{
+	unsigned ndrv = r->pt->drivers, start[ndrv][2];
+	for (unsigned i = 0; i < ndrv; i++)
+		for (unsigned k = 0; k < 2; k++)
+			start[i][k] = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_relaxed);
+	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
+		unsigned on = k % 2 == 0;
+		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
+		atomic_store_explicit(&r->cal_side, 1 + on, memory_order_relaxed);
+		sleep_ms(CAL_SLICE_MS);
+	}
+	atomic_store_explicit(&r->cal_side, 0, memory_order_relaxed);
+	/* A driver that read cal_side before it turned 0 may still file one entry past the count
+	 * read here: leave some of the ring unread. */
+	unsigned keep = CAL_MAX - 64;
+	uint64_t *v = malloc((size_t)ndrv * keep * sizeof(*v));
+	for (unsigned k = 0; k < 2; k++) {
+		tpo[k] = 0;
+		if (!v)
+			continue;
+		size_t n = 0, reqs = 0, half = 0;
+		for (unsigned i = 0; i < ndrv; i++) {
+			unsigned end = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_acquire);
+			unsigned from = end - start[i][k] > keep ? end - keep : start[i][k];
+			for (unsigned x = from; x != end; x++) {
+				v[n] = r->drv[i].cal_tpo[k][x % CAL_MAX];
+				reqs += v[n++] & UINT32_MAX;
+			}
+		}
+		qsort(v, n, sizeof(*v), cmp_u64); /* by time per request: it is the high half */
+		for (size_t x = 0; x < n; x++) /* the median request: weight each entry by its count */
+			if ((half += v[x] & UINT32_MAX) * 2 >= reqs) {
+				tpo[k] = (double)(v[x] >> 32) / 16;
+				break;
+			}
+	}
+	free(v);
+}
+
+/*
+ * Measure the slowdown that *iters of busy work make (slice_tpo) into out, then scale the amount
+ * by wanted/achieved while they differ by more than a fifth of the target, measuring again, for
+ * at most `rounds` measurements; *iters is left at the amount for the next window. With *iters 0
+ * it starts from the wanted share of the time per request measured without it. The clock alone
+ * cannot size the work: a request of 200 ns plus a 20 ns cpu_spin_ns costs more than 220 ns (the
+ * spin's clock reads alone are tens of ns), and what a nanosecond of handler time costs the whole
+ * path depends on which side is the bottleneck.
+ */
+static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, struct sample *out)
+{
+	double want = r->pt->inject_pct / 100.0, tpo[2], n = *iters;
+	if (!n) {
+		slice_tpo(r, 0, tpo);
+		n = want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
+	}
+	for (unsigned round = 0; round < rounds; round++) {
+		slice_tpo(r, (uint32_t)n, tpo);
+		double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0;
+		if (!round) {
+			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
+			out->inject_achieved_pct = got * 100;
+		}
+		double err = got - want;
+		if ((err < 0 ? -err : err) <= want / 5)
+			break;
+		double scale = got > want / 10 ? want / got : 2;
+		n *= scale > 4 ? 4 : scale < 0.25 ? 0.25 : scale;
+		/* a noisy round (another program's burst) must not grow the work without end */
+		double cap = 4 * want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
+		n = n > cap ? cap : n < 1 ? 1 : n;
+	}
+	*iters = (uint32_t)n;
+}
+
 static int start_drivers(struct run *r)
 {
 	const struct point *pt = r->pt;
@@ -527,6 +663,9 @@ static int start_drivers(struct run *r)
 		d->count = per + (i < extra);
 		first += d->count;
 		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
+		for (unsigned k = 0; pt->inject_pct && k < 2; k++)
+			if (!(d->cal_tpo[k] = malloc(CAL_MAX * sizeof(uint64_t))))
+				return -ENOMEM;
 		if (pt->rate)
 			d->period_ns = (uint64_t)(1e9 * pt->drivers / (double)pt->rate);
 		if (pthread_create(&d->thread, NULL, driver_main, d))
@@ -567,7 +706,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	}
 }
 
-int workload_run(const struct point *pt, struct sample *out)
+int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct run r = {.pt = pt};
@@ -643,12 +782,22 @@ int workload_run(const struct point *pt, struct sample *out)
 	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
 		goto stop;
 	sleep_ms(pt->warmup_ms);
+	/* The injection's amount comes sized from an earlier run of the point (run_plan's
+	 * calibration run, the only one that sizes it here), so that the measured window follows
+	 * the warm-up as it does without injection; each run checks it after its window. */
+	if (pt->inject_pct && !*inject_iters)
+		inject_calibrate(&r, inject_iters, 6, out);
+	atomic_store_explicit(&r.inject_iters, *inject_iters, memory_order_relaxed);
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
 	sleep_ms(pt->duration_ms);
 	/* Mark before DRAIN: a driver with nothing in flight exits on DRAIN, and a finished thread's
 	 * CPU clock can no longer be read (its time would read as 0 and the difference underflow). */
 	window_mark(&r, &b);
+	if (pt->inject_pct) { /* out of the window (no latencies recorded): check the amount */
+		atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
+		inject_calibrate(&r, inject_iters, 2, out);
+	}
 	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 stop:
 	for (unsigned i = 0; i < pt->drivers; i++)
@@ -685,6 +834,9 @@ out:
 	if (r.gmem)
 		vqs_gmem_destroy(r.gmem);
 	free(r.st);
+	for (unsigned i = 0; r.drv && i < pt->drivers; i++)
+		for (unsigned k = 0; k < 2; k++)
+			free(r.drv[i].cal_tpo[k]);
 	free(r.drv);
 	out->error = rc;
 	return rc;

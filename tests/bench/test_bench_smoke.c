@@ -92,7 +92,7 @@ static void test_help_lists_presets_and_bad_flags_fail(void **state)
 	fclose(f);
 	text[n] = 0;
 	static const char *const names[] = {"default", "tradeoff", "affinity", "sweep", "idle",
-					    "--inject-slowdown-ns", "--layout", "--repeat"};
+					    "--inject-slowdown-pct", "--layout", "--repeat"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strstr(text, names[i]))
 			fail_msg("--help does not mention %s", names[i]);
