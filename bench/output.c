@@ -311,13 +311,13 @@ int output_json(const char *path, const struct report *rep)
 	for (unsigned i = 0; i < rep->nfigures; i++) {
 		const struct figure *g = &rep->figures[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-		json_str(f, g->name);
+		json_write_str(f, g->name);
 		fprintf(f, ", \"unit\": ");
-		json_str(f, g->unit);
+		json_write_str(f, g->unit);
 		fprintf(f, ", \"better\": \"%s\", \"samples\": [", g->higher_better ? "higher" : "lower");
 		for (unsigned k = 0; k < g->n; k++) {
 			fprintf(f, "%s", k ? ", " : "");
-			json_num(f, g->samples[k]);
+			json_write_num(f, g->samples[k]);
 		}
 		fprintf(f, "]}");
 	}
