@@ -41,6 +41,9 @@ struct vqs_queue_stats {
 	/* From the moment the worker noticed the request (kick wakeup, or the poll that found it)
 	 * to its completion. */
 	uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
+	/* Empty rings after which notifications were re-armed (the queue stopped being polled and
+	 * the driver may kick again). Last: a caller's older, shorter size copies a prefix. */
+	uint64_t rearms;
 };
 
 struct vqs_worker_stats {

@@ -81,7 +81,7 @@ struct req_slot {
 /* Counters written by one thread at a time (see stat_add), read relaxed by anyone. */
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
-		reqs, bytes, given_back, async_completions, busy_ns;
+		reqs, bytes, given_back, async_completions, busy_ns, rearms;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };

@@ -26,6 +26,7 @@ static void queue_snapshot(struct vqs_queue *q, struct vqs_queue_stats *st)
 	st->given_back = LOAD(q->c.given_back);
 	st->async_completions = LOAD(q->c.async_completions);
 	st->busy_ns = LOAD(q->c.busy_ns);
+	st->rearms = LOAD(q->c.rearms);
 	for (unsigned i = 0; i < VQS_STATS_BATCH_BUCKETS; i++)
 		st->batch_hist[i] = LOAD(q->c.batch_hist[i]);
 	for (unsigned i = 0; i < VQS_STATS_LAT_BUCKETS; i++)
@@ -164,6 +165,7 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &st, given_back);
 		PUT_U64(&o, &st, async_completions);
 		PUT_U64(&o, &st, busy_ns);
+		PUT_U64(&o, &st, rearms);
 		put_hist(&o, "batch_hist", st.batch_hist, VQS_STATS_BATCH_BUCKETS);
 		put_hist(&o, "latency_hist_ns_log2", st.latency_hist, VQS_STATS_LAT_BUCKETS);
 		put(&o, ",\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu}",

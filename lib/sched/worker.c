@@ -583,6 +583,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 static bool rearm_finds_more(struct vqs_queue *q)
 {
 	vqs_mem_read_lock();
+	stat_add(&q->c.rearms, 1);
 	bool more = vqs_vq_enable_notify(q->vq);
 	if (more)
 		vqs_vq_disable_notify(q->vq);
