@@ -48,6 +48,9 @@
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
 #define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (worker.c) */
 #define SCHED_BELL_KEY UINT64_MAX
+/* Empty turns a queue rides out with notifications off while its worker has other work
+ * (policy.c, "Deferral"). */
+#define SCHED_DEFER_LOOKS 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -90,11 +93,18 @@ struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns;
 };
 
-/* Per-queue state of the adaptive controller (owner only); see policy.c. */
-struct adapt_state {
-	uint32_t batch;
+/* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
+ * queues of one worker. */
+struct adapt_arrivals {
 	uint64_t gap_ewma_ns;     /* smoothed time between pops that found requests */
 	uint64_t last_arrival_ns; /* last pop that found work; 0 = none yet */
+};
+
+/* Per-queue decision state (owner only); see policy.c. */
+struct adapt_state {
+	uint32_t batch;           /* adaptive: chains per handler call */
+	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 };
 
 struct sched_group;
@@ -176,6 +186,9 @@ struct sched_worker {
 	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (see
 	 * worker_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
+	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
+	 * worker has work, where a queue's own gap only says how often that queue has some. */
+	struct adapt_arrivals ad;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];

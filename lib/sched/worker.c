@@ -533,7 +533,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		unsigned n = 0;
 		if (has)
 			n = pop_in_one_table(w, q, want < has ? want : has, t0, &empty, &tab);
-		empty |= want > has && n == has; /* took all there was */
+		empty |= n == has; /* took all the look showed: the next turn looks again */
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
