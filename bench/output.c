@@ -81,9 +81,10 @@ void output_table(FILE *f, const struct report *rep)
 		   "which counts its own spinning threads)\n", rep->preset, rep->loadavg_start,
 		rep->loadavg_end);
 	print_floors(f, &rep->floors);
-	fprintf(f, "\n%-7s %-6s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %5s %5s "
+	fprintf(f, "\n%-7s %-6s %-9s %-12s %4s %5s %7s %8s %8s %8s %4s %8s %8s %8s %5s %5s %5s %5s %5s "
 		   "%6s %9s %4s %7s\n",
-		"load", "ring", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
+		"load", "ring", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "+-%",
+		"p99.9",
 		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "rearm", "wake", "batch", "vs-floor", "loss",
 		"samples");
 	for (unsigned i = 0; i < rep->nresults; i++) {
@@ -115,18 +116,21 @@ void output_table(FILE *f, const struct report *rep)
 			continue;
 		}
 		fprintf(f,
-			"%-7s %-6s %-9s %-12s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %5.2f "
-			"%5.2f %6.1f %9s %4llu %7.0f%s\n",
+			"%-7s %-6s %-9s %-12s %4u %5u %7s %8s %8s %8s %4.0f %8s %8s %8s %4.0f%% %5.2f %5.2f "
+			"%5.2f %5.2f %6.1f %9s %4llu %7.0f%s\n",
 			workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place, pt->streams,
-			pt->batch_max, rate, ops, p50, p99, p999, wc, dc, r->med[FIG_WUTIL] * 100,
+			pt->batch_max, rate, ops, p50, p99,
+			r->med[FIG_P99] > 0 ? 50 * (r->max[FIG_P99] - r->min[FIG_P99]) / r->med[FIG_P99] : 0,
+			p999, wc, dc, r->med[FIG_WUTIL] * 100,
 			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_REARMS], r->med[FIG_WAKES],
 			r->med[FIG_BATCH], fl, (unsigned long long)(r->lost + r->duplicated + r->corrupted),
 			r->min[FIG_SAMPLES], r->error ? " (some repeats failed)" : "");
 	}
 	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: "
 		   "at max rate, ops/s over the minimal ring at that batch; otherwise p50 over the "
-		   "minimal ring request/response; rearm, wake: notification re-arms and worker "
-		   "wake-ups per op; samples: latency samples of the smallest repeat)\n");
+		   "minimal ring request/response; +-%%: half the p99's range over the repeats, in %% "
+		   "of its median; rearm, wake: notification re-arms and worker wake-ups per op; "
+		   "samples: latency samples of the smallest repeat)\n");
 	if (rep->ngoals) {
 		fprintf(f, "\ngoals (computed from this run):\n");
 		for (unsigned i = 0; i < rep->ngoals; i++) {
