@@ -31,6 +31,9 @@ struct cpu_list {
 	int cpu[BENCH_MAX_CPUS];
 };
 
+/* vqs_sched_opts.spin_pct's default: points at it keep the keys they had before the knob. */
+#define BENCH_SPIN_PCT_DEFAULT 200u
+
 /* One measured configuration. Every field except inject_ns is part of its identity (key). */
 struct point {
 	enum workload workload;
@@ -51,6 +54,7 @@ struct point {
 	unsigned drivers;     /* driver threads */
 	unsigned workers;     /* scheduler workers (pool/poll/adaptive) */
 	uint32_t poll_timeout_us;
+	uint32_t spin_pct;    /* adaptive's knob (vqs_sched_opts.spin_pct) */
 	uint64_t rate;        /* offered ops/s over all streams, 0 = as fast as possible */
 	uint32_t handler_ns;  /* busy time per request in the handler */
 	uint32_t exit_ns;     /* busy time per kick on the driver (simulated guest exit) */

@@ -273,7 +273,8 @@ static void json_run(FILE *f, const struct result *r)
 		   "\"transport\": \"%s\", "
 		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
-		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
+		   "\"workers\": %u, \"poll_timeout_us\": %u, \"spin_pct\": %u, \"rate\": %llu, "
+		   "\"handler_ns\": %u, "
 		   "\"exit_ns\": %u, \"inject_ns\": %u, \"duration_ms\": %u, \"repeats\": %u, "
 		   "\"error\": %d, \"worker_cpus\": \"%s\",\n     ",
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
@@ -282,7 +283,7 @@ static void json_run(FILE *f, const struct result *r)
 		pt->driver_block ? "block" : "spin", transport_name(pt->transport), pt->streams,
 		pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
-		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
+		pt->poll_timeout_us, pt->spin_pct, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
 		pt->inject_ns, pt->duration_ms, r->repeats, r->error, r->worker_cpus);
 	json_figs(f, r->med);
 	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",

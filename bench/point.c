@@ -57,11 +57,15 @@ int transport_parse(const char *s, enum transport *out)
 }
 
 /* Everything that makes two points the same experiment; compare matches runs on it. The direct
- * transport adds nothing, so keys of reports from before transports existed still match. */
+ * transport and adaptive's knob at its default add nothing, so keys of reports from before
+ * either existed still match. */
 void point_key(const struct point *pt, char *buf, size_t len)
 {
+	char spin[24] = "";
+	if (pt->spin_pct != BENCH_SPIN_PCT_DEFAULT)
+		snprintf(spin, sizeof(spin), "/spin%u", pt->spin_pct);
 	snprintf(buf, len,
-		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s",
+		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s%s",
 		 workload_name(pt->workload), vqs_policy_name(pt->policy),
 		 vqs_placement_name(pt->placement), pt->shared_cpu ? "-shared" : "", pt->streams,
 		 pt->batch_max, pt->tx_batch, pt->ring, pt->outstanding, pt->payload,
@@ -69,7 +73,7 @@ void point_key(const struct point *pt, char *buf, size_t len)
 		 pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
 		 pt->packed ? "packed" : "split", pt->event_idx ? "" : "/noevidx",
 		 pt->driver_block ? "/block" : "",
-		 pt->transport == TRANSPORT_DIRECT ? "" : "/vhost-user");
+		 pt->transport == TRANSPORT_DIRECT ? "" : "/vhost-user", spin);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -142,6 +142,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->drivers = (unsigned)pick(o, SC_DRIVERS, 1);
 	pt->workers = (unsigned)pick(o, SC_WORKERS, 1);
 	pt->poll_timeout_us = (uint32_t)pick(o, SC_POLL_TIMEOUT, 0);
+	pt->spin_pct = (uint32_t)pick(o, SC_SPIN_PCT, BENCH_SPIN_PCT_DEFAULT);
 	pt->handler_ns = (uint32_t)pick(o, SC_HANDLER_NS, 0);
 	pt->exit_ns = (uint32_t)pick(o, SC_EXIT_NS, 0);
 	pt->inject_ns = (uint32_t)pick(o, SC_INJECT_NS, 0);

@@ -46,6 +46,7 @@
 /* Queues one scheduler can hold at once (size of the epoll key table). */
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
+#define SCHED_SPIN_PCT_MAX 10000u /* cap of vqs_sched_opts.spin_pct */
 #define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (worker.c) */
 #define SCHED_BELL_KEY UINT64_MAX
 /* Empty turns a queue rides out with notifications off while its worker has other work
@@ -228,6 +229,7 @@ struct vqs_sched {
 	_Atomic(struct vqs_queue *) table[SCHED_MAX_QUEUES];
 	uint32_t table_gen[SCHED_MAX_QUEUES];
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
+	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
@@ -245,6 +247,15 @@ void group_ring(struct sched_group *g);
 void sched_reap(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);
+
+/* ---- cost.c ---- */
+/* A sleep/wake round trip through an eventfd between two threads, where it could not be
+ * measured, and the range a measurement is clamped to. */
+#define SCHED_WAKE_DEFAULT_NS 50000u
+#define SCHED_WAKE_MIN_NS 2000u
+#define SCHED_WAKE_MAX_NS 500000u
+/* Measure it now (about 15 round trips, at most ~5 ms). Threads: any; blocks. */
+uint64_t sched_measure_wake_ns(void);
 
 /* ---- placement.c ---- */
 /* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory

@@ -42,23 +42,23 @@
  *   0.14x busy-poll's transactions with 8x its p50. A queue's gap says how often that queue has
  *   work, not whether its worker has.
  *   Per arrival process the controller keeps gap, the smoothed time between pops that found
- *   requests, however many (EWMA, weight 1/8; each sample clamped to ADAPT_GAP_SAMPLE_MAX_NS so one stall
- *   of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle" for dozens
- *   of requests). It is the time the ring stays empty between two arrivals of work, which is what
+ *   requests, however many (EWMA, weight 1/8; each sample clamped to twice the limit of (a), so
+ *   one stall of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle"
+ *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
- *   (a) gap < ADAPT_POLL_GAP_MAX_NS: a request that finds its worker asleep pays a wake-up
- *       (ADAPT_WAKE_NS round trip: about 50 us on a 2-core VM, 50-110 us as the bench's eventfd
- *       floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so while
- *       requests come at most two wake-ups apart, polling through the gap buys a wake-up's
- *       latency for at most two wake-ups' CPU; sparser traffic sleeps and costs what dedicated
- *       costs (the light-load CPU/op goal); and
- *   (b) the ring has been empty for less than window = 4 * gap, at least ADAPT_POLL_MIN_NS and at
- *       most ADAPT_POLL_MAX_NS. Four gaps ride out jitter of a steady stream; the floor keeps a
+ *   (a) gap < k * W: a request that finds its worker asleep pays a wake-up (W, a sleep/wake
+ *       round trip measured at creation: about 50 us on a 2-core VM, 50-110 us as the bench's
+ *       eventfd floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so
+ *       while requests come at most k wake-ups apart (the knob spin_pct = 100 k, default 200),
+ *       polling through the gap buys a wake-up's latency for at most k wake-ups' CPU; sparser
+ *       traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
+ *   (b) the ring has been empty for less than window = 4 * gap, at least W / 2 and at most
+ *       k * W. Four gaps ride out jitter of a steady stream; the floor keeps a
  *       very fast stream (rr: gap ~1 us) from sleeping on a hiccup of a few microseconds, which
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
- *       leaves polling within ADAPT_POLL_MAX_NS and then costs no CPU until its next kick.
+ *       leaves polling within k * W and then costs no CPU until its next kick.
  *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
@@ -94,20 +94,17 @@
 
 #include "sched/internal.h"
 
-/* One sleep/wake round trip through an eventfd between two CPUs: what a request pays when its
- * worker sleeps (the bench's eventfd floor: ~48 us on the 2-core development VM). */
-#define ADAPT_WAKE_NS 50000u
-/* Poll only while requests are expected within two wake-ups (see (a) above). */
-#define ADAPT_POLL_GAP_MAX_NS (2u * ADAPT_WAKE_NS)
-/* Poll window bounds (see (b) above): at least half a wake-up round trip (the sleeping side's
- * share), at most two of them. */
-#define ADAPT_POLL_MIN_NS (ADAPT_WAKE_NS / 2u)
-#define ADAPT_POLL_MAX_NS (2u * ADAPT_WAKE_NS)
+/* The thresholds are multiples of W = s->wake_ns, a sleep/wake round trip through an eventfd
+ * measured at creation (cost.c; ~50 us on the 2-core development VM, where the constants below
+ * were first tuned), and of the knob k = spin_pct / 100 (default 2). Poll only while requests
+ * are expected within k wake-ups ((a) above); the poll window runs from half a wake-up (the
+ * sleeping side's share) to k of them ((b)); a gap sample above twice the limit says "stall",
+ * not "rate", and is clamped, so a queue that really slows down still crosses the limit after
+ * a few samples. */
+static uint64_t gap_max(const struct vqs_sched *s) { return s->wake_ns * s->o.spin_pct / 100u; }
+static uint64_t window_min(const struct vqs_sched *s) { return s->wake_ns / 2u; }
 /* Give up polling after this many expected gaps without an arrival. */
 #define ADAPT_POLL_GAPS 4u
-/* A gap sample larger than this says "stall", not "rate": clamp it (twice the polling limit, so
- * a queue that really slows down still crosses the limit after a few samples). */
-#define ADAPT_GAP_SAMPLE_MAX_NS (2u * ADAPT_POLL_GAP_MAX_NS)
 /* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
 #define ADAPT_EWMA_SHIFT 3
 /* A worker with an awake span t holds its queues for t/2^ADAPT_HOLD_SHIFT after their last
@@ -191,31 +188,32 @@ static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
 	return q->ad.batch;
 }
 
-static void arrivals_observe(struct adapt_arrivals *a, uint64_t now)
+static void arrivals_observe(const struct vqs_sched *s, struct adapt_arrivals *a, uint64_t now)
 {
 	if (a->last_arrival_ns) {
 		uint64_t sample = now - a->last_arrival_ns;
-		if (sample > ADAPT_GAP_SAMPLE_MAX_NS)
-			sample = ADAPT_GAP_SAMPLE_MAX_NS;
+		if (sample > 2 * gap_max(s))
+			sample = 2 * gap_max(s);
 		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
 		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
 	} else {
-		a->gap_ewma_ns = ADAPT_POLL_GAP_MAX_NS; /* unknown rate: not worth polling yet */
+		a->gap_ewma_ns = gap_max(s); /* unknown rate: not worth polling yet */
 	}
 	a->last_arrival_ns = now;
 }
 
 /* Whether an arrival process still earns polling at `now`: (a), and (b) or (c) above. awake:
  * when the worker's awake span started (sched_worker.awake_ns). */
-static bool arrivals_poll(const struct adapt_arrivals *a, uint64_t awake, uint64_t now)
+static bool arrivals_poll(const struct vqs_sched *s, const struct adapt_arrivals *a,
+			  uint64_t awake, uint64_t now)
 {
-	if (!a->last_arrival_ns || a->gap_ewma_ns >= ADAPT_POLL_GAP_MAX_NS)
+	if (!a->last_arrival_ns || a->gap_ewma_ns >= gap_max(s))
 		return false;
 	uint64_t window = ADAPT_POLL_GAPS * a->gap_ewma_ns;
-	if (window < ADAPT_POLL_MIN_NS)
-		window = ADAPT_POLL_MIN_NS;
-	if (window > ADAPT_POLL_MAX_NS)
-		window = ADAPT_POLL_MAX_NS;
+	if (window < window_min(s))
+		window = window_min(s);
+	if (window > gap_max(s))
+		window = gap_max(s);
 	uint64_t span = a->last_arrival_ns > awake ? a->last_arrival_ns - awake : 0;
 	uint64_t hold = span >> ADAPT_HOLD_SHIFT;
 	if (hold > ADAPT_HOLD_MAX_NS)
@@ -228,9 +226,9 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 {
 	struct adapt_state *a = &q->ad;
 	a->looks = 0;
-	arrivals_observe(&a->q, now);
+	arrivals_observe(s, &a->q, now);
 	if (q->home)
-		arrivals_observe(&q->home->ad, now);
+		arrivals_observe(s, &q->home->ad, now);
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
@@ -245,9 +243,9 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	struct adapt_state *a = &q->ad;
 	const struct sched_worker *w = q->home;
 	uint64_t awake = w ? w->awake_ns : now;
-	if (!a->q.last_arrival_ns || (w && !arrivals_poll(&w->ad, awake, now)))
+	if (!a->q.last_arrival_ns || (w && !arrivals_poll(s, &w->ad, awake, now)))
 		return false;
-	return looked_little(q) || arrivals_poll(&a->q, awake, now);
+	return looked_little(q) || arrivals_poll(s, &a->q, awake, now);
 }
 
 static const struct sched_policy policies[] = {

@@ -132,8 +132,9 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	pthread_mutex_lock(&s->ctl);
-	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"workers\":[",
-	    vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement));
+	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"wake_ns\":%llu,\"spin_pct\":%u,"
+	    "\"workers\":[", vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement),
+	    (unsigned long long)s->wake_ns, s->o.spin_pct);
 	for (unsigned i = 0; i < s->nw; i++) {
 		struct vqs_worker_stats w;
 		worker_snapshot(s->w[i], &w);

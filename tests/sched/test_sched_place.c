@@ -231,6 +231,13 @@ static void test_stats_json_and_getters(void **state)
 	assert_true(buf[0] == '{' && buf[need - 1] == '}');
 	assert_non_null(strstr(buf, "\"policy\":\"pool\""));
 	assert_non_null(strstr(buf, "\"queues\":[{"));
+	/* the cost model's input, measured at creation, within its clamp; the knob's default */
+	const char *wake = strstr(buf, "\"wake_ns\":");
+	assert_non_null(wake);
+	unsigned long long wake_ns = strtoull(wake + strlen("\"wake_ns\":"), NULL, 10);
+	assert_true(wake_ns >= 2000 && wake_ns <= 500000);
+	assert_non_null(strstr(buf, "\"spin_pct\":200"));
+	assert_non_null(strstr(buf, "\"rearms\":"));
 	char small[16];
 	assert_int_equal(vqs_sched_stats_json(s, small, sizeof(small)), need);
 	assert_int_equal(strlen(small), sizeof(small) - 1);
@@ -299,6 +306,9 @@ static void test_create_rejects_bad_options(void **state)
 	opts(&o, VQS_POLICY_POOL, VQS_PLACE_PIN, 1); /* pin with no CPUs */
 	assert_int_equal(vqs_sched_create(&s, &o), -EINVAL);
 	opts(&o, (enum vqs_policy)9, VQS_PLACE_FLOAT, 1);
+	assert_int_equal(vqs_sched_create(&s, &o), -EINVAL);
+	opts(&o, VQS_POLICY_ADAPTIVE, VQS_PLACE_FLOAT, 1);
+	o.spin_pct = 10001;
 	assert_int_equal(vqs_sched_create(&s, &o), -EINVAL);
 }
 

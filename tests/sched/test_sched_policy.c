@@ -33,6 +33,7 @@ static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
 	assert_non_null(f);
 	vqs_sched_opts_init(&f->s.o);
 	f->s.o.policy = p;
+	f->s.wake_ns = 50 * US; /* the 2-core development VM's round trip */
 	f->pol = f->s.pol = sched_policy_get(p);
 	assert_non_null(f->pol);
 	f->w.s = &f->s;
@@ -134,6 +135,36 @@ static void adaptive_single_queue_follows_its_rate(void **state)
 }
 
 /*
+ * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
+ * the knob moves them. A steady queue with 60 us between requests is worth polling where a
+ * wake-up costs 50 us (60 < 2 wake-ups) but not where it costs 20 us (bare metal: sleeping is
+ * cheap); at spin_pct 400 it is polled there too, at 0 never.
+ */
+static bool steady_60us_polled(uint64_t wake_ns, uint32_t spin_pct)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_ns = wake_ns;
+	f->s.o.spin_pct = spin_pct;
+	uint64_t t = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		t += 60 * US;
+		arrive(f, 0, t);
+	}
+	f->w.awake_ns = t; /* no hold: the rate alone decides */
+	bool polled_now = polled(f, 0, t + 5 * US);
+	free(f);
+	return polled_now;
+}
+
+static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
+{
+	assert_true(steady_60us_polled(50 * US, 200));
+	assert_false(steady_60us_polled(20 * US, 200));
+	assert_true(steady_60us_polled(20 * US, 400));
+	assert_false(steady_60us_polled(50 * US, 0));
+}
+
+/*
  * pool (and dedicated with queue groups): a worker that has other queues listed is not going to
  * sleep, so a queue it found empty goes back on the list with notifications off for up to
  * SCHED_DEFER_LOOKS empty turns instead of re-arming at once (which made a driver sending one request
@@ -172,6 +203,7 @@ int main(void)
 		cmocka_unit_test(adaptive_many_queues_on_a_busy_worker_stay_polled),
 		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
 		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
+		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
 	};
