@@ -100,6 +100,8 @@ struct floors {
 	int cpu_a, cpu_b;
 	double cacheline_rtt_ns;
 	double eventfd_rtt_ns;
+	/* p50 of a timed_sleep_req_ns sleep: [0] with timer slack 50 us, [1] with 1 ns */
+	double timed_sleep_req_ns, timed_sleep_ns[2];
 	unsigned nbatch;
 	unsigned batch[8];
 	double ring_ops_per_s[8];
