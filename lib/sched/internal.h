@@ -253,7 +253,7 @@ void sched_signal(struct vqs_sched *s);
  * measured, and the range a measurement is clamped to. */
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
-#define SCHED_WAKE_MAX_NS 500000u
+#define SCHED_WAKE_MAX_NS 200000u
 /* Measure it now (about 15 round trips, at most ~5 ms). Threads: any; blocks. */
 uint64_t sched_measure_wake_ns(void);
 
