@@ -170,6 +170,13 @@ static void json_num(FILE *f, double v)
 	fprintf(f, "%.6g", v);
 }
 
+/* `, "key": v`: a field after the first of an object. */
+static void json_field(FILE *f, const char *key, double v)
+{
+	fprintf(f, ", \"%s\": ", key);
+	json_num(f, v);
+}
+
 static void read_line(const char *path, const char *prefix, char *out, size_t len)
 {
 	out[0] = 0;
@@ -226,27 +233,21 @@ static void json_floors(FILE *f, const struct floors *fl)
 		fl->measured ? "true" : "false", fl->cpu_a, fl->cpu_b);
 	fprintf(f, "\"cacheline_rtt_ns\": ");
 	json_num(f, fl->cacheline_rtt_ns);
-	fprintf(f, ", \"eventfd_rtt_ns\": ");
-	json_num(f, fl->eventfd_rtt_ns);
-	fprintf(f, ", \"timed_sleep_req_ns\": ");
-	json_num(f, fl->timed_sleep_req_ns);
+	json_field(f, "eventfd_rtt_ns", fl->eventfd_rtt_ns);
+	json_field(f, "timed_sleep_req_ns", fl->timed_sleep_req_ns);
 	fprintf(f, ", \"timed_sleep_ns\": [");
 	json_num(f, fl->timed_sleep_ns[0]);
 	fprintf(f, ", ");
 	json_num(f, fl->timed_sleep_ns[1]);
 	fprintf(f, "]");
-	fprintf(f, ", \"ring_rr_p50_ns\": ");
-	json_num(f, fl->ring_rr_p50_ns);
-	fprintf(f, ", \"ring_rr_p99_ns\": ");
-	json_num(f, fl->ring_rr_p99_ns);
+	json_field(f, "ring_rr_p50_ns", fl->ring_rr_p50_ns);
+	json_field(f, "ring_rr_p99_ns", fl->ring_rr_p99_ns);
 	fprintf(f, ", \"vring_rr_p50_ns\": {\"split\": ");
 	json_num(f, fl->vring_rr_p50_ns[0]);
-	fprintf(f, ", \"packed\": ");
-	json_num(f, fl->vring_rr_p50_ns[1]);
+	json_field(f, "packed", fl->vring_rr_p50_ns[1]);
 	fprintf(f, "}, \"vring_rr_p99_ns\": {\"split\": ");
 	json_num(f, fl->vring_rr_p99_ns[0]);
-	fprintf(f, ", \"packed\": ");
-	json_num(f, fl->vring_rr_p99_ns[1]);
+	json_field(f, "packed", fl->vring_rr_p99_ns[1]);
 	fprintf(f, "}");
 	fprintf(f, ", \"vring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {

@@ -18,7 +18,7 @@
 enum x_axis { X_STREAMS, X_RATE, X_WCPU };
 
 struct chart {
-	const char *name;   /* file stem */
+	char name[32];      /* file stem */
 	enum workload wl;
 	enum x_axis x;      /* X_RATE: offered load (ops/s, "max" at its achieved rate) */
 	enum fig y;
@@ -163,23 +163,34 @@ int output_plots(const char *dir, const struct report *rep)
 {
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return -errno;
-	static const struct chart charts[] = {
-		{"sweep_throughput", WL_SWEEP, X_RATE, FIG_OPS, "ops/s", 1, 0},
-		{"sweep_p99", WL_SWEEP, X_RATE, FIG_P99, "p99 latency (us)", 1e3, 0},
-		{"sweep_cpu_per_op", WL_SWEEP, X_RATE, FIG_WCPU, "worker CPU per op (us)", 1e3, 0},
-		{"sweep_pareto_q1", WL_SWEEP, X_WCPU, FIG_P99, "p99 latency (us)", 1e3, 1},
-		{"sweep_pareto_q8", WL_SWEEP, X_WCPU, FIG_P99, "p99 latency (us)", 1e3, 8},
-		{"sweep_pareto_q50", WL_SWEEP, X_WCPU, FIG_P99, "p99 latency (us)", 1e3, 50},
-		{"stream_throughput", WL_STREAM, X_STREAMS, FIG_OPS, "ops/s", 1, 0},
-		{"stream_p99", WL_STREAM, X_STREAMS, FIG_P99, "p99 latency (us)", 1e3, 0},
-		{"stream_cpu_per_op", WL_STREAM, X_STREAMS, FIG_WCPU, "worker CPU per op (us)", 1e3, 0},
-		{"rr_throughput", WL_RR, X_STREAMS, FIG_OPS, "ops/s", 1, 0},
-		{"rr_p99", WL_RR, X_STREAMS, FIG_P99, "p99 latency (us)", 1e3, 0},
-		{"rr_cpu_per_op", WL_RR, X_STREAMS, FIG_WCPU, "worker CPU per op (us)", 1e3, 0},
-	};
+	static const struct {
+		const char *stem;
+		enum fig y;
+		const char *ylabel;
+		double yscale;
+	} figs[] = {{"throughput", FIG_OPS, "ops/s", 1},
+		    {"p99", FIG_P99, "p99 latency (us)", 1e3},
+		    {"cpu_per_op", FIG_WCPU, "worker CPU per op (us)", 1e3}};
+	static const struct {
+		enum workload wl;
+		enum x_axis x;
+	} against[] = {{WL_SWEEP, X_RATE}, {WL_STREAM, X_STREAMS}, {WL_RR, X_STREAMS}};
+	static const unsigned pareto_queues[] = {1, 8, 50};
 	int rc = 0;
-	for (unsigned i = 0; i < sizeof(charts) / sizeof(charts[0]); i++) {
-		int r = chart(dir, rep, &charts[i]);
+	for (unsigned a = 0; a < 3; a++)
+		for (unsigned k = 0; k < 3; k++) {
+			struct chart c = {.wl = against[a].wl, .x = against[a].x, .y = figs[k].y,
+					  .ylabel = figs[k].ylabel, .yscale = figs[k].yscale};
+			snprintf(c.name, sizeof(c.name), "%s_%s", workload_name(c.wl), figs[k].stem);
+			int r = chart(dir, rep, &c);
+			if (r && !rc)
+				rc = r;
+		}
+	for (unsigned i = 0; i < 3; i++) {
+		struct chart c = {.wl = WL_SWEEP, .x = X_WCPU, .y = FIG_P99, .ylabel = figs[1].ylabel,
+				  .yscale = 1e3, .streams = pareto_queues[i]};
+		snprintf(c.name, sizeof(c.name), "sweep_pareto_q%u", c.streams);
+		int r = chart(dir, rep, &c);
 		if (r && !rc)
 			rc = r;
 	}
