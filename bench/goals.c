@@ -130,69 +130,85 @@ static bool dominates(const struct result *fixed, const struct result *ad)
 	return true;
 }
 
+/* A goal over the sweep's points: how many were judged, how many failed, and the worst. */
+struct tally {
+	unsigned points, bad;
+	double worst;
+	char example[120];
+};
+
+static void tally_bad(struct tally *t, double how_bad, const struct result *ad, const char *what)
+{
+	t->bad++;
+	if (how_bad <= t->worst)
+		return;
+	t->worst = how_bad;
+	snprintf(t->example, sizeof(t->example), "; worst %s %u queues at %llu/s: %s",
+		 workload_name(ad->pt.workload), ad->pt.streams, (unsigned long long)ad->pt.rate,
+		 what);
+}
+
+/* One adaptive point of the sweep against the fixed policies at the same point. */
+static void judge_point(const struct report *rep, const struct result *ad, struct tally *dom,
+			struct tally *kicks)
+{
+	static const enum vqs_policy fixed[] = {VQS_POLICY_DEDICATED, VQS_POLICY_POOL,
+						VQS_POLICY_POLL};
+	char what[80];
+	for (unsigned f = 0; f < 3; f++) {
+		const struct result *x = find(rep, ad->pt.workload, fixed[f], ad->pt.streams,
+					      ad->pt.batch_max, ad->pt.rate, ad->pt.packed);
+		if (!x)
+			continue;
+		dom->points += f == 0;
+		if (dominates(x, ad)) {
+			double p99 = ad->med[FIG_P99] / x->med[FIG_P99];
+			snprintf(what, sizeof(what), "p99 %.2fx, CPU/op %.2fx %s's", p99,
+				 ad->med[FIG_WCPU] / x->med[FIG_WCPU], vqs_policy_name(fixed[f]));
+			tally_bad(dom, p99, ad, what);
+		}
+		if (fixed[f] != VQS_POLICY_DEDICATED)
+			continue;
+		kicks->points++;
+		double over = ad->med[FIG_KICKS] - x->med[FIG_KICKS];
+		if (over > 0.01) {
+			snprintf(what, sizeof(what), "%.2f vs %.2f", ad->med[FIG_KICKS],
+				 x->med[FIG_KICKS]);
+			tally_bad(kicks, over, ad, what);
+		}
+	}
+}
+
+static void tally_report(struct goal *g, const struct tally *t, const char *bad)
+{
+	if (!t->points)
+		return;
+	g->status = !t->bad;
+	snprintf(g->detail, sizeof(g->detail), "%u points: %s at %u%s", t->points, bad, t->bad,
+		 t->example);
+}
+
 /* The sweep's points (offered rates, and rr at the sweep's queue counts): adaptive is never
  * dominated by a fixed policy, and never kicked more often than dedicated. */
 static void goal_sweep(struct report *rep)
 {
 	struct goal *g = add(rep, "adaptive-undominated",
-			     "at every sweep load and queue count, no fixed policy beats adaptive on both "
-			     "p99 and worker CPU/op by more than 10% plus the spread of the repeats");
+			     "at every sweep load and queue count, no fixed policy beats "
+			     "adaptive on both p99 and worker CPU/op by more than 10% plus the "
+			     "spread of the repeats");
 	struct goal *k = add(rep, "adaptive-kicks",
-			     "adaptive's kicks per request at or below dedicated's at every sweep load "
-			     "and queue count (+0.01)");
-	static const enum vqs_policy fixed[] = {VQS_POLICY_DEDICATED, VQS_POLICY_POOL, VQS_POLICY_POLL};
-	unsigned points = 0, dominated = 0, kicked = 0, kpoints = 0;
-	char worst[120] = "", worst_k[100] = "";
-	double worst_x = 0, worst_kx = 0;
+			     "adaptive's kicks per request at or below dedicated's at every sweep "
+			     "load and queue count (+0.01)");
+	struct tally dom = {0}, kicks = {0};
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *ad = &rep->results[i];
 		bool swept = ad->pt.workload == WL_SWEEP ||
 			     (ad->pt.workload == WL_RR && ad->pt.batch_max == 64 && !ad->pt.packed);
-		if (!plain(ad) || !swept || ad->pt.policy != VQS_POLICY_ADAPTIVE)
-			continue;
-		for (unsigned f = 0; f < 3; f++) {
-			const struct result *x = find(rep, ad->pt.workload, fixed[f], ad->pt.streams,
-						      ad->pt.batch_max, ad->pt.rate, ad->pt.packed);
-			if (!x)
-				continue;
-			points += f == 0;
-			if (dominates(x, ad)) {
-				dominated++;
-				double r = ad->med[FIG_P99] / x->med[FIG_P99];
-				if (r > worst_x) {
-					worst_x = r;
-					snprintf(worst, sizeof(worst), "; e.g. %s %u queues at %llu/s: p99 %.2fx, "
-						 "CPU/op %.2fx %s's", workload_name(ad->pt.workload),
-						 ad->pt.streams, (unsigned long long)ad->pt.rate, r,
-						 ad->med[FIG_WCPU] / x->med[FIG_WCPU], vqs_policy_name(fixed[f]));
-				}
-			}
-			if (f != 0)
-				continue;
-			kpoints++;
-			double over = ad->med[FIG_KICKS] - x->med[FIG_KICKS];
-			if (over > 0.01) {
-				kicked++;
-				if (over > worst_kx) {
-					worst_kx = over;
-					snprintf(worst_k, sizeof(worst_k), "; worst %s %u queues at %llu/s: "
-						 "%.2f vs %.2f", workload_name(ad->pt.workload),
-						 ad->pt.streams, (unsigned long long)ad->pt.rate,
-						 ad->med[FIG_KICKS], x->med[FIG_KICKS]);
-				}
-			}
-		}
+		if (plain(ad) && swept && ad->pt.policy == VQS_POLICY_ADAPTIVE)
+			judge_point(rep, ad, &dom, &kicks);
 	}
-	if (points) {
-		g->status = !dominated;
-		snprintf(g->detail, sizeof(g->detail), "%u points: dominated %u times%s", points,
-			 dominated, worst);
-	}
-	if (kpoints) {
-		k->status = !kicked;
-		snprintf(k->detail, sizeof(k->detail), "%u points: more kicks at %u%s", kpoints, kicked,
-			 worst_k);
-	}
+	tally_report(g, &dom, "dominated");
+	tally_report(k, &kicks, "more kicks");
 }
 
 static void goal_elapsed(struct report *rep)

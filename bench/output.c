@@ -41,7 +41,8 @@ static void print_floors(FILE *f, const struct floors *fl)
 	fprintf(f, "  cache-line round trip          %8.0f ns\n", fl->cacheline_rtt_ns);
 	fprintf(f, "  eventfd wake-up round trip     %8.0f ns   (both sides sleeping)\n",
 		fl->eventfd_rtt_ns);
-	fprintf(f, "  timed sleep of %5.0f ns        %8.0f ns   (timer slack 50 us), %.0f ns (slack 1 ns)\n",
+	fprintf(f, "  timed sleep of %5.0f ns        %8.0f ns   (timer slack 50 us), %.0f ns "
+		   "(slack 1 ns)\n",
 		fl->timed_sleep_req_ns, fl->timed_sleep_ns[0], fl->timed_sleep_ns[1]);
 	fprintf(f, "  minimal ring request/response  %8.0f ns p50, %.0f ns p99\n", fl->ring_rr_p50_ns,
 		fl->ring_rr_p99_ns);
