@@ -7,9 +7,10 @@
  * size -> pop chains -> handler -> fill/flush used -> EVENT_IDX call decision -> call eventfd.
  *
  * Ownership: the thread that creates a vqs_sched owns it and destroys it. Queues are attached and
- * detached by control threads (any thread except the scheduler's own workers, unless said
- * otherwise). While attached, the queue's vqs_vq belongs to the scheduler: only handlers (on the
- * worker) may touch it, through the requests they are given.
+ * detached by control threads (any thread except the scheduler's own workers; a handler may
+ * control queues that other workers serve, see vqs_handler_fn). While attached, the queue's
+ * vqs_vq belongs to the scheduler: only handlers (on the worker) may touch it, through the
+ * requests they are given.
  */
 #ifndef VQSCHED_SCHED_H
 #define VQSCHED_SCHED_H
@@ -73,7 +74,8 @@ struct vqs_queue;
 
 /*
  * A popped request as handlers see it. `elem` describes the chain (its iovecs stay valid until
- * the request is completed: the scheduler pins the memory table for deferred requests); `user`
+ * the request is completed: the requests of a batch share one pin on the memory table their
+ * chains were translated through, so a table replaced meanwhile stays mapped for them); `user`
  * is free for the handler.
  */
 struct vqs_req {
@@ -84,18 +86,26 @@ struct vqs_req {
 /*
  * Handler: given n requests popped from q (n >= 1), it must, for each of the first `taken` ones,
  * eventually call vqs_req_complete (now, on this thread, or later from any thread), and return
- * `taken` (0..n). Requests n-taken..n-1 are given back to the ring unconsumed (backpressure): the
- * scheduler then stops serving q until vqs_queue_wake(q). Runs on a worker thread; never on two
- * threads at once for the same queue.
+ * `taken` (0..n). Requests taken..n-1 are given back to the ring unconsumed (backpressure): the
+ * scheduler then stops serving q until vqs_queue_wake(q). A request the handler completed during
+ * the call is never given back: a count at or below its index is raised past it (the requests
+ * before it then count as taken too and must be completed), counted in
+ * vqs_queue_stats.completed_given_back and warned about once.
+ * Runs on a worker thread; never on two threads at once for the same queue. Runs outside the
+ * memory read-side section (the batch's pin keeps its buffers mapped), so it may block (a disk
+ * write, say) without holding up a memory-table replacement, and may call control functions on
+ * queues that another worker serves (pause, resume, detach, set_fds, move); not on its own queue
+ * or one its own worker serves, which would wait for the handler to return.
  */
 typedef unsigned (*vqs_handler_fn)(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
 				   void *opaque);
 
 /*
  * Demand: how many requests q's handler can take right now, asked (with the handler's opaque)
- * before each pop of q's turns; the batch popped is capped by it, so chains the handler would
- * only give back are never popped (a receive queue with three frames waiting wants three
- * buffers, not a batch of 64 with 61 handed back). 0 stops serving q until vqs_queue_wake(q),
+ * before each pop of q's turns, outside the memory read-side section as the handler; the batch
+ * popped is capped by it, so chains the handler would only give back are never popped (a
+ * receive queue with three frames waiting wants three buffers, not a batch of 64 with 61 handed
+ * back). 0 stops serving q until vqs_queue_wake(q),
  * exactly as a handler that takes nothing: the device arranges that wake (e.g. when a frame
  * arrives), and a wake that races with the 0 is not lost. A cap, not a promise: the handler may
  * still give back. Runs on the worker serving q, inside its turn; keep it short.
@@ -119,7 +129,8 @@ struct vqs_queue_opts {
 	 * Called once, on the worker, when the queue stops because its ring broke (why =
 	 * vqs_vq_error) or a chain needs more than iov_per_req iovecs (why = VQS_VQ_ERR_IOV_LIMIT);
 	 * e.g. vhost-user signals the ring's error eventfd. The queue stays attached and pops
-	 * nothing until it is paused, reconfigured and resumed. NULL = no hook. Gets
+	 * nothing until it is paused, reconfigured and resumed. Runs inside the memory read-side
+	 * section of the pop that found the break: it must not block. NULL = no hook. Gets
 	 * on_broken_opaque, not the handler's opaque: the party that owns the ring's error reporting
 	 * (e.g. a vhost-user backend) is often not the device whose handler runs.
 	 */
@@ -184,6 +195,17 @@ VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
  * away; from any other thread the completion is handed to the queue's worker, which publishes it
  * and decides on the call. Exactly once per request (a second call on the worker is ignored with
  * a warning). Threads: any.
+ *
+ * VIRTIO_F_IN_ORDER: requests may complete in any order, the driver still sees them used in the
+ * order they were popped. With IN_ORDER a used entry (split) or used descriptor (packed) tells
+ * the driver that every buffer made available before it is used too, so a queue whose vq
+ * negotiated it keeps a reorder stage: a completion whose request is the oldest outstanding
+ * goes to the ring as above, one behind an older outstanding request waits until that one is
+ * completed, and then both are published, oldest first. While completions come in pop order
+ * nothing waits (the stage only records each request's place), and without IN_ORDER the stage
+ * is not used. The alternative, refusing IN_ORDER for queues that may complete out of order,
+ * would cost every device with asynchronous completions the feature, though only an
+ * out-of-order completion needs the wait.
  */
 VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
 /* The queue a request came from. Threads: any, until the request is completed. */

@@ -41,6 +41,10 @@ struct vqs_queue_stats {
 	/* From the moment the worker noticed the request (kick wakeup, or the poll that found it)
 	 * to its completion. */
 	uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
+	/* Requests a handler completed during its call and then returned as given back (a count
+	 * at or below their index): a handler bug. The completion is kept and the request counted
+	 * as taken, never served again; the first one logs a warning. */
+	uint64_t completed_given_back;
 	/* Empty rings after which notifications were re-armed (the queue stopped being polled and
 	 * the driver may kick again). Last: a caller's older, shorter size copies a prefix. */
 	uint64_t rearms;

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pinning a table already in hand, for the scheduler: it pops a batch through the current table
- * without a reference (the read-side section keeps the table alive), and pins it only when the
- * handler keeps some request beyond its call, which a polled request/response queue never does.
- * That keeps two atomic read-modify-writes (full barriers on x86) per batch off the way of every
- * request to its completion.
+ * inside the read-side section, checks the table is still current, and pins that one table for
+ * the whole batch (two atomic read-modify-writes per batch, not per request) so that its handler
+ * runs outside the section.
  */
 #ifndef VQS_MEM_PIN_H
 #define VQS_MEM_PIN_H

@@ -223,6 +223,7 @@ static void resume_locked(struct vqs_queue *q)
 	struct vqs_vq_config c;
 	if (vqs_vq_get_config(q->vq, &c) == 0) /* it may have been reconfigured while paused */
 		q->mem = c.mem;
+	sched_queue_order_init(q);
 	atomic_store_explicit(&q->noticed_ns, vqs_now_ns(), memory_order_relaxed);
 	/* An RMW, not a store: acquire takes in what wakers published while the queue was paused
 	 * (their RMWs set PENDING), release hands that and the control thread's changes (group,
@@ -370,6 +371,7 @@ static void queue_free(struct vqs_queue *q)
 		free(q->slot_mem[i]);
 	free(q->slot_mem);
 	free(q->pin_mem);
+	free(q->order);
 	free(q);
 }
 
@@ -380,9 +382,7 @@ static int detach_locked(struct vqs_queue *q)
 	/* We own the vq now; publish every outstanding completion as it comes. */
 	pthread_mutex_lock(&s->sig_mu);
 	for (;;) {
-		vqs_mem_read_lock();
 		sched_reap(q);
-		vqs_mem_read_unlock();
 		if (q->nfree == q->nslots)
 			break;
 		pthread_cond_wait(&s->sig_cv, &s->sig_mu);
@@ -431,7 +431,8 @@ static int slots_alloc(struct vqs_queue *q, unsigned n)
 {
 	q->slot_mem = vqs_alloc_lines(n, sizeof(*q->slot_mem));
 	q->pin_mem = vqs_alloc_lines(n, sizeof(*q->pin_mem));
-	if (!q->slot_mem || !q->pin_mem)
+	q->order = vqs_alloc_lines(n, sizeof(*q->order));
+	if (!q->slot_mem || !q->pin_mem || !q->order)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		q->pin_mem[i].next_free = q->free_pins;

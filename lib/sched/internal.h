@@ -58,11 +58,13 @@ enum slot_state {
 	SLOT_FREE,
 	SLOT_HANDED,    /* given to the handler in the current call */
 	SLOT_DONE_HERE, /* completed on the worker during the handler call; staged after it */
-	SLOT_OUT,       /* with the handler beyond its call; pins the memory table */
+	SLOT_OUT,       /* with the handler beyond its call */
+	SLOT_HELD,      /* IN_ORDER: completed, waiting for an older request (see order_drain) */
 };
 
-/* One memory-table pin shared by the requests of a batch that outlive their handler call.
- * Owner of the queue only (plain counter). */
+/* One memory-table pin shared by the requests of a batch until each is completed: the handler
+ * runs outside the read-side section, so the pin is what keeps its buffers mapped. Owner of the
+ * queue only (plain counter). */
 struct pin_ref {
 	const struct vqs_mem_table *t;
 	unsigned refs;
@@ -77,7 +79,7 @@ struct req_slot {
 	enum slot_state st;
 	uint32_t written;                 /* SLOT_DONE_HERE, or set by a remote completer before
 					   * the push */
-	struct pin_ref *pin;              /* SLOT_OUT: keeps the iovecs mapped */
+	struct pin_ref *pin;              /* keeps the iovecs mapped until completed */
 	uint64_t t0_ns;                   /* when the worker noticed the request */
 	struct iovec iov[];
 };
@@ -85,7 +87,7 @@ struct req_slot {
 /* Counters written by one thread at a time (see stat_add), read relaxed by anyone. */
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
-		reqs, bytes, given_back, async_completions, busy_ns, rearms;
+		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back, rearms;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };
@@ -138,6 +140,16 @@ struct vqs_queue {
 	unsigned nslots, nfree;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;
+	bool miscount_warned;          /* a handler gave back a request it completed: warned */
+	/*
+	 * IN_ORDER negotiated: a used entry tells the driver every older buffer is used too, so
+	 * completions reach the ring in pop order. `order` holds the requests popped and not yet
+	 * published, oldest first (ord_len of them from ord_head, a ring of nslots); a completion
+	 * that is not the oldest waits there (SLOT_HELD) until the older ones are completed.
+	 */
+	bool in_order;
+	struct req_slot **order;
+	unsigned ord_head, ord_len;
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	uint64_t clock_ns;             /* the worker's read before this handler call (see
 					* vqs_queue_clock_ns) */
@@ -243,8 +255,11 @@ void *sched_worker_main(void *arg);
 void sched_queue_wake(struct vqs_queue *q, uint64_t now);
 void group_push(struct sched_group *g, struct vqs_queue *q);
 void group_ring(struct sched_group *g);
-/* Publish completions handed over from other threads; owner of q, inside vqs_mem_read_lock. */
+/* Publish completions handed over from other threads. Owner of q. */
 void sched_reap(struct vqs_queue *q);
+/* Whether q must publish completions in pop order (its vq negotiated IN_ORDER); read at attach
+ * and resume, while nothing is outstanding. Owner of q. */
+void sched_queue_order_init(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);
 

@@ -31,6 +31,7 @@ static void queue_snapshot(struct vqs_queue *q, struct vqs_queue_stats *st)
 		st->batch_hist[i] = LOAD(q->c.batch_hist[i]);
 	for (unsigned i = 0; i < VQS_STATS_LAT_BUCKETS; i++)
 		st->latency_hist[i] = LOAD(q->c.latency_hist[i]);
+	st->completed_given_back = LOAD(q->c.completed_given_back);
 }
 
 /* Copy the fields the caller's struct has room for (its size), keeping its size. */
@@ -164,6 +165,7 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &st, reqs);
 		PUT_U64(&o, &st, bytes);
 		PUT_U64(&o, &st, given_back);
+		PUT_U64(&o, &st, completed_given_back);
 		PUT_U64(&o, &st, async_completions);
 		PUT_U64(&o, &st, busy_ns);
 		PUT_U64(&o, &st, rearms);

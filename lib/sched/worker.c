@@ -127,19 +127,31 @@ static struct req_slot *slot_get(struct vqs_queue *q)
 	return r;
 }
 
-static void slot_put(struct vqs_queue *q, struct req_slot *r)
+/* Drop n of pin's references; the last one unpins the table. */
+static void pin_drop(struct vqs_queue *q, struct pin_ref *pin, unsigned n)
 {
-	struct pin_ref *pin = r->pin;
-	if (pin && !--pin->refs) {
-		vqs_mem_table_put(pin->t);
-		pin->next_free = q->free_pins;
-		q->free_pins = pin;
-	}
+	if ((pin->refs -= n))
+		return;
+	vqs_mem_table_put(pin->t);
+	pin->next_free = q->free_pins;
+	q->free_pins = pin;
+}
+
+/* Free r, whose reference on its batch's pin (if any) the caller drops. */
+static void slot_free(struct vqs_queue *q, struct req_slot *r)
+{
 	r->pin = NULL;
 	r->st = SLOT_FREE;
 	r->free_next = q->free_slots;
 	q->free_slots = r;
 	q->nfree++;
+}
+
+static void slot_put(struct vqs_queue *q, struct req_slot *r)
+{
+	if (r->pin)
+		pin_drop(q, r->pin, 1);
+	slot_free(q, r);
 }
 
 /* Count the latency of n requests noticed at t0, from then to `now`. Owner of q. */
@@ -189,6 +201,47 @@ static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned
 	stat_add(&q->c.reqs, m);
 }
 
+/* ---- IN_ORDER: completions reach the ring in pop order ---- */
+
+void sched_queue_order_init(struct vqs_queue *q)
+{
+	struct vqs_vq_config c;
+	/* Only while nothing is outstanding: the order holds every request popped since. */
+	if (q->nfree == q->nslots && vqs_vq_get_config(q->vq, &c) == 0)
+		q->in_order = c.features & VQS_BIT(VQS_F_IN_ORDER);
+}
+
+static unsigned order_at(const struct vqs_queue *q, unsigned i)
+{
+	unsigned k = q->ord_head + i;
+	return k < q->nslots ? k : k - q->nslots;
+}
+
+/* The m oldest requests left the order (published). */
+static void order_advance(struct vqs_queue *q, unsigned m)
+{
+	q->ord_head = order_at(q, m);
+	q->ord_len -= m;
+}
+
+/* Publish the completed requests at the head of the order, oldest first, up to the first one
+ * still outstanding. After it, the head is never SLOT_HELD. Owner of q. */
+static void order_drain(struct vqs_queue *q)
+{
+	uint64_t now = 0;
+	while (q->ord_len) {
+		struct req_slot *r = q->order[q->ord_head];
+		if (r->st != SLOT_HELD)
+			break;
+		order_advance(q, 1);
+		fill(q, r, r->written);
+		if (!now)
+			now = vqs_now_ns();
+		stat_latency(q, r->t0_ns, now, 1);
+		slot_put(q, r);
+	}
+}
+
 /* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
 static void flush_call(struct vqs_queue *q)
 {
@@ -216,11 +269,17 @@ void sched_reap(struct vqs_queue *q)
 	while (n) {
 		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
 		n = n->next;
+		stat_add(&q->c.async_completions, 1);
+		if (q->in_order) {
+			r->st = SLOT_HELD;
+			continue;
+		}
 		fill(q, r, r->written);
 		stat_latency(q, r->t0_ns, now, 1);
-		stat_add(&q->c.async_completions, 1);
 		slot_put(q, r);
 	}
+	if (q->in_order)
+		order_drain(q);
 	flush_call(q);
 }
 
@@ -235,8 +294,12 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 		if (r->st == SLOT_HANDED) {
 			r->written = written;
 			r->st = SLOT_DONE_HERE;
-		} else if (r->st == SLOT_DONE_HERE) {
+		} else if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
 			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
+		} else if (q->in_order) {
+			r->written = written;
+			r->st = SLOT_HELD;
+			order_drain(q);
 		} else {
 			fill(q, r, written);
 			stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
@@ -341,7 +404,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	int rc = vqs_vq_pop_into(q->vq, w->pop_elems, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
 	for (unsigned i = want; i-- > n;)
-		slot_put(q, w->batch[i]);
+		slot_free(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that chain does not fit a request (-ENOBUFS, from the pop that tries it first). */
 	if (rc < 0)
@@ -357,6 +420,9 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		r->t0_ns = t0;
 		r->req.user = NULL;
 	}
+	if (q->in_order)
+		for (unsigned i = 0; i < n; i++)
+			q->order[order_at(q, q->ord_len++)] = w->batch[i];
 	return n;
 }
 
@@ -367,18 +433,24 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 		w->giveback[i - from] = w->batch[i]->req.elem;
 	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
 		vqs_err("sched: could not give back %u requests", n - from);
+	struct pin_ref *pin = w->batch[from]->pin; /* the batch's, or none before it is pinned */
 	for (unsigned i = from; i < n; i++)
-		slot_put(q, w->batch[i]);
+		slot_free(q, w->batch[i]);
+	if (pin)
+		pin_drop(q, pin, n - from);
+	if (q->in_order)
+		q->ord_len -= n - from; /* the newest popped */
 }
 
 /*
- * pop_batch, returning in *tab the memory table the chains were translated through: each pop
+ * pop_batch, with the batch's requests sharing one pin on the memory table their chains were
+ * translated through, so that the handler can run outside the read-side section: each pop
  * translates through the table current at that moment, so if the table was replaced meanwhile,
- * the chains go back and are popped again; then every iovec of the batch lies in *tab. Not
- * pinned: the read-side section keeps *tab alive; hand_over pins it if a request outlives it.
+ * the chains go back and are popped again; then every iovec of the batch lies in the pinned
+ * table. One pin per batch (two atomic RMWs), not one per request. Inside vqs_mem_read_lock.
  */
-static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, unsigned want,
-				 uint64_t t0, bool *empty, const struct vqs_mem_table **tab)
+static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			   uint64_t t0, bool *empty)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
@@ -388,19 +460,52 @@ static unsigned pop_in_one_table(struct sched_worker *w, struct vqs_queue *q, un
 			return 0;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			*tab = t;
+			/* A free pin is there: each pin in use holds at least one request. */
+			struct pin_ref *pin = q->free_pins;
+			q->free_pins = pin->next_free;
+			vqs_mem_table_pin(t);
+			pin->t = t;
+			pin->refs = n;
+			for (unsigned i = 0; i < n; i++)
+				w->batch[i]->pin = pin;
 			return n;
 		}
 		give_back(w, q, 0, n);
 	}
 }
 
+/*
+ * The handler returned `taken` but completed a request at or after it: a request it completed is
+ * never given back (un-popping it would lose the completion and serve the chain twice), so the
+ * count is raised past the last one it completed; the requests before that one count as taken
+ * too. Counted, and warned once per queue. Returns the count to use.
+ */
+static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			       unsigned n)
+{
+	unsigned last = n;
+	while (last > taken && w->batch[last - 1]->st != SLOT_DONE_HERE)
+		last--;
+	if (last == taken)
+		return taken;
+	unsigned done = 0;
+	for (unsigned i = taken; i < last; i++)
+		done += w->batch[i]->st == SLOT_DONE_HERE;
+	stat_add(&q->c.completed_given_back, done);
+	if (!q->miscount_warned) {
+		q->miscount_warned = true;
+		vqs_warn("sched: handler returned %u of %u requests but completed request %u; "
+			 "counted as taken", taken, n, last - 1);
+	}
+	return last;
+}
+
 /* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Those it completed during the call are staged here, together, and stay SLOT_DONE_HERE for
- * retire_done_here, after the flush; requests it keeps beyond the call share one pin on t, taken
- * for the first of them. Inside vqs_mem_read_lock. */
-static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n,
-			  const struct vqs_mem_table *t)
+ * Those it completed during the call are staged here, together (IN_ORDER: those with no older
+ * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
+ * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
+ * buffers mapped, so a handler that blocks holds up no grace period. */
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
 {
 	tls_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -409,35 +514,34 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
 	}
+	if (taken < n)
+		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
 		give_back(w, q, taken, n);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
-	struct pin_ref *pin = NULL;
+	/* IN_ORDER: the batch's completions go to the ring now only while nothing older is
+	 * outstanding (the batch is the newest in the order) and up to its first open request. */
+	bool now = !q->in_order || q->ord_len == taken;
 	unsigned m = 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE) {
+		if (r->st == SLOT_DONE_HERE && now) {
 			w->fill_elems[m] = &r->req.elem;
 			w->fill_written[m++] = checked_written(r, r->written);
 			continue;
 		}
+		now = !q->in_order;
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
-		 * which only q's owner reaps, later): keep its buffers mapped until then. */
-		if (!pin) {
-			pin = q->free_pins;
-			q->free_pins = pin->next_free;
-			vqs_mem_table_pin(t);
-			pin->t = t;
-			pin->refs = 0;
-		}
-		pin->refs++;
-		r->pin = pin;
-		r->st = SLOT_OUT;
+		 * which only q's owner reaps, later), or completed behind an open request. */
+		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
 	}
-	if (m)
+	if (m) {
+		if (q->in_order)
+			order_advance(q, m);
 		fill_collected(w, q, m);
+	}
 	return taken;
 }
 
@@ -447,17 +551,22 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
 			     uint64_t now)
 {
+	if (!taken)
+		return;
 	unsigned done = 0;
-	uint64_t t0 = taken ? w->batch[0]->t0_ns : 0;
+	uint64_t t0 = w->batch[0]->t0_ns;
+	struct pin_ref *pin = w->batch[0]->pin; /* the batch's: dropped once for all of them */
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE) {
 			done++;
-			slot_put(q, r);
+			slot_free(q, r);
 		}
 	}
-	if (done)
+	if (done) {
+		pin_drop(q, pin, done);
 		stat_latency(q, t0, now, done);
+	}
 }
 
 /* Chains to pop, from a cheap look at the avail index (no pop path): at least 1 when the ring is
@@ -497,7 +606,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
-	vqs_mem_read_lock();
 	sched_reap(q);
 	if (q->notify_on && !q->parked && !q->broken) {
 		vqs_vq_disable_notify(q->vq);
@@ -526,14 +634,17 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				want = d;
 		}
 		/* A look at the avail index first: an empty poll costs no more, and no more slots are
-		 * taken than there are chains. */
+		 * taken than there are chains. The ring is read inside a read-side section that ends
+		 * before the handler runs. */
+		vqs_mem_read_lock();
 		unsigned has = ring_has(q);
 		bool empty = true;
-		const struct vqs_mem_table *tab = NULL;
 		unsigned n = 0;
 		if (has)
-			n = pop_in_one_table(w, q, want < has ? want : has, t0, &empty, &tab);
+			n = pop_pinned(w, q, want < has ? want : has, t0, &empty);
 		empty |= n == has; /* took all the look showed: the next turn looks again */
+		unsigned backlog = n && !empty ? vqs_vq_avail_count(q->vq) : 0;
+		vqs_mem_read_unlock();
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -546,12 +657,12 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		/* Found at t (the last clock read, just before this pop): what the rate estimate and
 		 * the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
-		pol->observe(s, q, n, empty ? 0 : vqs_vq_avail_count(q->vq), t);
+		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, n, tab);
+		unsigned taken = hand_over(w, q, n);
 		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
 		 * are not on the way of the completions to the driver. */
 		flush_call(q);
@@ -570,7 +681,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
-	vqs_mem_read_unlock();
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;

@@ -72,6 +72,19 @@ long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
 	return -1;
 }
 
+int vqs_pair_post(struct vqs_pair *p, int kick_fd, const struct vqs_drv_buf *b, bool out,
+		  unsigned n, int *tokens)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int rc = vqs_drv_add(p->drv, b, out, !out, &tokens[i], false);
+		if (rc)
+			return rc;
+	}
+	vqs_drv_kick_prepare(p->drv);
+	uint64_t one = 1;
+	return write(kick_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+
 int vqs_served_pair_attach(struct vqs_served_pair *s, struct vqs_sched *sched, unsigned num,
 			   uint64_t features, uint64_t gpa_base, size_t arena_size,
 			   const struct vqs_queue_opts *o)

@@ -53,6 +53,11 @@ int vqs_served_pair_fini(struct vqs_served_pair *s);
 long vqs_pair_round_trip(struct vqs_pair *p, int kick_fd, int call_fd,
 			 const struct vqs_drv_buf *bufs, unsigned out, unsigned in);
 
+/* Add n chains of the one buffer *b (readable when `out`, else writable), chain i owned by
+ * &tokens[i], publish them together and kick kick_fd once. 0 or -errno. */
+int vqs_pair_post(struct vqs_pair *p, int kick_fd, const struct vqs_drv_buf *b, bool out,
+		  unsigned n, int *tokens);
+
 /* A queue handler that completes every request at once, writing nothing. */
 unsigned vqs_test_complete_all(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
 			       void *opaque);

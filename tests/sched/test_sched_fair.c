@@ -215,6 +215,63 @@ static void test_fair_adaptive_light_queue_wait_bounded(void **state)
 	fairness(VQS_POLICY_ADAPTIVE);
 }
 
+/* ---- the byte budget ---- */
+
+/* One more than four turns' worth: a turn whose pop empties the ring ends drained, so the
+ * fourth turn must leave a chain behind to end on the budget. */
+#define BYTES_CHAINS 17u
+#define BYTES_CHAIN_LEN 1024u
+
+/* BYTES_CHAINS chains of BYTES_CHAIN_LEN readable bytes, published at once and served with a byte
+ * budget of budget_bytes and the default packet budget (256), which they cannot reach: *st gets
+ * the queue's counters. */
+static void serve_bytes(uint64_t budget_bytes, struct vqs_queue_stats *st)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.budget_bytes = budget_bytes;
+	so.batch_max = 2; /* several batches per turn: the budget, not the batch, ends it */
+	assert_true(so.budget_pkts > BYTES_CHAINS);
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = vqs_test_complete_all;
+	struct vqs_served_pair sp;
+	assert_int_equal(vqs_served_pair_attach(&sp, s, 32, FEATURES, 0x100000, 1 << 16, &o), 0);
+	struct vqs_drv_buf b = {vqs_gmem_alloc(sp.p.gmem, BYTES_CHAIN_LEN, 8), BYTES_CHAIN_LEN};
+	int tokens[BYTES_CHAINS];
+	assert_int_equal(vqs_pair_post(&sp.p, sp.kick, &b, true, BYTES_CHAINS, tokens), 0);
+	unsigned back = 0;
+	uint32_t len;
+	for (uint64_t t0 = vqs_now_ns(); back < BYTES_CHAINS; usleep(1000)) {
+		assert_true(vqs_now_ns() - t0 < WAIT_MS * 1000000ull);
+		while (vqs_drv_get_used(sp.p.drv, &len))
+			back++;
+	}
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	assert_int_equal(vqs_queue_stats_get(sp.q, st), 0);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
+	assert_int_equal(st->reqs, BYTES_CHAINS);
+	assert_int_equal(st->bytes, BYTES_CHAINS * BYTES_CHAIN_LEN);
+}
+
+/* 4 KiB per turn: four chains, then the turn ends and the queue goes back on the list. */
+static void test_budget_bytes_ends_turn(void **state)
+{
+	struct vqs_queue_stats st;
+	serve_bytes(4 * BYTES_CHAIN_LEN, &st);
+	printf("%llu turns, %llu ended by the byte budget\n", (unsigned long long)st.turns,
+	       (unsigned long long)st.budget_exhausted);
+	assert_int_equal(st.budget_exhausted, BYTES_CHAINS / 4);
+	assert_true(st.turns > BYTES_CHAINS / 4);
+	/* The same chains under the default byte budget: one turn takes them all. */
+	serve_bytes(0x80000, &st);
+	assert_int_equal(st.budget_exhausted, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_fair_pool_light_queue_wait_bounded),
 		cmocka_unit_test(test_fair_poll_light_queue_wait_bounded),
 		cmocka_unit_test(test_fair_adaptive_light_queue_wait_bounded),
+		cmocka_unit_test(test_budget_bytes_ends_turn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,108 @@ static void test_live_set_fds_mid_stream(void **state)
 	vqs_sched_destroy(s);
 }
 
+/* ---- the effect of a move and of a policy change ---- */
+
+static _Atomic int handler_tid;
+
+static unsigned tid_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			    void *opaque)
+{
+	atomic_store(&handler_tid, (int)gettid());
+	return vqs_test_complete_all(q, reqs, n, opaque);
+}
+
+static void round_trip(struct vqs_served_pair *sp)
+{
+	struct vqs_drv_buf b = {vqs_gmem_alloc(sp->p.gmem, 64, 8), 64};
+	assert_int_equal(vqs_pair_round_trip(&sp->p, sp->kick, sp->call, &b, 0, 1), 0);
+}
+
+/* After vqs_queue_move(q, i), q's handler runs on worker i's thread. */
+static void move_effect(enum vqs_policy p)
+{
+	struct vqs_sched *s = sched(p, 2);
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = tid_handler;
+	static struct vqs_served_pair a, b;
+	assert_int_equal(vqs_served_pair_attach(&a, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	/* dedicated: a second queue brings the second worker */
+	assert_int_equal(vqs_served_pair_attach(&b, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	assert_int_equal(vqs_sched_nworkers(s), 2);
+	static const unsigned to[] = {1, 0, 1, 1, 0};
+	for (unsigned i = 0; i < sizeof(to) / sizeof(to[0]); i++) {
+		assert_int_equal(vqs_queue_move(a.q, to[i]), 0);
+		atomic_store(&handler_tid, 0);
+		round_trip(&a);
+		assert_int_equal(atomic_load(&handler_tid), vqs_sched_worker_tid(s, to[i]));
+	}
+	assert_int_equal(vqs_served_pair_fini(&b), 0);
+	assert_int_equal(vqs_served_pair_fini(&a), 0);
+	vqs_sched_destroy(s);
+}
+
+static void test_move_runs_handler_on_target_worker_adaptive(void **state)
+{
+	move_effect(VQS_POLICY_ADAPTIVE);
+}
+static void test_move_runs_handler_on_target_worker_dedicated(void **state)
+{
+	move_effect(VQS_POLICY_DEDICATED);
+}
+
+static uint64_t empty_polls(struct vqs_queue *q)
+{
+	struct vqs_queue_stats st = {.size = sizeof(st)};
+	assert_int_equal(vqs_queue_stats_get(q, &st), 0);
+	return st.empty_polls;
+}
+
+/* An idle queue is not polled: no empty poll over 50 ms, once its last turn has surely ended. */
+static void assert_not_polled(struct vqs_queue *q)
+{
+	vqs_test_sleep_ms(20);
+	uint64_t before = empty_polls(q);
+	vqs_test_sleep_ms(50);
+	assert_int_equal(empty_polls(q), before);
+}
+
+/* dedicated sleeps on an idle queue; poll (poll_timeout_us 0) spins on it; back to dedicated, it
+ * sleeps again. The workers are the new policy's, and the counters run on. */
+static void test_set_policy_changes_behaviour(void **state)
+{
+	struct vqs_sched *s = sched_poll_timeout(VQS_POLICY_DEDICATED, 2, 0);
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = tid_handler;
+	static struct vqs_served_pair sp;
+	assert_int_equal(vqs_served_pair_attach(&sp, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	round_trip(&sp);
+	assert_int_equal(vqs_sched_nworkers(s), 1);
+	assert_not_polled(sp.q);
+
+	assert_int_equal(vqs_sched_set_policy(s, VQS_POLICY_POLL), 0);
+	assert_int_equal(vqs_sched_nworkers(s), 2);
+	round_trip(&sp);
+	/* Spinning on the empty ring: bounded by time, not by a rate (the machine may be busy). */
+	uint64_t before = empty_polls(sp.q), t0 = vqs_now_ns();
+	while (empty_polls(sp.q) - before < 1000) {
+		assert_true(vqs_now_ns() - t0 < 10000000000ull);
+		vqs_test_sleep_ms(1);
+	}
+
+	assert_int_equal(vqs_sched_set_policy(s, VQS_POLICY_DEDICATED), 0);
+	assert_int_equal(vqs_sched_nworkers(s), 1);
+	round_trip(&sp);
+	assert_not_polled(sp.q);
+	struct vqs_queue_stats st = {.size = sizeof(st)};
+	assert_int_equal(vqs_queue_stats_get(sp.q, &st), 0);
+	assert_int_equal(st.reqs, 3);
+	assert_int_equal(atomic_load(&handler_tid), vqs_sched_worker_tid(s, 0));
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +315,9 @@ int main(void)
 		cmocka_unit_test(test_live_detach_reattach_mid_stream),
 		cmocka_unit_test(test_live_detach_and_pause_while_polled),
 		cmocka_unit_test(test_live_set_fds_mid_stream),
+		cmocka_unit_test(test_move_runs_handler_on_target_worker_adaptive),
+		cmocka_unit_test(test_move_runs_handler_on_target_worker_dedicated),
+		cmocka_unit_test(test_set_policy_changes_behaviour),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

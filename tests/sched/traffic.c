@@ -328,6 +328,37 @@ int traffic_join(struct traffic *t)
 	return rc;
 }
 
+int traffic_run(enum vqs_policy p, unsigned nworkers, const struct traffic_cfg *cfg,
+		struct vqs_queue_stats *sum)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = p;
+	so.nworkers = nworkers;
+	struct vqs_sched *s;
+	int rc = vqs_sched_create(&s, &so);
+	if (rc)
+		return rc;
+	static struct traffic t;
+	if ((rc = traffic_init(&t, s, cfg))) {
+		vqs_sched_destroy(s);
+		return rc;
+	}
+	traffic_start(&t);
+	rc = traffic_join(&t);
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; i < cfg->nqueues; i++) {
+		struct vqs_queue_stats st = {.size = sizeof(st)};
+		vqs_queue_stats_get(atomic_load(&t.tq[i].q), &st);
+		sum->reqs += st.reqs;
+		sum->async_completions += st.async_completions;
+		sum->given_back += st.given_back;
+	}
+	traffic_fini(&t);
+	vqs_sched_destroy(s);
+	return rc;
+}
+
 void traffic_fini(struct traffic *t)
 {
 	/* The completer finishes everything posted (requests and wakes) before it stops, so no

@@ -78,6 +78,13 @@ bool traffic_running(struct traffic *t);
 int traffic_join(struct traffic *t);
 /* Detach what is attached, stop the completer, free everything. */
 void traffic_fini(struct traffic *t);
+/*
+ * The whole run on a scheduler of its own: create one with policy p and nworkers workers, run
+ * cfg's traffic to the end, add up the queues' counters in *sum (reqs, async_completions,
+ * given_back), free everything. traffic_join's result, or -errno when it could not start.
+ */
+int traffic_run(enum vqs_policy p, unsigned nworkers, const struct traffic_cfg *cfg,
+		struct vqs_queue_stats *sum);
 /* Queue options the harness attaches with (for re-attaching after a test detached). */
 void traffic_queue_opts(struct traffic_queue *tq, struct vqs_queue_opts *o);
 /* The handler the harness attaches. */

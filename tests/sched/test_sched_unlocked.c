@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handlers run outside the memory read-side section: the batch's requests pin the memory table
+ * they were translated through instead. So a handler that blocks (a disk write, say) does not
+ * hold up a table replacement waiting for its grace period (vhost-user acknowledges
+ * SET_MEM_TABLE and REM_MEM_REG only after one), its buffers stay mapped until its requests are
+ * completed, and a handler may detach a queue another worker serves (detach waits for a grace
+ * period, which a reader waiting for itself would never see end).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pair.h"
+
+#define FEATURES (VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX))
+#define WAIT_NS 10000000000ull
+/* The handler blocks until the test releases it, for at most this long (a replacement that waits
+ * for the handler then returns only after it). */
+#define HANDLER_BLOCK_MS 2000
+/* A replacement waits for a grace period (readers' sections are microseconds long) and for the
+ * call_rcu thread to retire the old table: milliseconds, far below the handler's block even on a
+ * loaded machine. */
+#define REPLACE_BOUND_NS 500000000ull
+
+static bool wait_flag(_Atomic bool *flag)
+{
+	for (uint64_t t0 = vqs_now_ns(); vqs_now_ns() - t0 < WAIT_NS; vqs_test_sleep_ms(1))
+		if (atomic_load(flag))
+			return true;
+	return false;
+}
+
+/* ---- a handler that blocks while the table is replaced ---- */
+
+struct sleeper {
+	_Atomic bool entered, go, released, done;
+	bool mapped_after_sleep; /* the region was not released while the handler used it */
+};
+
+static struct sleeper sl;
+
+static void on_release(void *opaque, const struct vqs_mem_region *r)
+{
+	atomic_store(&sl.released, true);
+}
+
+static unsigned sleep_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			      void *opaque)
+{
+	atomic_store(&sl.entered, true);
+	for (unsigned ms = 0; ms < HANDLER_BLOCK_MS && !atomic_load(&sl.go); ms++)
+		vqs_test_sleep_ms(1);
+	sl.mapped_after_sleep = !atomic_load(&sl.released);
+	for (unsigned i = 0; i < n; i++) {
+		memset(reqs[i]->elem.iov[0].iov_base, 0x5a, reqs[i]->elem.iov[0].iov_len);
+		vqs_req_complete(reqs[i], reqs[i]->elem.in_len);
+	}
+	atomic_store(&sl.done, true);
+	return n;
+}
+
+static void test_handler_sleep_does_not_delay_table_replacement(void **state)
+{
+	memset(&sl, 0, sizeof(sl));
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = sleep_handler;
+	struct vqs_served_pair sp;
+	assert_int_equal(vqs_served_pair_init(&sp, 16, FEATURES, 0x100000, 1 << 16,
+					      VQS_POLICY_DEDICATED, &o), 0);
+	/* The buffers are translated through a region that leaves the map while the handler
+	 * sleeps; its release hook tells when nothing uses it any more. */
+	struct vqs_mem_region r;
+	vqs_gmem_region(sp.p.gmem, &r);
+	r.release = on_release;
+	assert_int_equal(vqs_mem_set(sp.p.mem, &r, 1), 0);
+	vqs_mem_synchronize(sp.p.mem);
+
+	struct vqs_drv_buf b = {vqs_gmem_alloc(sp.p.gmem, 64, 8), 64};
+	int token;
+	assert_int_equal(vqs_pair_post(&sp.p, sp.kick, &b, false, 1, &token), 0);
+	assert_true(wait_flag(&sl.entered));
+
+	struct vqs_mem_region plain;
+	vqs_gmem_region(sp.p.gmem, &plain);
+	uint64_t t0 = vqs_now_ns();
+	assert_int_equal(vqs_mem_set(sp.p.mem, &plain, 1), 0);
+	vqs_mem_synchronize(sp.p.mem); /* what a REPLY_ACK of SET_MEM_TABLE waits for */
+	uint64_t took = vqs_now_ns() - t0;
+	bool handler_done = atomic_load(&sl.done);
+	atomic_store(&sl.go, true);
+	printf("table replaced in %llu us while the handler was blocked\n",
+	       (unsigned long long)(took / 1000));
+	assert_false(handler_done);
+	assert_true(took < REPLACE_BOUND_NS);
+
+	/* The pin kept the old region until the request was completed. */
+	assert_true(wait_flag(&sl.done));
+	assert_true(wait_flag(&sl.released));
+	assert_true(sl.mapped_after_sleep);
+	uint32_t len = 0;
+	void *tok = NULL;
+	for (uint64_t t1 = vqs_now_ns(); !tok && vqs_now_ns() - t1 < WAIT_NS; vqs_test_sleep_ms(1))
+		tok = vqs_drv_get_used(sp.p.drv, &len);
+	assert_ptr_equal(tok, &token);
+	assert_int_equal(len, 64);
+	assert_int_equal(((uint8_t *)vqs_gmem_host(sp.p.gmem, b.gpa, 64))[63], 0x5a);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+}
+
+/* ---- a handler that detaches another queue ---- */
+
+struct detacher {
+	struct vqs_queue *_Atomic victim;
+	_Atomic bool done;
+	int rc;
+};
+
+static unsigned detach_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			       void *opaque)
+{
+	struct detacher *d = opaque;
+	struct vqs_queue *v = atomic_exchange(&d->victim, NULL);
+	if (v) {
+		d->rc = vqs_sched_detach(v);
+		atomic_store(&d->done, true);
+	}
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	return n;
+}
+
+static void test_handler_detaches_another_queue(void **state)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so); /* dedicated: each queue has a worker of its own */
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	static struct detacher d;
+	memset(&d, 0, sizeof(d));
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = detach_handler;
+	o.opaque = &d;
+	struct vqs_served_pair a, b;
+	assert_int_equal(vqs_served_pair_attach(&a, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	o.handler = vqs_test_complete_all;
+	o.opaque = NULL;
+	assert_int_equal(vqs_served_pair_attach(&b, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	struct vqs_drv_buf buf = {vqs_gmem_alloc(b.p.gmem, 64, 8), 64};
+	assert_int_equal(vqs_pair_round_trip(&b.p, b.kick, b.call, &buf, 0, 1), 0);
+
+	atomic_store(&d.victim, b.q);
+	buf.gpa = vqs_gmem_alloc(a.p.gmem, 64, 8);
+	assert_int_equal(vqs_pair_round_trip(&a.p, a.kick, a.call, &buf, 0, 1), 0);
+	assert_true(atomic_load(&d.done));
+	assert_int_equal(d.rc, 0);
+	b.q = NULL; /* detached by the handler */
+	/* a is still served */
+	assert_int_equal(vqs_pair_round_trip(&a.p, a.kick, a.call, &buf, 0, 1), 0);
+	assert_int_equal(vqs_served_pair_fini(&b), 0);
+	assert_int_equal(vqs_served_pair_fini(&a), 0);
+	vqs_sched_destroy(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handler_sleep_does_not_delay_table_replacement),
+		cmocka_unit_test(test_handler_detaches_another_queue),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
