@@ -31,6 +31,9 @@ struct cpu_list {
 	int cpu[BENCH_MAX_CPUS];
 };
 
+/* vqs_sched_opts.spin_pct's default: points at it keep the keys they had before the knob. */
+#define BENCH_SPIN_PCT_DEFAULT 200u
+
 /* One measured configuration. Every field except inject_pct is part of its identity (key). */
 struct point {
 	enum workload workload;
@@ -51,6 +54,7 @@ struct point {
 	unsigned drivers;     /* driver threads */
 	unsigned workers;     /* scheduler workers (pool/poll/adaptive) */
 	uint32_t poll_timeout_us;
+	uint32_t spin_pct;    /* adaptive's knob (vqs_sched_opts.spin_pct) */
 	uint64_t rate;        /* offered ops/s over all streams, 0 = as fast as possible */
 	uint32_t handler_ns;  /* busy time per request in the handler */
 	uint32_t exit_ns;     /* busy time per kick on the driver (simulated guest exit) */
@@ -63,7 +67,7 @@ struct point {
 /* The figures of one repeat of one point. */
 enum fig {
 	FIG_OPS, FIG_P50, FIG_P99, FIG_P999, FIG_WCPU, FIG_DCPU, FIG_KICKS, FIG_CALLS, FIG_BATCH,
-	FIG_WUTIL, FIG_DUTIL, FIG__COUNT
+	FIG_WUTIL, FIG_DUTIL, FIG_REARMS, FIG_WAKES, FIG_SAMPLES, FIG__COUNT
 };
 extern const char *const fig_names[FIG__COUNT];
 /* +1 when larger is better (throughput), -1 when smaller is, 0 when neither (counts). */
@@ -104,6 +108,8 @@ struct floors {
 	int cpu_a, cpu_b;
 	double cacheline_rtt_ns;
 	double eventfd_rtt_ns;
+	/* p50 of a timed_sleep_req_ns sleep: [0] with timer slack 50 us, [1] with 1 ns */
+	double timed_sleep_req_ns, timed_sleep_ns[2];
 	unsigned nbatch;
 	unsigned batch[8];
 	double ring_ops_per_s[8];

@@ -6,6 +6,9 @@
  *  - cache-line round trip: one line bounced between the two CPUs (the cost of any handshake);
  *  - eventfd round trip: each side sleeps in read() until the other writes (the wake-up a
  *    sleeping worker or guest pays per notification);
+ *  - timed wake-up: how long a thread asking to sleep TIMED_SLEEP_NS really sleeps, with a
+ *    normal thread's timer slack (50 us) and with it lowered to 1 ns (PR_SET_TIMERSLACK): what
+ *    a worker that re-polls after a short precise sleep, notifications still off, would pay;
  *  - a minimal SPSC ring in the shape of a split ring, doing what any request ring must: a
  *    descriptor-sized entry (address, length, id) out, the consumer reading all of it, and a
  *    completion entry (id, bytes written) back that the producer reads, published by one index
@@ -17,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -187,6 +192,33 @@ static int mring_run(struct mring *r, int a, int b, unsigned batch, bool rr, uin
 	return cpu_run_pair(a, mring_producer, b, mring_consumer, r);
 }
 
+/* ---- timed wake-up ---- */
+
+#define TIMED_SLEEP_NS 10000u
+
+/* Median time a TIMED_SLEEP_NS relative sleep takes on this thread with timer slack `slack`
+ * (restored after). */
+static double timed_sleep_ns(unsigned long slack, unsigned iters)
+{
+	int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (old < 0 || prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0))
+		return 0;
+	struct hist *h = calloc(1, sizeof(*h));
+	double p50 = 0;
+	if (h) {
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = TIMED_SLEEP_NS};
+		for (unsigned i = 0; i < iters; i++) {
+			uint64_t t0 = vqs_now_ns();
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+			hist_add(h, vqs_now_ns() - t0);
+		}
+		p50 = hist_quantile(h, 0.5);
+		free(h);
+	}
+	prctl(PR_SET_TIMERSLACK, (unsigned long)old, 0, 0, 0);
+	return p50;
+}
+
 double median3(double x, double y, double z)
 {
 	return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
@@ -222,6 +254,10 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 			close(e->to_a);
 		free(e);
 	}
+
+	f->timed_sleep_req_ns = TIMED_SLEEP_NS;
+	f->timed_sleep_ns[0] = timed_sleep_ns(50000, quick ? 100 : 500);
+	f->timed_sleep_ns[1] = timed_sleep_ns(1, quick ? 100 : 500);
 
 	struct mring *r = aligned_alloc(64, sizeof(*r));
 	if (!r)

@@ -42,6 +42,9 @@ static void print_floors(FILE *f, const struct floors *fl)
 	fprintf(f, "  cache-line round trip          %8.0f ns\n", fl->cacheline_rtt_ns);
 	fprintf(f, "  eventfd wake-up round trip     %8.0f ns   (both sides sleeping)\n",
 		fl->eventfd_rtt_ns);
+	fprintf(f, "  timed sleep of %5.0f ns        %8.0f ns   (timer slack 50 us), %.0f ns "
+		   "(slack 1 ns)\n",
+		fl->timed_sleep_req_ns, fl->timed_sleep_ns[0], fl->timed_sleep_ns[1]);
 	fprintf(f, "  minimal ring request/response  %8.0f ns p50, %.0f ns p99\n", fl->ring_rr_p50_ns,
 		fl->ring_rr_p99_ns);
 	for (unsigned i = 0; i < fl->nbatch; i++) {
@@ -82,9 +85,12 @@ void output_table(FILE *f, const struct report *rep)
 		   "which counts its own spinning threads)\n", rep->preset, rep->loadavg_start,
 		rep->loadavg_end);
 	print_floors(f, &rep->floors);
-	fprintf(f, "\n%-7s %-6s %-9s %-12s %4s %5s %7s %8s %8s %8s %8s %8s %8s %5s %5s %5s %6s %9s %4s\n",
-		"load", "ring", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "p99.9",
-		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "batch", "vs-floor", "loss");
+	fprintf(f, "\n%-7s %-6s %-9s %-12s %4s %5s %7s %8s %8s %8s %4s %8s %8s %8s %5s %5s %5s %5s %5s "
+		   "%6s %9s %4s %7s\n",
+		"load", "ring", "policy", "place", "strm", "batch", "rate", "ops/s", "p50", "p99", "+-%",
+		"p99.9",
+		"wCPU/op", "dCPU/op", "wCPU", "kick", "call", "rearm", "wake", "batch", "vs-floor", "loss",
+		"samples");
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
 		const struct point *pt = &r->pt;
@@ -114,16 +120,21 @@ void output_table(FILE *f, const struct report *rep)
 			continue;
 		}
 		fprintf(f,
-			"%-7s %-6s %-9s %-12s %4u %5u %7s %8s %8s %8s %8s %8s %8s %4.0f%% %5.2f %5.2f %6.1f %9s %4llu%s\n",
+			"%-7s %-6s %-9s %-12s %4u %5u %7s %8s %8s %8s %4.0f %8s %8s %8s %4.0f%% %5.2f %5.2f "
+			"%5.2f %5.2f %6.1f %9s %4llu %7.0f%s\n",
 			workload_name(pt->workload), ring, vqs_policy_name(pt->policy), place, pt->streams,
-			pt->batch_max, rate, ops, p50, p99, p999, wc, dc, r->med[FIG_WUTIL] * 100,
-			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_BATCH], fl,
-			(unsigned long long)(r->lost + r->duplicated + r->corrupted),
-			r->error ? " (some repeats failed)" : "");
+			pt->batch_max, rate, ops, p50, p99,
+			r->med[FIG_P99] > 0 ? 50 * (r->max[FIG_P99] - r->min[FIG_P99]) / r->med[FIG_P99] : 0,
+			p999, wc, dc, r->med[FIG_WUTIL] * 100,
+			r->med[FIG_KICKS], r->med[FIG_CALLS], r->med[FIG_REARMS], r->med[FIG_WAKES],
+			r->med[FIG_BATCH], fl, (unsigned long long)(r->lost + r->duplicated + r->corrupted),
+			r->min[FIG_SAMPLES], r->error ? " (some repeats failed)" : "");
 	}
 	fprintf(f, "(place*: owner and driver share one CPU; place:N = CPUs the worker got; vs-floor: "
 		   "at max rate, ops/s over the minimal ring at that batch; otherwise p50 over the "
-		   "minimal ring request/response)\n");
+		   "minimal ring request/response; +-%%: half the p99's range over the repeats, in %% "
+		   "of its median; rearm, wake: notification re-arms and worker wake-ups per op; "
+		   "samples: latency samples of the smallest repeat)\n");
 	if (rep->ngoals) {
 		fprintf(f, "\ngoals (computed from this run):\n");
 		for (unsigned i = 0; i < rep->ngoals; i++) {
@@ -137,6 +148,13 @@ void output_table(FILE *f, const struct report *rep)
 }
 
 /* ---- JSON ---- */
+
+/* `, "key": v`: a field after the first of an object. */
+static void json_field(FILE *f, const char *key, double v)
+{
+	fprintf(f, ", \"%s\": ", key);
+	json_write_num(f, v);
+}
 
 static void read_line(const char *path, const char *prefix, char *out, size_t len)
 {
@@ -194,20 +212,21 @@ static void json_floors(FILE *f, const struct floors *fl)
 		fl->measured ? "true" : "false", fl->cpu_a, fl->cpu_b);
 	fprintf(f, "\"cacheline_rtt_ns\": ");
 	json_write_num(f, fl->cacheline_rtt_ns);
-	fprintf(f, ", \"eventfd_rtt_ns\": ");
-	json_write_num(f, fl->eventfd_rtt_ns);
-	fprintf(f, ", \"ring_rr_p50_ns\": ");
-	json_write_num(f, fl->ring_rr_p50_ns);
-	fprintf(f, ", \"ring_rr_p99_ns\": ");
-	json_write_num(f, fl->ring_rr_p99_ns);
+	json_field(f, "eventfd_rtt_ns", fl->eventfd_rtt_ns);
+	json_field(f, "timed_sleep_req_ns", fl->timed_sleep_req_ns);
+	fprintf(f, ", \"timed_sleep_ns\": [");
+	json_write_num(f, fl->timed_sleep_ns[0]);
+	fprintf(f, ", ");
+	json_write_num(f, fl->timed_sleep_ns[1]);
+	fprintf(f, "]");
+	json_field(f, "ring_rr_p50_ns", fl->ring_rr_p50_ns);
+	json_field(f, "ring_rr_p99_ns", fl->ring_rr_p99_ns);
 	fprintf(f, ", \"vring_rr_p50_ns\": {\"split\": ");
 	json_write_num(f, fl->vring_rr_p50_ns[0]);
-	fprintf(f, ", \"packed\": ");
-	json_write_num(f, fl->vring_rr_p50_ns[1]);
+	json_field(f, "packed", fl->vring_rr_p50_ns[1]);
 	fprintf(f, "}, \"vring_rr_p99_ns\": {\"split\": ");
 	json_write_num(f, fl->vring_rr_p99_ns[0]);
-	fprintf(f, ", \"packed\": ");
-	json_write_num(f, fl->vring_rr_p99_ns[1]);
+	json_field(f, "packed", fl->vring_rr_p99_ns[1]);
 	fprintf(f, "}");
 	fprintf(f, ", \"vring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
@@ -243,8 +262,8 @@ static void json_run(FILE *f, const struct result *r)
 		   "\"transport\": \"%s\", "
 		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
-		   "\"workers\": %u, \"poll_timeout_us\": %u, \"rate\": %llu, \"handler_ns\": %u, "
-		   "\"exit_ns\": %u, \"inject_pct\": %u, \"inject_ns\": %.1f, "
+		   "\"workers\": %u, \"poll_timeout_us\": %u, \"spin_pct\": %u, \"rate\": %llu, "
+		   "\"handler_ns\": %u, \"exit_ns\": %u, \"inject_pct\": %u, \"inject_ns\": %.1f, "
 		   "\"inject_achieved_pct\": %.2f, \"duration_ms\": %u, \"repeats\": %u, "
 		   "\"error\": %d, \"worker_cpus\": \"%s\",\n     ",
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
@@ -253,9 +272,9 @@ static void json_run(FILE *f, const struct result *r)
 		pt->driver_block ? "block" : "spin", transport_name(pt->transport), pt->streams,
 		pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
-		pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
-		pt->inject_pct, r->inject_ns, r->inject_achieved_pct, pt->duration_ms, r->repeats,
-		r->error, r->worker_cpus);
+		pt->poll_timeout_us, pt->spin_pct, (unsigned long long)pt->rate, pt->handler_ns,
+		pt->exit_ns, pt->inject_pct, r->inject_ns, r->inject_achieved_pct, pt->duration_ms,
+		r->repeats, r->error, r->worker_cpus);
 	json_figs(f, r->med);
 	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",
 		(unsigned long long)r->lost, (unsigned long long)r->duplicated,

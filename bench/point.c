@@ -13,8 +13,9 @@ static const char *const transport_names[] = {"direct", "vhost-user"};
 
 const char *const fig_names[FIG__COUNT] = {
 	"ops_per_s", "p50_ns", "p99_ns", "p999_ns", "worker_cpu_ns_per_op", "driver_cpu_ns_per_op",
-	"kicks_per_op", "calls_per_op", "batch_mean", "worker_cpu_util", "driver_cpu_util"};
-const int fig_better[FIG__COUNT] = {+1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0};
+	"kicks_per_op", "calls_per_op", "batch_mean", "worker_cpu_util", "driver_cpu_util",
+	"rearms_per_op", "worker_wakeups_per_op", "latency_samples"};
+const int fig_better[FIG__COUNT] = {+1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 
 const char *workload_name(enum workload w) { return w < WL__COUNT ? wl_names[w] : "?"; }
 
@@ -56,11 +57,15 @@ int transport_parse(const char *s, enum transport *out)
 }
 
 /* Everything that makes two points the same experiment; compare matches runs on it. The direct
- * transport adds nothing, so keys of reports from before transports existed still match. */
+ * transport and adaptive's knob at its default add nothing, so keys of reports from before
+ * either existed still match. */
 void point_key(const struct point *pt, char *buf, size_t len)
 {
+	char spin[24] = "";
+	if (pt->spin_pct != BENCH_SPIN_PCT_DEFAULT)
+		snprintf(spin, sizeof(spin), "/spin%u", pt->spin_pct);
 	snprintf(buf, len,
-		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s",
+		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s%s",
 		 workload_name(pt->workload), vqs_policy_name(pt->policy),
 		 vqs_placement_name(pt->placement), pt->shared_cpu ? "-shared" : "", pt->streams,
 		 pt->batch_max, pt->tx_batch, pt->ring, pt->outstanding, pt->payload,
@@ -68,7 +73,7 @@ void point_key(const struct point *pt, char *buf, size_t len)
 		 pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
 		 pt->packed ? "packed" : "split", pt->event_idx ? "" : "/noevidx",
 		 pt->driver_block ? "/block" : "",
-		 pt->transport == TRANSPORT_DIRECT ? "" : "/vhost-user");
+		 pt->transport == TRANSPORT_DIRECT ? "" : "/vhost-user", spin);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -8,7 +8,8 @@
 #include "cpu.h"
 
 #define ALL_POLICIES "dedicated,pool,poll,adaptive"
-#define SWEEP_RATES "5000,20000,100000,400000,0"
+#define SWEEP_RATES "1000,5000,20000,100000,400000,0"
+#define SWEEP_STREAMS "1,8,50"
 
 /* The groups the shapes are made of, shared by their own presets and by `default`. */
 #define G_TRADEOFF                                                                          \
@@ -22,9 +23,20 @@
 		 [DIM_BATCHES] = "64"},                                                     \
 	 .packed = true}
 #define G_IDLE {.dim = {[DIM_WORKLOADS] = "idle", [DIM_POLICIES] = ALL_POLICIES}}
+/* The offered-load sweep over 1, 8 and 50 queues: short in the main command's run (default:
+ * the same goal lines on fewer samples, within its time), long enough for a p99 in the sweep
+ * preset (G_SWEEP_FULL), which measures rr at the same queue counts too. */
 #define G_SWEEP                                                                             \
 	{.dim = {[DIM_WORKLOADS] = "sweep", [DIM_POLICIES] = ALL_POLICIES,                  \
-		 [DIM_RATES] = SWEEP_RATES}}
+		 [DIM_STREAMS] = SWEEP_STREAMS, [DIM_RATES] = SWEEP_RATES},                 \
+	 .duration_ms = 120}
+#define G_SWEEP_FULL                                                                        \
+	{.dim = {[DIM_WORKLOADS] = "sweep", [DIM_POLICIES] = ALL_POLICIES,                  \
+		 [DIM_STREAMS] = SWEEP_STREAMS, [DIM_RATES] = SWEEP_RATES},                 \
+	 .min_samples = 10000}
+#define G_SWEEP_RR                                                                          \
+	{.dim = {[DIM_WORKLOADS] = "rr", [DIM_POLICIES] = ALL_POLICIES,                     \
+		 [DIM_STREAMS] = SWEEP_STREAMS}}
 #define G_AFFINITY                                                                          \
 	{.dim = {[DIM_WORKLOADS] = "rr,stream", [DIM_POLICIES] = "dedicated",               \
 		 [DIM_PLACEMENTS] = "inherit,float,auto"},                                  \
@@ -37,8 +49,9 @@ const struct preset bench_presets[] = {
 	 "rr on packed rings too", {G_TRADEOFF, G_RR_PACKED, G_IDLE}, 3, 3, NULL},
 	{"affinity", "owner and spinning driver on one CPU, workers inherit/float/auto (the 2023 shape)",
 	 {G_AFFINITY}, 1, 3, NULL},
-	{"sweep", "offered load from light to saturation, one curve per policy",
-	 {G_SWEEP}, 1, 3, NULL},
+	{"sweep", "offered load from 1k/s to saturation over 1, 8 and 50 queues, >= 10^4 latency "
+	 "samples per point, and rr on as many queues: one curve per policy",
+	 {G_SWEEP_FULL, G_SWEEP_RR}, 2, 3, NULL},
 	{"idle", "CPU a queue without traffic costs, per policy", {G_IDLE}, 1, 3, NULL},
 	{"guard", "the regression guard's points: busy-poll stream and rr, one split ring, batch 64 "
 	 "(scripts/guard.sh)", {{.dim = {[DIM_WORKLOADS] = "stream,rr", [DIM_POLICIES] = "poll"}}},
@@ -132,10 +145,12 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->drivers = (unsigned)pick(o, SC_DRIVERS, 1);
 	pt->workers = (unsigned)pick(o, SC_WORKERS, 1);
 	pt->poll_timeout_us = (uint32_t)pick(o, SC_POLL_TIMEOUT, 0);
+	pt->spin_pct = (uint32_t)pick(o, SC_SPIN_PCT, BENCH_SPIN_PCT_DEFAULT);
 	pt->handler_ns = (uint32_t)pick(o, SC_HANDLER_NS, 0);
 	pt->exit_ns = (uint32_t)pick(o, SC_EXIT_NS, 0);
 	pt->inject_pct = (uint32_t)pick(o, SC_INJECT_PCT, 0);
-	pt->duration_ms = (uint32_t)pick(o, SC_DURATION, o->quick ? 60 : 250);
+	pt->duration_ms = (uint32_t)pick(o, SC_DURATION,
+					 o->quick ? 60 : g->duration_ms ? g->duration_ms : 250);
 	pt->warmup_ms = (uint32_t)pick(o, SC_WARMUP, o->quick ? 20 : 60);
 	pt->tx_batch = (unsigned)pick(o, SC_TX_BATCH, 0);
 	pt->packed = pick(o, SC_PACKED, g->packed);
@@ -153,6 +168,16 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 					   : (struct cpu_list){.n = 1, .cpu = {first}};
 	pt->driver_cpus = o->driver_cpus.n ? o->driver_cpus
 					   : (struct cpu_list){.n = 1, .cpu = {pt->shared_cpu ? first : second}};
+}
+
+/* Long enough for min_samples latency samples at pt's offered rate (10% over, as the achieved
+ * rate falls a little short), never shorter than its duration. */
+static uint32_t point_duration_ms(const struct point *pt, unsigned min_samples)
+{
+	if (!pt->rate || !min_samples)
+		return pt->duration_ms;
+	uint64_t ms = (uint64_t)min_samples * 1100u / pt->rate + 1;
+	return ms > pt->duration_ms ? (uint32_t)ms : pt->duration_ms;
 }
 
 /* Adds pt unless an identical point is already planned (flags can fold groups together). */
@@ -183,6 +208,8 @@ static int expand_group(const struct opts *o, const struct preset_group *g, stru
 	}
 	struct point base;
 	base_point(o, g, &base);
+	/* an explicit --duration-ms, or --quick, wins over the group's sample count */
+	unsigned min_samples = o->sc[SC_DURATION] >= 0 || o->quick ? 0 : g->min_samples;
 	if (!base.ring || base.ring > VQS_VQ_MAX_SIZE || !base.drivers || !base.outstanding)
 		return -EINVAL;
 	for (unsigned w = 0; w < l[DIM_WORKLOADS].n; w++)
@@ -202,6 +229,7 @@ static int expand_group(const struct opts *o, const struct preset_group *g, stru
 							pt.streams = (unsigned)l[DIM_STREAMS].v[st];
 							pt.batch_max = (unsigned)l[DIM_BATCHES].v[b];
 							pt.rate = rated ? (uint64_t)l[DIM_RATES].v[r] : 0;
+							pt.duration_ms = point_duration_ms(&pt, min_samples);
 							if (pt.drivers > pt.streams)
 								pt.drivers = pt.streams;
 							if (plan_add(out, &pt))

@@ -20,6 +20,11 @@ struct preset_group {
 	bool driver_block;
 	bool packed;                 /* packed ring layout (default split) */
 	unsigned outstanding;        /* rr in-flight per stream, 0 = default */
+	/* Offered-rate points run long enough for this many latency samples per repeat (their
+	 * p99 rests on a hundred of them at 10^4), unless --duration-ms says otherwise; 0 = the
+	 * default duration. */
+	unsigned min_samples;
+	unsigned duration_ms; /* measured time per repeat, 0 = the default (250 ms) */
 };
 
 #define PRESET_MAX_GROUPS 6

@@ -431,6 +431,7 @@ static void sched_opts_for(const struct point *pt, struct vqs_sched_opts *o)
 	o->policy = pt->policy;
 	o->nworkers = pt->workers;
 	o->poll_timeout_us = pt->poll_timeout_us;
+	o->spin_pct = pt->spin_pct;
 	o->batch_max = pt->batch_max;
 	o->placement = pt->placement;
 	CPU_ZERO(&o->cpus);
@@ -510,7 +511,8 @@ static void sleep_ms(unsigned ms)
 
 struct window {
 	uint64_t t, wcpu, dcpu, done, kicks, calls;
-	uint64_t handler_calls, handler_reqs, batch_hist[BATCH_BUCKETS]; /* from vqsched's stats */
+	/* from vqsched's stats */
+	uint64_t handler_calls, handler_reqs, rearms, wakeups, batch_hist[BATCH_BUCKETS];
 };
 
 static void queue_stats_sum(struct run *r, struct window *w)
@@ -520,10 +522,17 @@ static void queue_stats_sum(struct run *r, struct window *w)
 		if (!r->st[i].q || vqs_queue_stats_get(r->st[i].q, &st))
 			continue;
 		w->handler_reqs += st.reqs;
+		w->rearms += st.rearms;
 		for (unsigned b = 0; b < BATCH_BUCKETS; b++) {
 			w->batch_hist[b] += st.batch_hist[b];
 			w->handler_calls += st.batch_hist[b];
 		}
+	}
+	unsigned nw = vqs_sched_nworkers(r->sched);
+	for (unsigned i = 0; i < nw; i++) {
+		struct vqs_worker_stats st = {.size = sizeof(st)};
+		if (!vqs_worker_stats_get(r->sched, i, &st))
+			w->wakeups += st.wakeups;
 	}
 }
 
@@ -690,6 +699,8 @@ static void collect(struct run *r, const struct window *a, const struct window *
 		out->fig[FIG_DCPU] = (double)(b->dcpu - a->dcpu) / (double)ops;
 		out->fig[FIG_KICKS] = (double)(b->kicks - a->kicks) / (double)ops;
 		out->fig[FIG_CALLS] = (double)(b->calls - a->calls) / (double)ops;
+		out->fig[FIG_REARMS] = (double)(b->rearms - a->rearms) / (double)ops;
+		out->fig[FIG_WAKES] = (double)(b->wakeups - a->wakeups) / (double)ops;
 	}
 	for (unsigned k = 0; k < BATCH_BUCKETS; k++)
 		out->batch_hist[k] = b->batch_hist[k] - a->batch_hist[k];
@@ -699,6 +710,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	if (lat) {
 		for (unsigned i = 0; i < r->pt->drivers; i++)
 			hist_merge(lat, &r->drv[i].lat);
+		out->fig[FIG_SAMPLES] = (double)lat->count;
 		out->fig[FIG_P50] = hist_quantile(lat, 0.5);
 		out->fig[FIG_P99] = hist_quantile(lat, 0.99);
 		out->fig[FIG_P999] = hist_quantile(lat, 0.999);

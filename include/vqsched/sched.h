@@ -56,6 +56,15 @@ struct vqs_sched_opts {
 	cpu_set_t cpus;            /* PIN: allowed CPUs; AUTO: candidates (empty = all allowed) */
 	cpu_set_t busy_cpus;       /* AUTO: CPUs to keep off (e.g. vCPU threads) */
 	int numa_node;             /* AUTO: preferred node; -1 = the ring memory's node */
+	/*
+	 * adaptive: the CPU it may spend to spare a request a wake-up, in percent of what one
+	 * wake-up costs (a sleep/wake round trip, measured when the scheduler is created): it
+	 * polls while requests come at most spin_pct/100 wake-ups apart, and an idle ring for at
+	 * most as long after its last request. Default 200: a wake-up's latency bought for at most
+	 * two wake-ups' CPU. 0: never spin for sparse traffic (only while other queues keep the
+	 * worker busy); larger: more CPU, fewer wake-ups. At most 10000.
+	 */
+	uint32_t spin_pct;
 };
 /* Fill defaults (size set, every field its documented default). Threads: any. */
 VQS_API void vqs_sched_opts_init(struct vqs_sched_opts *o);

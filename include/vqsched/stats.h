@@ -45,6 +45,9 @@ struct vqs_queue_stats {
 	 * at or below their index): a handler bug. The completion is kept and the request counted
 	 * as taken, never served again; the first one logs a warning. */
 	uint64_t completed_given_back;
+	/* Empty rings after which notifications were re-armed (the queue stopped being polled and
+	 * the driver may kick again). Last: a caller's older, shorter size copies a prefix. */
+	uint64_t rearms;
 };
 
 struct vqs_worker_stats {

@@ -37,6 +37,7 @@ void vqs_sched_opts_init(struct vqs_sched_opts *o)
 	o->budget_bytes = 0x80000;
 	o->placement = VQS_PLACE_FLOAT;
 	o->numa_node = -1;
+	o->spin_pct = 200;
 }
 
 void vqs_queue_opts_init(struct vqs_queue_opts *o)
@@ -337,7 +338,7 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 	o.size = sizeof(o);
 	if (!sched_policy_get(o.policy) || (unsigned)o.placement > VQS_PLACE_AUTO ||
 	    !o.nworkers || o.nworkers > SCHED_MAX_WORKERS || !o.batch_max || o.batch_max > SCHED_BATCH_MAX ||
-	    !o.budget_pkts || !o.budget_bytes ||
+	    !o.budget_pkts || !o.budget_bytes || o.spin_pct > SCHED_SPIN_PCT_MAX ||
 	    (o.placement == VQS_PLACE_PIN && !CPU_COUNT(&o.cpus)))
 		return -EINVAL;
 	struct vqs_sched *s = calloc(1, sizeof(*s));
@@ -345,6 +346,7 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 		return -ENOMEM;
 	s->o = o;
 	s->pol = sched_policy_get(o.policy);
+	s->wake_ns = sched_measure_wake_ns();
 	pthread_mutex_init(&s->ctl, NULL);
 	pthread_mutex_init(&s->sig_mu, NULL);
 	pthread_cond_init(&s->sig_cv, NULL);

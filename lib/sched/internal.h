@@ -46,8 +46,12 @@
 /* Queues one scheduler can hold at once (size of the epoll key table). */
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
+#define SCHED_SPIN_PCT_MAX 10000u /* cap of vqs_sched_opts.spin_pct */
 #define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (worker.c) */
 #define SCHED_BELL_KEY UINT64_MAX
+/* Empty turns a queue rides out with notifications off while its worker has other work
+ * (policy.c, "Deferral"). */
+#define SCHED_DEFER_LOOKS 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -83,7 +87,7 @@ struct req_slot {
 /* Counters written by one thread at a time (see stat_add), read relaxed by anyone. */
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
-		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back;
+		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back, rearms;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };
@@ -92,11 +96,18 @@ struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns;
 };
 
-/* Per-queue state of the adaptive controller (owner only); see policy.c. */
-struct adapt_state {
-	uint32_t batch;
+/* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
+ * queues of one worker. */
+struct adapt_arrivals {
 	uint64_t gap_ewma_ns;     /* smoothed time between pops that found requests */
 	uint64_t last_arrival_ns; /* last pop that found work; 0 = none yet */
+};
+
+/* Per-queue decision state (owner only); see policy.c. */
+struct adapt_state {
+	uint32_t batch;           /* adaptive: chains per handler call */
+	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 };
 
 struct sched_group;
@@ -188,6 +199,9 @@ struct sched_worker {
 	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (see
 	 * worker_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
+	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
+	 * worker has work, where a queue's own gap only says how often that queue has some. */
+	struct adapt_arrivals ad;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -227,6 +241,7 @@ struct vqs_sched {
 	_Atomic(struct vqs_queue *) table[SCHED_MAX_QUEUES];
 	uint32_t table_gen[SCHED_MAX_QUEUES];
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
+	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
@@ -247,6 +262,15 @@ void sched_reap(struct vqs_queue *q);
 void sched_queue_order_init(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);
+
+/* ---- cost.c ---- */
+/* A sleep/wake round trip through an eventfd between two threads, where it could not be
+ * measured, and the range a measurement is clamped to. */
+#define SCHED_WAKE_DEFAULT_NS 50000u
+#define SCHED_WAKE_MIN_NS 2000u
+#define SCHED_WAKE_MAX_NS 200000u
+/* Measure it now (about 15 round trips, at most ~5 ms). Threads: any; blocks. */
+uint64_t sched_measure_wake_ns(void);
 
 /* ---- placement.c ---- */
 /* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory

@@ -4,9 +4,23 @@
  * call, and whether to keep polling a ring found empty. (Which worker serves a queue is decided at
  * attach, in control.c; when to sleep follows: a worker sleeps when its ready list is empty.)
  *
- * dedicated, pool: batch_max per call, never poll: drain, re-arm notifications, sleep.
+ * dedicated, pool: batch_max per call, never spin: drain, re-arm notifications, sleep.
  * poll: batch_max per call, keep polling an empty ring until it has been empty for
  *   poll_timeout_us (0: forever), then re-arm and sleep (Linux's busyloop_timeout).
+ *
+ * Deferral (dedicated, pool, adaptive): a ring found empty while its worker has other work
+ *   stays polled (notifications off) through SCHED_DEFER_LOOKS empty turns before it re-arms,
+ *   as NAPI's napi_defer_hard_irqs counts empty polls before it re-enables the interrupt. The
+ *   worker is not going to sleep, so a look at the empty ring costs it one trip of the queue
+ *   through its rounds (a requeue, ~220 ns here, or 64 light looks of a held queue, about the
+ *   same), where a re-arm costs a full barrier, lets the driver kick (an eventfd write, a VM
+ *   exit for a real guest: 1-5 us of the driver's CPU here) and the worker an epoll event.
+ *   Sixteen looks are a few microseconds of the worker's, less than what the kick they avoid
+ *   costs the two sides. dedicated and pool never spin: "other work" is another queue on the
+ *   list (a queue of a dedicated worker of its own never has one). Before, pool over 10 queues
+ *   fed one request at a time (batch 1) re-armed each queue the moment its worker caught up,
+ *   and the driver kicked for nearly every request (0.92 kicks per request, 0.26x dedicated's
+ *   throughput, whose time-shared threads caught up less often).
  *
  * adaptive: a per-queue controller fed by every pop (chains found, backlog left, time).
  *   Batch: starts at 1, so a lightly loaded queue hands each request over the moment it is seen.
@@ -14,25 +28,38 @@
  *   batch_max; when a pop finds less than half a batch and no backlog, it halves (down to 1).
  *   Multiplicative steps reach batch_max from 1 in log2(batch_max) turns under a burst and
  *   return as fast when it ends.
- *   Polling: the controller keeps gap, the smoothed time between pops that found requests,
- *   however many (EWMA, weight 1/8; each sample clamped to ADAPT_GAP_SAMPLE_MAX_NS so one stall
- *   of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle" for dozens
- *   of requests). It is the time the ring stays empty between two arrivals of work, which is what
+ *   Polling is decided at two levels. The worker decides whether to stay awake, from the
+ *   arrivals of all its queues together (a gap and last arrival like a queue's, below): while
+ *   they earn polling by (a)-(c), it spins. A queue stays in its polled set while its worker
+ *   spins and either it found work within SCHED_DEFER_LOOKS empty turns (Deferral above) or its
+ *   own arrivals earn polling by (a)-(c); else it re-arms. When the worker's arrivals stop
+ *   earning it, every queue re-arms at its next empty turn and the worker sleeps. With one queue
+ *   the two levels see the same arrivals and decide as one. The split is what rr over 50 queues
+ *   on one worker needs: each queue's next request comes a whole worker round after its last
+ *   (the worker serves 49 others meanwhile), 100-200 us when the worker slows down, so a
+ *   queue's own gap read "too sparse to poll" while the worker was saturated; queues re-armed
+ *   (0.07 re-arms and kicks per request), each re-arm made the round slower, and adaptive made
+ *   0.14x busy-poll's transactions with 8x its p50. A queue's gap says how often that queue has
+ *   work, not whether its worker has.
+ *   Per arrival process the controller keeps gap, the smoothed time between pops that found
+ *   requests, however many (EWMA, weight 1/8; each sample clamped to twice the limit of (a), so
+ *   one stall of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle"
+ *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
- *   (a) gap < ADAPT_POLL_GAP_MAX_NS: a request that finds its worker asleep pays a wake-up
- *       (ADAPT_WAKE_NS round trip: about 50 us on a 2-core VM, 50-110 us as the bench's eventfd
- *       floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so while
- *       requests come at most two wake-ups apart, polling through the gap buys a wake-up's
- *       latency for at most two wake-ups' CPU; sparser traffic sleeps and costs what dedicated
- *       costs (the light-load CPU/op goal); and
- *   (b) the ring has been empty for less than window = 4 * gap, at least ADAPT_POLL_MIN_NS and at
- *       most ADAPT_POLL_MAX_NS. Four gaps ride out jitter of a steady stream; the floor keeps a
+ *   (a) gap < k * W: a request that finds its worker asleep pays a wake-up (W, a sleep/wake
+ *       round trip measured at creation: about 50 us on a 2-core VM, 50-110 us as the bench's
+ *       eventfd floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so
+ *       while requests come at most k wake-ups apart (the knob spin_pct = 100 k, default 200),
+ *       polling through the gap buys a wake-up's latency for at most k wake-ups' CPU; sparser
+ *       traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
+ *   (b) the ring has been empty for less than window = 4 * gap, at least W / 2 and at most
+ *       k * W. Four gaps ride out jitter of a steady stream; the floor keeps a
  *       very fast stream (rr: gap ~1 us) from sleeping on a hiccup of a few microseconds, which
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
- *       leaves polling within ADAPT_POLL_MAX_NS and then costs no CPU until its next kick.
- *   (c) or for less than hold, a sixteenth of its worker's awake span up to the queue's last
+ *       leaves polling within k * W and then costs no CPU until its next kick.
+ *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
  *       sustained load finds its rings dry when the drivers pause (their CPU taken by the
@@ -51,7 +78,7 @@
  *       every sleep could not grow past the first stall longer than its hold. Holding costs at
  *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
  *       traffic is left to (a).
- *   The gap estimate survives the sleep, so a queue that goes quiet briefly and resumes at the
+ *   The gap estimates survive the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
  *   Rejected: the previous 20 us gap limit slept at 20k-100k requests/s (gaps 10-50 us, and a
  *   single stall pushed a 10 us EWMA over 20 us), so each request paid a ~25-50 us wake-up: p99
@@ -67,20 +94,17 @@
 
 #include "sched/internal.h"
 
-/* One sleep/wake round trip through an eventfd between two CPUs: what a request pays when its
- * worker sleeps (the bench's eventfd floor: ~48 us on the 2-core development VM). */
-#define ADAPT_WAKE_NS 50000u
-/* Poll only while requests are expected within two wake-ups (see (a) above). */
-#define ADAPT_POLL_GAP_MAX_NS (2u * ADAPT_WAKE_NS)
-/* Poll window bounds (see (b) above): at least half a wake-up round trip (the sleeping side's
- * share), at most two of them. */
-#define ADAPT_POLL_MIN_NS (ADAPT_WAKE_NS / 2u)
-#define ADAPT_POLL_MAX_NS (2u * ADAPT_WAKE_NS)
+/* The thresholds are multiples of W = s->wake_ns, a sleep/wake round trip through an eventfd
+ * measured at creation (cost.c; ~50 us on the 2-core development VM, where the constants below
+ * were first tuned), and of the knob k = spin_pct / 100 (default 2). Poll only while requests
+ * are expected within k wake-ups ((a) above); the poll window runs from half a wake-up (the
+ * sleeping side's share) to k of them ((b)); a gap sample above twice the limit says "stall",
+ * not "rate", and is clamped, so a queue that really slows down still crosses the limit after
+ * a few samples. */
+static uint64_t gap_max(const struct vqs_sched *s) { return s->wake_ns * s->o.spin_pct / 100u; }
+static uint64_t window_min(const struct vqs_sched *s) { return s->wake_ns / 2u; }
 /* Give up polling after this many expected gaps without an arrival. */
 #define ADAPT_POLL_GAPS 4u
-/* A gap sample larger than this says "stall", not "rate": clamp it (twice the polling limit, so
- * a queue that really slows down still crosses the limit after a few samples). */
-#define ADAPT_GAP_SAMPLE_MAX_NS (2u * ADAPT_POLL_GAP_MAX_NS)
 /* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
 #define ADAPT_EWMA_SHIFT 3
 /* A worker with an awake span t holds its queues for t/2^ADAPT_HOLD_SHIFT after their last
@@ -129,12 +153,27 @@ int vqs_placement_parse(const char *s, enum vqs_placement *out)
 
 static unsigned batch_max(const struct vqs_sched *s, struct vqs_queue *q) { return s->o.batch_max; }
 
-static void observe_none(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
-			 unsigned backlog, uint64_t now)
+/* Keeping an empty ring polled while its worker has other work: see SCHED_DEFER_LOOKS. */
+static void note_work(const struct vqs_sched *s, struct vqs_queue *q, unsigned n, unsigned backlog,
+		      uint64_t now)
 {
+	q->ad.looks = 0;
 }
 
-static bool never_poll(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now) { return false; }
+/* Count an empty turn of q; whether q has had no more than SCHED_DEFER_LOOKS of them since it last
+ * found work. */
+static bool looked_little(struct vqs_queue *q)
+{
+	return ++q->ad.looks <= SCHED_DEFER_LOOKS;
+}
+
+/* dedicated, pool: never spin; while other queues are listed, the worker is not going to sleep
+ * anyway, and the queue rides out SCHED_DEFER_LOOKS trips through the list before it re-arms. */
+static bool defer_while_listed(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
+{
+	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
+	return looked_little(q) && atomic_load_explicit(&g->nready, memory_order_relaxed) > 0;
+}
 
 static bool poll_until_timeout(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
@@ -149,55 +188,70 @@ static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
 	return q->ad.batch;
 }
 
-/* How long after its last arrival the queue keeps polling an empty ring: (b) and (c) above. */
-static uint64_t adapt_window(const struct vqs_queue *q)
+static void arrivals_observe(const struct vqs_sched *s, struct adapt_arrivals *a, uint64_t now)
 {
-	const struct adapt_state *a = &q->ad;
+	if (a->last_arrival_ns) {
+		uint64_t sample = now - a->last_arrival_ns;
+		if (sample > 2 * gap_max(s))
+			sample = 2 * gap_max(s);
+		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
+		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
+	} else {
+		a->gap_ewma_ns = gap_max(s); /* unknown rate: not worth polling yet */
+	}
+	a->last_arrival_ns = now;
+}
+
+/* Whether an arrival process still earns polling at `now`: (a), and (b) or (c) above. awake:
+ * when the worker's awake span started (sched_worker.awake_ns). */
+static bool arrivals_poll(const struct vqs_sched *s, const struct adapt_arrivals *a,
+			  uint64_t awake, uint64_t now)
+{
+	if (!a->last_arrival_ns || a->gap_ewma_ns >= gap_max(s))
+		return false;
 	uint64_t window = ADAPT_POLL_GAPS * a->gap_ewma_ns;
-	if (window < ADAPT_POLL_MIN_NS)
-		window = ADAPT_POLL_MIN_NS;
-	if (window > ADAPT_POLL_MAX_NS)
-		window = ADAPT_POLL_MAX_NS;
-	/* Its worker runs it (home is set for every policy but pool's). */
-	uint64_t awake = q->home ? q->home->awake_ns : a->last_arrival_ns;
+	if (window < window_min(s))
+		window = window_min(s);
+	if (window > gap_max(s))
+		window = gap_max(s);
 	uint64_t span = a->last_arrival_ns > awake ? a->last_arrival_ns - awake : 0;
 	uint64_t hold = span >> ADAPT_HOLD_SHIFT;
 	if (hold > ADAPT_HOLD_MAX_NS)
 		hold = ADAPT_HOLD_MAX_NS;
-	return window > hold ? window : hold;
+	return now - a->last_arrival_ns < (window > hold ? window : hold);
 }
 
 static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
 			  unsigned backlog, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
-	if (a->last_arrival_ns) {
-		uint64_t sample = now - a->last_arrival_ns;
-		if (sample > ADAPT_GAP_SAMPLE_MAX_NS)
-			sample = ADAPT_GAP_SAMPLE_MAX_NS;
-		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
-		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
-	} else {
-		a->gap_ewma_ns = ADAPT_POLL_GAP_MAX_NS; /* unknown rate: not worth polling yet */
-	}
-	a->last_arrival_ns = now;
+	a->looks = 0;
+	arrivals_observe(s, &a->q, now);
+	if (q->home)
+		arrivals_observe(s, &q->home->ad, now);
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
 		a->batch = a->batch / 2 ? a->batch / 2 : 1;
 }
 
+/* The worker decides whether to stay awake, from the arrivals of all its queues; a queue stays
+ * in its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
+ * by its own rate ((a)-(c) above). (home is set for every policy but pool's.) */
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
-	const struct adapt_state *a = &q->ad;
-	return a->last_arrival_ns && a->gap_ewma_ns < ADAPT_POLL_GAP_MAX_NS &&
-	       now - a->last_arrival_ns < adapt_window(q);
+	struct adapt_state *a = &q->ad;
+	const struct sched_worker *w = q->home;
+	uint64_t awake = w ? w->awake_ns : now;
+	if (!a->q.last_arrival_ns || (w && !arrivals_poll(s, &w->ad, awake, now)))
+		return false;
+	return looked_little(q) || arrivals_poll(s, &a->q, awake, now);
 }
 
 static const struct sched_policy policies[] = {
-	{VQS_POLICY_DEDICATED, batch_max, observe_none, never_poll},
-	{VQS_POLICY_POOL, batch_max, observe_none, never_poll},
-	{VQS_POLICY_POLL, batch_max, observe_none, poll_until_timeout},
+	{VQS_POLICY_DEDICATED, batch_max, note_work, defer_while_listed},
+	{VQS_POLICY_POOL, batch_max, note_work, defer_while_listed},
+	{VQS_POLICY_POLL, batch_max, note_work, poll_until_timeout},
 	{VQS_POLICY_ADAPTIVE, adapt_batch, adapt_observe, adapt_keep_polling},
 };
 

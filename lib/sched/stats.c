@@ -26,6 +26,7 @@ static void queue_snapshot(struct vqs_queue *q, struct vqs_queue_stats *st)
 	st->given_back = LOAD(q->c.given_back);
 	st->async_completions = LOAD(q->c.async_completions);
 	st->busy_ns = LOAD(q->c.busy_ns);
+	st->rearms = LOAD(q->c.rearms);
 	for (unsigned i = 0; i < VQS_STATS_BATCH_BUCKETS; i++)
 		st->batch_hist[i] = LOAD(q->c.batch_hist[i]);
 	for (unsigned i = 0; i < VQS_STATS_LAT_BUCKETS; i++)
@@ -132,8 +133,9 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	pthread_mutex_lock(&s->ctl);
-	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"workers\":[",
-	    vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement));
+	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"wake_ns\":%llu,\"spin_pct\":%u,"
+	    "\"workers\":[", vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement),
+	    (unsigned long long)s->wake_ns, s->o.spin_pct);
 	for (unsigned i = 0; i < s->nw; i++) {
 		struct vqs_worker_stats w;
 		worker_snapshot(s->w[i], &w);
@@ -166,6 +168,7 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &st, completed_given_back);
 		PUT_U64(&o, &st, async_completions);
 		PUT_U64(&o, &st, busy_ns);
+		PUT_U64(&o, &st, rearms);
 		put_hist(&o, "batch_hist", st.batch_hist, VQS_STATS_BATCH_BUCKETS);
 		put_hist(&o, "latency_hist_ns_log2", st.latency_hist, VQS_STATS_LAT_BUCKETS);
 		put(&o, ",\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu}",

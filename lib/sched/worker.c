@@ -642,7 +642,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		unsigned n = 0;
 		if (has)
 			n = pop_pinned(w, q, want < has ? want : has, t0, &empty);
-		empty |= want > has && n == has; /* took all there was */
+		empty |= n == has; /* took all the look showed: the next turn looks again */
 		unsigned backlog = n && !empty ? vqs_vq_avail_count(q->vq) : 0;
 		vqs_mem_read_unlock();
 		stat_add(&q->c.polls, 1);
@@ -693,6 +693,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 static bool rearm_finds_more(struct vqs_queue *q)
 {
 	vqs_mem_read_lock();
+	stat_add(&q->c.rearms, 1);
 	bool more = vqs_vq_enable_notify(q->vq);
 	if (more)
 		vqs_vq_disable_notify(q->vq);

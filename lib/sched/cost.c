@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cost model's one measured input: what a request pays when it finds its worker asleep, on
+ * the machine the scheduler runs on, measured once at creation instead of a constant tuned to
+ * one VM (the adaptive policy's thresholds are multiples of it, policy.c).
+ *
+ * Two helper threads, pinned to two different CPUs of the process (a worker and a driver are
+ * on different CPUs; on one CPU the round trip would be two context switches, 6 us on the
+ * development VM, against 50 us across CPUs, where the sleeping CPU idles and its vCPU halts),
+ * ping-pong through two eventfds, each blocking in read() until the other writes: the round
+ * trip of a sleep/wake through an eventfd, as a kick to a sleeping worker plus a call to a
+ * halted guest. The first round trip (cold caches, a CPU waking from a deep idle state) is not
+ * counted; of the others the lower quartile (a preemption on a shared machine only lengthens
+ * round trips, and moves a mean or even a median of 15 when it is loaded), within a time bound,
+ * clamped to a sane range.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "sched/internal.h"
+#include "util/log.h"
+
+#define COST_SAMPLES 15
+#define COST_TIME_MAX_NS 5000000ull /* stop early past this: creation must stay quick */
+#define COST_STOP 2                 /* an eventfd value the pong side reads as "stop" */
+
+struct pingpong {
+	int ping, pong;
+	uint64_t sample[COST_SAMPLES];
+	unsigned n;
+};
+
+static void *pong_main(void *arg)
+{
+	struct pingpong *p = arg;
+	uint64_t v, one = 1;
+	while (read(p->ping, &v, sizeof(v)) == sizeof(v) && v < COST_STOP)
+		if (write(p->pong, &one, sizeof(one)) != sizeof(one))
+			break;
+	return NULL;
+}
+
+static void *ping_main(void *arg)
+{
+	struct pingpong *p = arg;
+	uint64_t one = 1, stop = COST_STOP, v, start = vqs_now_ns();
+	for (unsigned i = 0; p->n < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS; i++) {
+		uint64_t t0 = vqs_now_ns();
+		if (write(p->ping, &one, sizeof(one)) != sizeof(one) ||
+		    read(p->pong, &v, sizeof(v)) != sizeof(v))
+			break;
+		if (i) /* the first one warms up */
+			p->sample[p->n++] = vqs_now_ns() - t0;
+	}
+	/* ends the pong side, blocked in read() or about to be */
+	if (write(p->ping, &stop, sizeof(stop)) != sizeof(stop))
+		vqs_warn("sched: could not stop the wake-up measurement");
+	return NULL;
+}
+
+/* Start fn pinned to cpu (-1: anywhere). */
+static int start_on(pthread_t *th, int cpu, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	cpu_set_t one;
+	pthread_attr_init(&attr);
+	CPU_ZERO(&one);
+	if (cpu >= 0) {
+		CPU_SET(cpu, &one);
+		pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+	}
+	int rc = pthread_create(th, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+uint64_t sched_measure_wake_ns(void)
+{
+	/* the first two CPUs the process may use */
+	cpu_set_t allowed;
+	int cpu[2] = {-1, -1};
+	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+		for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+			if (CPU_ISSET(c, &allowed))
+				cpu[k++] = c;
+	struct pingpong p = {eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC), {0}, 0};
+	pthread_t pong, ping;
+	if (p.ping >= 0 && p.pong >= 0 && !start_on(&pong, cpu[1], pong_main, &p)) {
+		if (!start_on(&ping, cpu[0], ping_main, &p))
+			pthread_join(ping, NULL);
+		else
+			ping_main(&p); /* from here, unpinned, rather than not at all */
+		pthread_join(pong, NULL);
+	}
+	if (p.ping >= 0)
+		close(p.ping);
+	if (p.pong >= 0)
+		close(p.pong);
+	if (!p.n)
+		return SCHED_WAKE_DEFAULT_NS;
+	qsort(p.sample, p.n, sizeof(p.sample[0]), cmp_u64);
+	uint64_t w = p.sample[p.n / 4];
+	return w < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : w > SCHED_WAKE_MAX_NS ? SCHED_WAKE_MAX_NS : w;
+}

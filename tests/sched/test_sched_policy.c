@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The policies' polling decisions from controlled inputs: synthetic arrival patterns on a fake
+ * clock, fed to the decision functions of lib/sched/policy.c (compiled into this test) through
+ * the scheduler's internal structs, with no thread, ring or timer. Each case names the traffic
+ * shape it stands for; the worker loop that asks these questions is tested through the public
+ * API by the other sched tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sched/internal.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define NQ 50
+
+struct fake {
+	struct vqs_sched s;
+	struct sched_worker w;
+	struct sched_group g;
+	struct vqs_queue q[NQ];
+	const struct sched_policy *pol;
+};
+
+static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	vqs_sched_opts_init(&f->s.o);
+	f->s.o.policy = p;
+	f->s.wake_ns = 50 * US; /* the 2-core development VM's round trip */
+	f->pol = f->s.pol = sched_policy_get(p);
+	assert_non_null(f->pol);
+	f->w.s = &f->s;
+	f->w.g = &f->g;
+	f->w.awake_ns = awake_since;
+	for (unsigned i = 0; i < NQ; i++) {
+		f->q[i].s = &f->s;
+		f->q[i].home = p == VQS_POLICY_POOL ? NULL : &f->w;
+		atomic_store(&f->q[i].group, &f->g);
+	}
+	return f;
+}
+
+/* A pop of q found one request at t. */
+static void arrive(struct fake *f, unsigned i, uint64_t t)
+{
+	f->pol->observe(&f->s, &f->q[i], 1, 0, t);
+}
+
+/* q's ring was found empty at t: does it stay polled? */
+static bool polled(struct fake *f, unsigned i, uint64_t t)
+{
+	return f->pol->keep_polling(&f->s, &f->q[i], t);
+}
+
+/*
+ * rr over 50 queues on one saturated worker (the 2017 shape): each queue gets its next request
+ * one worker round (50 turns of 3 us) after its last, 150 us, longer than a queue's own gap may
+ * be for it to be worth a spin. The worker is never idle, so no queue may re-arm: each re-arm
+ * makes the driver kick and the worker pay for it, which is how adaptive fell to 0.14x busy-poll.
+ */
+static void adaptive_many_queues_on_a_busy_worker_stay_polled(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t t = 1 * MS;
+	unsigned rearms = 0;
+	for (unsigned round = 0; round < 100; round++)
+		for (unsigned i = 0; i < NQ; i++) {
+			t += 3 * US;
+			arrive(f, i, t);
+			/* the next look at it, two turns of others later, finds nothing yet */
+			if (round >= 10 && !polled(f, i, t + 6 * US))
+				rearms++;
+		}
+	assert_int_equal(rearms, 0);
+	/* The traffic stops: the worker, awake for 15 ms, rides out a short pause (its hold, a
+	 * sixteenth of that), then every queue lets go and it sleeps. */
+	uint64_t last = t;
+	for (unsigned i = 0; i < NQ; i++)
+		assert_true(polled(f, i, last + 200 * US));
+	for (unsigned i = 0; i < NQ; i++)
+		assert_false(polled(f, i, last + 2 * MS));
+	free(f);
+}
+
+/* One queue quiet among a busy one: it rides out SCHED_DEFER_LOOKS empty turns of its worker, then
+ * re-arms, though the worker (kept awake by the other) goes on polling. */
+static void adaptive_quiet_queue_on_a_busy_worker_rearms(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 1 * MS;
+	arrive(f, 1, t);
+	unsigned looks = 0;
+	for (;; looks++) {
+		t += 1 * US;
+		arrive(f, 0, t);
+		if (!polled(f, 1, t))
+			break;
+		assert_true(looks < 100);
+	}
+	assert_int_equal(looks, SCHED_DEFER_LOOKS);
+	assert_true(polled(f, 0, t + 1 * US));
+	free(f);
+}
+
+/* A single queue is its worker's whole load: its own rate decides, as before. A request every
+ * 500 us (sparser than two wake-ups) sleeps; one every 10 us polls through a short gap. */
+static void adaptive_single_queue_follows_its_rate(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		t += 500 * US;
+		f->w.awake_ns = t; /* it slept between requests */
+		arrive(f, 0, t);
+	}
+	assert_false(polled(f, 0, t + 30 * US));
+	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	t = 1 * MS;
+	g->w.awake_ns = t;
+	for (unsigned i = 0; i < 100; i++) {
+		t += 10 * US;
+		arrive(g, 0, t);
+	}
+	assert_true(polled(g, 0, t + 30 * US));
+	assert_false(polled(g, 0, t + 150 * US)); /* beyond 4 gaps and a 1 ms awake span's hold */
+	free(f);
+	free(g);
+}
+
+/*
+ * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
+ * the knob moves them. A steady queue with 60 us between requests is worth polling where a
+ * wake-up costs 50 us (60 < 2 wake-ups) but not where it costs 20 us (bare metal: sleeping is
+ * cheap); at spin_pct 400 it is polled there too, at 0 never.
+ */
+static bool steady_60us_polled(uint64_t wake_ns, uint32_t spin_pct)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_ns = wake_ns;
+	f->s.o.spin_pct = spin_pct;
+	uint64_t t = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		t += 60 * US;
+		arrive(f, 0, t);
+	}
+	f->w.awake_ns = t; /* no hold: the rate alone decides */
+	bool polled_now = polled(f, 0, t + 5 * US);
+	free(f);
+	return polled_now;
+}
+
+static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
+{
+	assert_true(steady_60us_polled(50 * US, 200));
+	assert_false(steady_60us_polled(20 * US, 200));
+	assert_true(steady_60us_polled(20 * US, 400));
+	assert_false(steady_60us_polled(50 * US, 0));
+}
+
+/*
+ * pool (and dedicated with queue groups): a worker that has other queues listed is not going to
+ * sleep, so a queue it found empty goes back on the list with notifications off for up to
+ * SCHED_DEFER_LOOKS empty turns instead of re-arming at once (which made a driver sending one request
+ * at a time kick for nearly every one: 0.92 kicks per request at batch 1 over 10 queues). With
+ * nothing else listed it re-arms, as a policy that never spins must.
+ */
+static void pool_defers_the_rearm_while_others_are_listed(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_POOL, 0);
+	atomic_store(&f->g.nready, 3);
+	arrive(f, 0, 1 * MS);
+	for (unsigned i = 0; i < SCHED_DEFER_LOOKS; i++)
+		assert_true(polled(f, 0, 1 * MS + i));
+	assert_false(polled(f, 0, 2 * MS));
+	arrive(f, 0, 3 * MS); /* found work again: deferral starts over */
+	assert_true(polled(f, 0, 3 * MS));
+	atomic_store(&f->g.nready, 0);
+	assert_false(polled(f, 0, 3 * MS));
+	free(f);
+}
+
+/* dedicated with one queue per worker: nothing else is ever listed, so it never polls. */
+static void dedicated_alone_never_polls(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_DEDICATED, 0);
+	for (unsigned i = 0; i < 100; i++) {
+		arrive(f, 0, (i + 1) * US);
+		assert_false(polled(f, 0, (i + 1) * US));
+	}
+	free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(adaptive_many_queues_on_a_busy_worker_stay_polled),
+		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
+		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
+		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
+		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
+		cmocka_unit_test(dedicated_alone_never_polls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
