@@ -355,10 +355,12 @@ static bool packed_need_call(struct vqs_vq *vq)
 	unsigned num = vq->cfg.num;
 	unsigned old_pos = vqs_packed_linear(p->signalled_idx, p->signalled_wrap, num);
 	unsigned new_pos = vqs_packed_linear(p->used_idx, p->used_wrap, num);
-	p->signalled_idx = p->used_idx;
-	p->signalled_wrap = p->used_wrap;
 	if (old_pos == new_pos || !p->driver_event)
 		return false;
+	bool valid = p->signalled_valid;
+	p->signalled_idx = p->used_idx;
+	p->signalled_wrap = p->used_wrap;
+	p->signalled_valid = true;
 	/* Orders the used flags stored by flush before the read of the driver's event
 	 * suppression: pairs with the fence in the driver's enable_cb between writing that
 	 * structure and re-checking for used descriptors. */
@@ -368,7 +370,7 @@ static bool packed_need_call(struct vqs_vq *vq)
 	if (flags == VQS_RING_EVENT_FLAGS_DISABLE)
 		return false;
 	if (flags == VQS_RING_EVENT_FLAGS_DESC && has(vq, VQS_F_EVENT_IDX))
-		return vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
+		return !valid || vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
 	return true; /* ENABLE, or a value we do not know: a spurious call is harmless */
 }
 
@@ -416,6 +418,7 @@ static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	p->avail_wrap = st->avail_wrap;
 	p->used_idx = p->stage_idx = p->signalled_idx = st->used_idx;
 	p->used_wrap = p->stage_wrap = p->signalled_wrap = st->used_wrap;
+	p->signalled_valid = false;
 	p->staged = 0;
 	p->unfilled_descs = 0;
 	memset(p->ids, 0, sizeof(p->ids));
@@ -428,6 +431,7 @@ static void packed_reset_state(struct vqs_vq *vq)
 	struct vqs_packed_ring *p = ring(vq);
 	memset(p, 0, sizeof(*p));
 	p->avail_wrap = p->used_wrap = p->stage_wrap = p->signalled_wrap = true;
+	p->signalled_valid = true; /* a fresh ring: nothing was published before */
 }
 
 const struct vqs_ring_ops vqs_packed_ops = {

@@ -42,9 +42,12 @@ struct vqs_packed_ring {
 	bool stage_last_wrap;
 	bool stage_last_empty;  /* ... and it reports 0 bytes */
 
-	/* need_call: used position when the driver was last considered for a call. */
+	/* need_call: used position when the driver was last considered for a call; not valid
+	 * after a restore (set_state, inflight), when the previous backend's decisions are
+	 * unknown: the next decision then calls whatever the driver's event says. */
 	uint16_t signalled_idx;
 	bool signalled_wrap;
+	bool signalled_valid;
 
 	/* Inflight region (NULL when detached); see inflight_packed.c. */
 	struct vqs_packed_inflight *inflight;

@@ -236,6 +236,29 @@ static void device_must_follow_driver_event_suppression(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* After set_state (a backend restarted on a running ring) the device does not know what the
+ * previous backend told the driver: its first call decision is unconditional, even when the
+ * driver's event lies behind the restored used position (the crashed backend passed it, maybe
+ * without the call). Later decisions follow the event again. Split rings and DPDK do the same. */
+static void device_calls_unconditionally_first_after_set_state(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	pfx_ring_init(&r, &c->m, 8, F_EVIDX);
+	struct vqs_vq_state st = {.last_avail_idx = 5, .used_idx = 5, .avail_wrap = true,
+				  .used_wrap = true};
+	assert_int_equal(vqs_vq_set_state(r.vq, &st), 0);
+	r.avail_idx = r.used_idx = 5;
+	pfx_set_driver_event(&r, 2 | WRAP_BIT, VQS_RING_EVENT_FLAGS_DESC);
+	pfx_simple(&r, 0, 8, false);
+	pfx_complete_one(&r, 0);
+	assert_true(vqs_vq_need_call(r.vq));
+	pfx_simple(&r, 1, 8, false);
+	pfx_complete_one(&r, 0);
+	assert_false(vqs_vq_need_call(r.vq));
+	pfx_ring_fini(&r);
+}
+
 /* Without EVENT_IDX, DESC is not a valid mode: the device falls back to notifying. */
 static void device_treats_desc_mode_without_event_idx_as_enable(void **state)
 {
@@ -463,6 +486,7 @@ int main(void)
 		cmocka_unit_test(device_reads_indirect_table_and_ignores_write_on_it),
 		cmocka_unit_test(device_wrap_counters_flip_over_many_rounds),
 		cmocka_unit_test(device_must_follow_driver_event_suppression),
+		cmocka_unit_test(device_calls_unconditionally_first_after_set_state),
 		cmocka_unit_test(device_treats_desc_mode_without_event_idx_as_enable),
 		cmocka_unit_test(device_event_suppression_and_enable_recheck),
 		cmocka_unit_test(device_unpop_rewinds_across_the_ring_end),
