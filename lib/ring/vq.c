@@ -243,6 +243,19 @@ int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned m
 	return pop_up_to(vq, NULL, elems, max);
 }
 
+/* The section only makes the comparison with the current table meaningful; the caller's pin is
+ * what keeps t, so the iovecs outlive the section. */
+int vqs_vq_pop_pinned(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		      struct vqs_elem *const *elems, unsigned max)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	vqs_mem_read_lock();
+	int rc = vqs_mem_current(vq->cfg.mem) == t ? pop_up_to(vq, NULL, elems, max) : -ESTALE;
+	vqs_mem_read_unlock();
+	return rc;
+}
+
 unsigned vqs_vq_avail_count(struct vqs_vq *vq)
 {
 	vqs_mem_read_lock();
