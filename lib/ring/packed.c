@@ -106,7 +106,7 @@ static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_tabl
 			return VQS_VQ_ERR_INDIRECT_FLAGS;
 		enum vqs_vq_err err = vqs_chain_add(ch, t, le64toh(tab[i].addr), le32toh(tab[i].len),
 						    flags & VQS_VRING_DESC_F_WRITE);
-		if (err || ch->short_storage)
+		if (err || ch->must_wait)
 			return err;
 	}
 	return VQS_VQ_OK;
@@ -116,7 +116,7 @@ static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_tabl
  * Walk one chain whose first descriptor is *d (already snapshotted), building e; with an
  * inflight region attached, ring descriptors are recorded there as they are read. Returns
  * VQS_VQ_OK with *ndescs set and *d the last descriptor (it carries the buffer id), or a reason;
- * ch->short_storage when e->iov_cap is short.
+ * ch->must_wait when the chain waits for the long-chain area.
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				  struct desc_cursor *cur, struct vqs_vring_packed_desc *d,
@@ -139,7 +139,7 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 		} else {
 			err = vqs_chain_add(ch, t, d->addr, d->len, d->flags & VQS_VRING_DESC_F_WRITE);
 		}
-		if (err || ch->short_storage)
+		if (err || ch->must_wait)
 			return err;
 		if (!(d->flags & VQS_VRING_DESC_F_NEXT)) {
 			*ndescs = n;
@@ -176,6 +176,7 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	}
 
 	unsigned ndescs = 1;
+	bool in_area = false;
 	/* A walk records descriptors in the inflight region as it reads them; a single
 	 * descriptor needs no walk only when there is nothing to record. */
 	if (cur.from_region || p->inflight ||
@@ -183,16 +184,17 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	    !vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
 			      d.flags & VQS_VRING_DESC_F_WRITE)) {
 		struct vqs_chain ch;
-		vqs_chain_begin(&ch, e, vq->cfg.max_iov, &vq->hint);
+		vqs_chain_begin(&ch, e, &vq->lg, vq->cfg.max_iov, &vq->hint);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
 		if (err)
 			return vqs_vq_break(vq, err);
-		if (ch.short_storage)
-			return -ENOBUFS;
+		if (ch.must_wait)
+			return -EBUSY;
 		if (cur.from_region && cur.left != 0)
 			return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
 		vqs_chain_end(&ch);
 		e->ndescs = (uint16_t)ndescs;
+		in_area = ch.in_area;
 	}
 	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
 	if (d.id >= vq->cfg.num || p->ids[d.id] != VQS_PACKED_ID_FREE)
@@ -211,6 +213,8 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
 	p->unfilled_descs += ndescs;
 	e->id = d.id;
+	if (in_area)
+		vqs_long_hold(&vq->lg, e, d.id);
 	return 0;
 }
 
@@ -268,6 +272,7 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 		const struct vqs_elem *e = &elems[i];
 		uint16_t state = p->ids[e->id];
 		p->ids[e->id] = VQS_PACKED_ID_FREE;
+		vqs_long_release(&vq->lg, e->id);
 		p->unfilled_descs -= e->ndescs;
 		/* Resubmitted chains go back to the region's pending list; ring chains give their
 		 * slots back, stepping the wrap counter back when the rewind crosses slot 0. */
@@ -314,6 +319,7 @@ static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t
 	if (p->inflight)
 		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
 	p->ids[e->id] = VQS_PACKED_ID_FREE;
+	vqs_long_release(&vq->lg, e->id);
 	p->unfilled_descs -= e->ndescs;
 	p->staged++;
 	p->stage_last_empty = written == 0;

@@ -84,14 +84,12 @@ static void split_reset_state(struct vqs_vq *vq)
  * tables for the queue-size limit on chain length (2.7.5.3.1).
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				  struct vqs_vring_desc d, struct vqs_elem *e, bool *short_storage)
+				  struct vqs_vring_desc d, struct vqs_chain *c)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned num = vq->cfg.num;
 	const struct vqs_vring_desc *table = s->desc;
 	unsigned size = num, steps = 0, total = 0;
-	struct vqs_chain c;
-	vqs_chain_begin(&c, e, vq->cfg.max_iov, &vq->hint);
 	for (;;) {
 		if (++steps > size)
 			return VQS_VQ_ERR_LOOP;
@@ -118,21 +116,17 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 		if (++total > num)
 			return VQS_VQ_ERR_CHAIN_LEN;
 		enum vqs_vq_err err =
-			vqs_chain_add(&c, t, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE);
-		if (err != VQS_VQ_OK)
+			vqs_chain_add(c, t, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE);
+		if (err != VQS_VQ_OK || c->must_wait)
 			return err;
-		if (c.short_storage) {
-			*short_storage = true;
-			return VQS_VQ_OK;
-		}
 		if (!(d.flags & VQS_VRING_DESC_F_NEXT))
 			break;
 		if (d.next >= size)
 			return VQS_VQ_ERR_NEXT_RANGE;
 		desc_snapshot(&table[d.next], &d);
 	}
-	vqs_chain_end(&c);
-	e->ndescs = (uint16_t)total;
+	vqs_chain_end(c);
+	c->e->ndescs = (uint16_t)total;
 	return VQS_VQ_OK;
 }
 
@@ -181,7 +175,8 @@ static int avail_entries(struct vqs_vq *vq, unsigned want)
 	return n;
 }
 
-/* Walk head's chain into e: 0, -ENOBUFS (nothing consumed) or -EIO. */
+/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
+ * -EIO. A 0 commits the pop as far as the area is concerned. */
 static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
 			     struct vqs_elem *e)
 {
@@ -192,11 +187,16 @@ static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, u
 	    vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
 			     d.flags & VQS_VRING_DESC_F_WRITE))
 		return 0;
-	bool short_storage = false;
-	enum vqs_vq_err err = walk_chain(vq, t, d, e, &short_storage);
+	struct vqs_chain c;
+	vqs_chain_begin(&c, e, &vq->lg, vq->cfg.max_iov, &vq->hint);
+	enum vqs_vq_err err = walk_chain(vq, t, d, &c);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
-	return short_storage ? -ENOBUFS : 0;
+	if (c.must_wait)
+		return -EBUSY;
+	if (c.in_area)
+		vqs_long_hold(&vq->lg, e, head);
+	return 0;
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
@@ -290,6 +290,8 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 			return -EINVAL;
 		}
 	}
+	for (unsigned i = 0; i < n; i++)
+		vqs_long_release(&vq->lg, elems[i].id);
 	for (unsigned i = n - from_avail; i < n; i++) {
 		busy_set(s, elems[i].id, false);
 		if (s->infl)
@@ -334,6 +336,7 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		}
 		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
 		busy_set(s, id, false);
+		vqs_long_release(&vq->lg, id);
 		s->inuse--;
 		s->pending++;
 		if (s->infl)

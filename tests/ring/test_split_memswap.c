@@ -125,12 +125,12 @@ static void test_pinned_pop_translates_through_the_pinned_table(void **state)
 	struct iovec iov[4];
 	struct vqs_elem e = {.iov = iov, .iov_cap = 4};
 	assert_int_equal(pop_pinned(r.p.dev, r.p.mem, &t, &e), 0);
-	assert_ptr_equal(iov[0].iov_base, alias + (buf - GPA));
+	assert_ptr_equal(e.iov[0].iov_base, alias + (buf - GPA));
 	/* the table goes, and its grace period ends: the pin keeps the mapping */
 	swap_table(&r);
 	vqs_mem_synchronize(r.p.mem);
 	for (unsigned i = 0; i < 256; i++)
-		assert_int_equal(((uint8_t *)iov[0].iov_base)[i], 0x3c);
+		assert_int_equal(((uint8_t *)e.iov[0].iov_base)[i], 0x3c);
 	assert_int_equal(vqs_vq_fill(r.p.dev, &e, 0), 0);
 	assert_int_equal(vqs_vq_flush(r.p.dev), 1);
 	int before = atomic_load(&mapped_aliases);
@@ -158,7 +158,7 @@ static void *pinned_device(void *arg)
 		if (rc)
 			break;
 		for (unsigned i = e.out_num; i < e.out_num + e.in_num; i++)
-			memset(iov[i].iov_base, 0x5a, iov[i].iov_len);
+			memset(e.iov[i].iov_base, 0x5a, e.iov[i].iov_len);
 		vqs_vq_fill(r->p.dev, &e, e.in_len);
 		atomic_fetch_add(&r->completed, 1);
 		if (++n % 8 == 0) {
