@@ -319,7 +319,6 @@ static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t
 	if (p->inflight)
 		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
 	p->ids[e->id] = VQS_PACKED_ID_FREE;
-	vqs_long_release(&vq->lg, e->id);
 	p->unfilled_descs -= e->ndescs;
 	p->staged++;
 	p->stage_last_empty = written == 0;
@@ -333,6 +332,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	unsigned k = 0;
 	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
 		k++;
+	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }
 
@@ -427,7 +427,7 @@ static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	p->signalled_valid = false;
 	p->staged = 0;
 	p->unfilled_descs = 0;
-	memset(p->ids, 0, sizeof(p->ids));
+	memset(p->ids, 0, vq->cfg.num * sizeof(p->ids[0]));
 	return 0;
 }
 
@@ -436,6 +436,8 @@ static void packed_reset_state(struct vqs_vq *vq)
 	/* 2.8.1: both wrap counters start at 1. Ring pointers are re-resolved on the next pop. */
 	struct vqs_packed_ring *p = ring(vq);
 	memset(p, 0, sizeof(*p));
+	p->ids = vq->id_state;
+	memset(p->ids, 0, vq->cfg.num * sizeof(p->ids[0]));
 	p->avail_wrap = p->used_wrap = p->stage_wrap = p->signalled_wrap = true;
 	p->signalled_valid = true; /* a fresh ring: nothing was published before */
 }
@@ -456,4 +458,5 @@ const struct vqs_ring_ops vqs_packed_ops = {
 	.set_inflight = vqs_packed_set_inflight,
 	.inflight_pending = vqs_packed_inflight_pending,
 	.reset_state = packed_reset_state,
+	.id_state_size = sizeof(uint16_t),
 };

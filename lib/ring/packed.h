@@ -60,7 +60,7 @@ struct vqs_packed_ring {
 	uint16_t staged_first;         /* head entry of the first chain staged since the flush */
 	uint16_t staged_last;          /* last entry of the most recently staged chain */
 
-	uint16_t ids[VQS_VQ_MAX_SIZE]; /* per buffer id: VQS_PACKED_ID_* */
+	uint16_t *ids; /* per buffer id (num entries, vqs_vq.id_state): VQS_PACKED_ID_* */
 };
 
 struct vqs_vq;

@@ -72,6 +72,8 @@ static void split_reset_state(struct vqs_vq *vq)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	memset(s, 0, sizeof(*s));
+	s->busy = vq->id_state;
+	memset(s->busy, 0, vq->cfg.num);
 	s->mask = (uint16_t)(vq->cfg.num - 1);
 	s->event_idx = vq->cfg.features & VQS_BIT(VQS_F_EVENT_IDX);
 	s->indirect = vq->cfg.features & VQS_BIT(VQS_F_INDIRECT_DESC);
@@ -336,12 +338,12 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		}
 		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
 		busy_set(s, id, false);
-		vqs_long_release(&vq->lg, id);
 		s->inuse--;
 		s->pending++;
 		if (s->infl)
 			vqs_split_infl_filled(vq, id);
 	}
+	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }
 
@@ -427,7 +429,7 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	s->nstaged = 0;
 	s->inuse = 0;
 	s->signalled_valid = false;
-	memset(s->busy, 0, sizeof(s->busy));
+	memset(s->busy, 0, vq->cfg.num);
 	return 0;
 }
 
@@ -447,5 +449,6 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.set_inflight = vqs_split_set_inflight,
 	.inflight_pending = vqs_split_inflight_pending,
 	.reset_state = split_reset_state,
+	.id_state_size = sizeof(uint8_t),
 	.fill_is_local = true,
 };

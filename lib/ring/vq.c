@@ -76,6 +76,8 @@ static void unconfigure(struct vqs_vq *vq)
 	vq->ops = NULL;
 	free(vq->indirect_buf);
 	vq->indirect_buf = NULL;
+	free(vq->id_state);
+	vq->id_state = NULL;
 	free(vq->lg.iov);
 	free(vq->lg.held);
 	vq->lg = (struct vqs_long_area){0};
@@ -126,17 +128,20 @@ int vqs_vq_configure(struct vqs_vq *vq, const struct vqs_vq_config *cfg)
 	void *indirect = NULL;
 	struct vqs_long_area lg = {.iov = malloc(sizeof(struct iovec) * c.max_iov),
 				   .held = calloc(c.num, 1)};
+	void *id_state = calloc(c.num, ops->id_state_size);
 	bool ind = c.features & VQS_BIT(VQS_F_INDIRECT_DESC);
 	if ((ind && !(indirect = malloc(sizeof(struct vqs_vring_desc) * (size_t)c.num))) ||
-	    !lg.iov || !lg.held) {
+	    !lg.iov || !lg.held || !id_state) {
 		free(indirect);
 		free(lg.iov);
 		free(lg.held);
+		free(id_state);
 		return -ENOMEM;
 	}
 	unconfigure(vq);
 	vq->cfg = c;
 	vq->indirect_buf = indirect;
+	vq->id_state = id_state;
 	vq->lg = lg;
 	vq->ops = ops;
 	ops->reset_state(vq);

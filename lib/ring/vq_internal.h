@@ -42,6 +42,8 @@ struct vqs_ring_ops {
 	unsigned (*inflight_pending)(const struct vqs_vq *vq);
 	/* Reset layout state to a freshly configured ring (indices 0, wrap counters 1). */
 	void (*reset_state)(struct vqs_vq *vq);
+	/* Bytes of per-id state the layout keeps (vqs_vq.id_state has cfg.num of them). */
+	size_t id_state_size;
 	/* fill only stages into the vq (no ring access), so vq.c calls it outside the memory
 	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
 	bool fill_is_local;
@@ -80,7 +82,7 @@ static inline void vqs_long_hold(struct vqs_long_area *lg, const struct vqs_elem
 	lg->held[id] = 1;
 }
 
-/* Chain id filled or given back. One test of a hot counter when no long chain is in flight. */
+/* Chain id filled or given back. */
 static inline void vqs_long_release(struct vqs_long_area *lg, uint16_t id)
 {
 	if (!lg->holders || !lg->held[id])
@@ -88,6 +90,14 @@ static inline void vqs_long_release(struct vqs_long_area *lg, uint16_t id)
 	lg->held[id] = 0;
 	if (--lg->holders == 0)
 		lg->used = 0;
+}
+
+/* elems[0..n) were filled: one test per batch when no long chain is in flight. */
+static inline void vqs_long_release_filled(struct vqs_long_area *lg,
+					   const struct vqs_elem *const *elems, unsigned n)
+{
+	for (unsigned k = 0; lg->holders && k < n; k++)
+		vqs_long_release(lg, elems[k]->id);
 }
 
 /*
@@ -235,6 +245,9 @@ struct vqs_vq {
 	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
 	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
 	void *indirect_buf;
+	/* The layout's state per chain id (split head, packed buffer id), cfg.num entries of
+	 * ops->id_state_size bytes, allocated at configure: sized by the queue, not its maximum. */
+	void *id_state;
 	struct vqs_long_area lg;
 	union {
 		struct vqs_split_ring split;
