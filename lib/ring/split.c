@@ -132,21 +132,9 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 	return VQS_VQ_OK;
 }
 
-/* How many avail entries ahead of the one being popped the head descriptor is prefetched: far
- * enough for a cross-CPU miss to finish while the chains in between are walked. */
-#define SPLIT_PREFETCH_AHEAD 4u
-
-/*
- * Start fetching the head descriptor of the published avail entry at pos: the driver wrote it on
- * another CPU, so its first load misses, and this lets that miss overlap the walks of the chains
- * before it. The entry read here only picks an address inside the table to prefetch (a prefetch
- * never faults); the pop of that entry reads and validates it again, so nothing read here is used.
- */
-static inline void prefetch_head(const struct vqs_split_ring *s, uint16_t pos)
-{
-	uint16_t h = load16(&s->avail->ring[pos & s->mask]);
-	__builtin_prefetch(&s->desc[h & s->mask]);
-}
+/* Avail entries the first pass of a pop reads ahead of the walks: a batch of the scheduler's
+ * default size in one pass, a bounded local array. */
+#define SPLIT_PASS 64u
 
 /* Avail entries published and not yet popped; reads avail->idx only when fewer than want are
  * known, so a batch looks at the index (the line the driver writes) once. -EIO when the driver
@@ -166,15 +154,31 @@ static int avail_entries(struct vqs_vq *vq, unsigned want)
 	if (n == known)
 		return n;
 	s->avail_idx = idx;
-	/* The used entry these chains will complete into was read last by the driver, on its
-	 * CPU: take the line for writing now, so the request for it overlaps the descriptor reads
-	 * instead of stalling the full barrier of need_call after flush. (Not used->idx: the
-	 * driver polls it, and would take it back before the store.) */
-	vqs_prefetch_write(&s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask]);
-	/* the new entries pop_avail's look-ahead will not reach: those up to its distance */
-	for (uint16_t k = known ? known : 1; k < n && k < SPLIT_PREFETCH_AHEAD; k++)
-		prefetch_head(s, (uint16_t)(s->last_avail_idx + k));
 	return n;
+}
+
+/*
+ * First pass over the next m avail entries: copy them into heads[] (the only read of each) and
+ * start fetching every head descriptor's line and every used line the chains will complete into.
+ * The driver wrote all of them on its CPU, so each first load misses; issued together, the misses
+ * overlap instead of being taken one after another in the walks. Nothing is trusted here (a
+ * prefetch never faults): the second pass validates each head.
+ */
+static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigned m)
+{
+	uint16_t pos = s->last_avail_idx;
+	for (unsigned i = 0; i < m; i++) {
+		uint16_t h = load16(&s->avail->ring[(uint16_t)(pos + i) & s->mask]);
+		heads[i] = h;
+		__builtin_prefetch(&s->desc[h & s->mask]);
+	}
+	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
+	 * line of used->idx is taken with the first entries when they share it; the driver polls
+	 * it, but the release store in flush needs it anyway.) */
+	uint16_t u = (uint16_t)(s->used_idx + s->pending);
+	for (unsigned i = 0; i < m; i += 8)
+		vqs_prefetch_write(&s->used->ring[(uint16_t)(u + i) & s->mask]);
+	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
 }
 
 /* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
@@ -211,14 +215,11 @@ static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct
 	return rc;
 }
 
-/* Pop the chain of the avail entry at last_avail_idx; left entries are published from it on. */
+/* Second pass: pop the chain of head, the snapshot of the avail entry at last_avail_idx. */
 static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e,
-			    unsigned left)
+			    uint16_t head)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (left > SPLIT_PREFETCH_AHEAD)
-		prefetch_head(s, (uint16_t)(s->last_avail_idx + SPLIT_PREFETCH_AHEAD));
-	uint16_t head = load16(&s->avail->ring[s->last_avail_idx & s->mask]);
 	if (head >= vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
 	/* The driver may not offer a chain again before the device used it (2.7.13): its
@@ -251,10 +252,14 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vq
 		rc = avail_entries(vq, max - n);
 		unsigned left = rc > 0 ? (unsigned)rc : 0;
 		rc = rc < 0 ? rc : -EAGAIN;
-		for (; n < max && left; n++, left--) {
-			rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), left);
-			if (rc)
-				break;
+		for (unsigned m; n < max && left; left -= m) {
+			uint16_t heads[SPLIT_PASS];
+			m = max - n < left ? max - n : left;
+			m = m < SPLIT_PASS ? m : SPLIT_PASS;
+			read_heads(s, heads, m);
+			for (unsigned i = 0; i < m; i++, n++)
+				if ((rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), heads[i])))
+					return n ? (int)n : rc;
 		}
 	}
 	return n ? (int)n : rc;
