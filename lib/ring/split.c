@@ -181,21 +181,15 @@ static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigne
 	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
 }
 
-/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
- * -EIO. A 0 commits the pop as far as the area is concerned. */
-static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
-			     struct vqs_elem *e)
+/* take_chain beyond one descriptor in the hinted region: out of line, so that the common pop
+ * keeps its state in registers. */
+static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
+					       uint16_t head, const struct vqs_vring_desc *d,
+					       struct vqs_elem *e)
 {
-	struct vqs_vring_desc d;
-	desc_snapshot(&vq->u.split.desc[head], &d);
-	e->id = head;
-	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
-	    vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
-			     d.flags & VQS_VRING_DESC_F_WRITE))
-		return 0;
 	struct vqs_chain c;
 	vqs_chain_begin(&c, e, &vq->lg, vq->cfg.max_iov, &vq->hint);
-	enum vqs_vq_err err = walk_chain(vq, t, d, &c);
+	enum vqs_vq_err err = walk_chain(vq, t, *d, &c);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
 	if (c.must_wait)
@@ -203,6 +197,21 @@ static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, u
 	if (c.in_area)
 		vqs_long_hold(&vq->lg, e, head);
 	return 0;
+}
+
+/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
+ * -EIO. A 0 commits the pop as far as the area is concerned. */
+static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
+							    const struct vqs_mem_table *t,
+							    uint16_t head, struct vqs_elem *e)
+{
+	struct vqs_vring_desc d;
+	desc_snapshot(&vq->u.split.desc[head], &d);
+	e->id = head;
+	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
+	    vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
+		return 0;
+	return take_long(vq, t, head, &d, e);
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
@@ -330,26 +339,27 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned k;
+	int err = -EINVAL;
 	for (k = 0; k < n; k++) {
 		uint16_t id = elems[k]->id;
 		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
 			break;
 		if (s->nstaged == VQS_SPLIT_STAGE) {
-			int rc = vqs_vq_ring_lock(vq);
-			if (rc)
-				return k ? (int)k : rc;
+			if ((err = vqs_vq_ring_lock(vq)))
+				break;
 			write_staged(s);
 			vqs_vq_ring_unlock();
 		}
 		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
 		busy_set(s, id, false);
-		s->inuse--;
-		s->pending++;
 		if (s->infl)
 			vqs_split_infl_filled(vq, id);
 	}
+	/* once for the batch (the byte stores above may alias any field) */
+	s->inuse = (uint16_t)(s->inuse - k);
+	s->pending = (uint16_t)(s->pending + k);
 	vqs_long_release_filled(&vq->lg, elems, k);
-	return k ? (int)k : -EINVAL;
+	return k ? (int)k : err;
 }
 
 static unsigned split_flush(struct vqs_vq *vq)

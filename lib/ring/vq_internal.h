@@ -189,14 +189,14 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
  * The chain most buffers are: one descriptor of len > 0 in the hinted region. Builds e (one
  * iovec, totals, ndescs) and returns true; false leaves the chain to vqs_chain_begin/add/end,
  * which give the same element for it. None of their rules can fail here: one descriptor has no
- * order, carries under 2^32 bytes, and lies inside one region (which never wraps). Without the
+ * order, carries under 2^32 bytes, lies inside one region (which never wraps), and takes one
+ * iovec (max_iov is at least 1). Without the
  * chain state in memory, the common pop stays in registers.
  */
 static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_table *t,
-				    unsigned max_iov, unsigned hint, uint64_t addr, uint32_t len,
-				    bool write)
+				    unsigned hint, uint64_t addr, uint32_t len, bool write)
 {
-	if (len == 0 || max_iov == 0 || e->iov_cap == 0 ||
+	if (len == 0 || e->iov_cap == 0 ||
 	    !vqs_mem_translate_hinted(t, addr, len, &e->iov[0], hint))
 		return false;
 	e->out_num = !write;
