@@ -184,6 +184,7 @@ static int restore(struct vqs_vq *vq, struct vqs_packed_inflight *r)
 	p->last_avail_idx = old_used;
 	p->avail_wrap = old_wrap;
 	vqs_packed_advance(&p->last_avail_idx, &p->avail_wrap, slots, num);
+	p->scan_valid = false;
 	unpublish_stale(vq, old_used, old_wrap, slots);
 	p->resubmit_pending = pending;
 	p->restored_counter = max_counter;

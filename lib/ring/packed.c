@@ -208,6 +208,7 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 			entry = vqs_packed_inflight_commit(vq, ndescs);
 		p->last_avail_idx = cur.slot;
 		p->avail_wrap = cur.wrap;
+		p->ring_pops++;
 	}
 	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
 	p->unfilled_descs += ndescs;
@@ -230,23 +231,33 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 static unsigned packed_avail_count(struct vqs_vq *vq)
 {
 	/* An estimate from the flags alone: available descriptors that end a chain, looking at
-	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). */
+	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). The
+	 * look goes on from where the previous one stopped: what it saw stays available until
+	 * popped. */
 	struct vqs_packed_ring *p = ring(vq);
 	if (!p->desc)
 		return p->resubmit_pending;
-	unsigned count = p->resubmit_pending;
-	uint16_t idx = p->last_avail_idx;
-	bool wrap = p->avail_wrap;
-	unsigned scan = vq->cfg.num < AVAIL_SCAN ? vq->cfg.num : AVAIL_SCAN;
-	for (unsigned i = 0; i < scan; i++) {
-		uint16_t flags = vqs_packed_flags_acquire(&p->desc[idx]);
-		if (!vqs_packed_desc_is_avail(flags, wrap))
+	unsigned num = vq->cfg.num;
+	if (!p->scan_valid || p->ring_pops - p->scan_pops > p->scan_chains) {
+		p->scan_idx = p->last_avail_idx;
+		p->scan_wrap = p->avail_wrap;
+		p->scan_pops = p->ring_pops;
+		p->scan_chains = 0;
+		p->scan_valid = true;
+	}
+	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
+	unsigned seen = (vqs_packed_linear(p->scan_idx, p->scan_wrap, num) + 2 * num - from) %
+			(2 * num);
+	unsigned scan = num < AVAIL_SCAN ? num : AVAIL_SCAN;
+	for (; seen < scan; seen++) {
+		uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->scan_idx]);
+		if (!vqs_packed_desc_is_avail(flags, p->scan_wrap))
 			break;
 		if (!(flags & VQS_VRING_DESC_F_NEXT))
-			count++;
-		vqs_packed_advance(&idx, &wrap, 1, vq->cfg.num);
+			p->scan_chains++;
+		vqs_packed_advance(&p->scan_idx, &p->scan_wrap, 1, num);
 	}
-	return count;
+	return p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
 }
 
 static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
@@ -267,6 +278,7 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	}
 	if (total > p->unfilled_descs)
 		return -EINVAL;
+	p->scan_valid = false;
 	for (unsigned i = n; i-- > 0;) {
 		const struct vqs_elem *e = &elems[i];
 		uint16_t state = p->ids[e->id];
@@ -421,6 +433,7 @@ static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 		return -EINVAL;
 	p->last_avail_idx = st->last_avail_idx;
 	p->avail_wrap = st->avail_wrap;
+	p->scan_valid = false;
 	p->used_idx = p->stage_idx = p->signalled_idx = st->used_idx;
 	p->used_wrap = p->stage_wrap = p->signalled_wrap = st->used_wrap;
 	p->signalled_valid = false;

@@ -28,6 +28,14 @@ struct vqs_packed_ring {
 
 	uint16_t last_avail_idx; /* next slot to pop */
 	bool avail_wrap;         /* the wrap counter that slot is expected available with */
+	/* avail_count's look-ahead, kept across calls so that it reads each slot's flags once, not
+	 * up to AVAIL_SCAN of them per call: since it started, when ring_pops was scan_pops, it saw
+	 * scan_chains whole chains available up to (scan_idx, scan_wrap). Pops only count
+	 * (ring_pops); a look that finds more popped than it saw, or scan_valid false (after an
+	 * unpop or a restore), starts over from last_avail_idx. */
+	uint32_t ring_pops, scan_pops, scan_chains;
+	uint16_t scan_idx;
+	bool scan_wrap, scan_valid;
 	uint16_t used_idx;       /* next slot to publish a used entry in (after the staged ones) */
 	bool used_wrap;
 	uint32_t unfilled_descs; /* slots of popped chains not filled yet: the most unpop rewinds */

@@ -426,6 +426,18 @@ static void device_avail_count_counts_available_chains(void **state)
 	struct vqs_elem e;
 	assert_int_equal(pfx_pop(r.vq, &e, iov, 2), 0);
 	assert_int_equal(vqs_vq_avail_count(r.vq), 2);
+	/* the count goes on from where it looked last; pops, offers and give-backs move it */
+	pfx_simple(&r, 3, 8, false);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 3);
+	struct vqs_elem e2;
+	assert_int_equal(pfx_pop(r.vq, &e2, iov + 1, 1), 0);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 2);
+	assert_int_equal(vqs_vq_unpop(r.vq, &e2, 1), 0);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(pfx_pop(r.vq, &e2, iov + 1, 1), 0);
+		assert_int_equal(vqs_vq_avail_count(r.vq), 2 - i);
+	}
 	pfx_ring_fini(&r);
 }
 
