@@ -12,8 +12,8 @@
  * moves there, and e->iov with it. False when that part cannot take even that much. */
 static bool move_to_area(struct vqs_chain *c)
 {
-	struct vqs_long_area *lg = c->lg;
-	unsigned room = c->max_iov - lg->used;
+	struct vqs_long_area *lg = &c->vq->lg;
+	unsigned room = c->vq->cfg.max_iov - lg->used;
 	if (room <= c->niov)
 		return false;
 	struct iovec *dst = lg->iov + lg->used;
@@ -30,7 +30,7 @@ enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_
 {
 	for (;;) {
 		int n = c->niov < c->limit ? vqs_mem_translate(t, addr, len, c->e->iov + c->niov,
-							       c->limit - c->niov, c->hint)
+							       c->limit - c->niov, &c->vq->hint)
 					   : -ENOBUFS;
 		if (n >= 0) {
 			vqs_chain_count(c, len, (unsigned)n, write);
@@ -41,7 +41,7 @@ enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_
 		/* Beyond the device's limit it is the guest's fault. Beyond the element's storage
 		 * the chain goes on in the area; beyond what the chains in flight left of it, it
 		 * waits for them. */
-		if (c->limit == c->max_iov)
+		if (c->limit == c->vq->cfg.max_iov)
 			return VQS_VQ_ERR_IOV_LIMIT;
 		if (c->in_area || !move_to_area(c)) {
 			c->must_wait = true;

@@ -183,7 +183,7 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
 	    !vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
 		struct vqs_chain ch;
-		vqs_chain_begin(&ch, e, &vq->lg, vq->cfg.max_iov, &vq->hint);
+		vqs_chain_begin(&ch, e, vq);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
 		if (err)
 			return vqs_vq_break(vq, err);

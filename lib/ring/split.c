@@ -188,7 +188,7 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
-	vqs_chain_begin(&c, e, &vq->lg, vq->cfg.max_iov, &vq->hint);
+	vqs_chain_begin(&c, e, vq);
 	enum vqs_vq_err err = walk_chain(vq, t, *d, &c);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);

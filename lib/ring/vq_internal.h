@@ -100,6 +100,30 @@ static inline void vqs_long_release_filled(struct vqs_long_area *lg,
 		vqs_long_release(lg, elems[k]->id);
 }
 
+/* Layout state lives in these; vq_internal.h is the only includer of both. */
+#include "ring/split.h"
+#include "ring/packed.h"
+
+struct vqs_vq {
+	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
+	struct vqs_vq_config cfg;
+	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in */
+	bool resolved;         /* resolved_gen is meaningful */
+	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
+	unsigned hint;         /* vqs_mem_translate last-hit cache */
+	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
+	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
+	void *indirect_buf;
+	/* The layout's state per chain id (split head, packed buffer id), cfg.num entries of
+	 * ops->id_state_size bytes, allocated at configure: sized by the queue, not its maximum. */
+	void *id_state;
+	struct vqs_long_area lg;
+	union {
+		struct vqs_split_ring split;
+		struct vqs_packed_ring packed;
+	} u;
+};
+
 /*
  * Builds one vqs_elem from descriptor snapshots, for both layouts: translates each buffer through
  * the memory table, enforces "readable before writable", the 2^32-1 byte chain limit and the
@@ -110,25 +134,21 @@ static inline void vqs_long_release_filled(struct vqs_long_area *lg,
  */
 struct vqs_chain {
 	struct vqs_elem *e;
-	unsigned *hint;     /* last-hit region cache of the vq */
-	struct vqs_long_area *lg;
-	unsigned max_iov;   /* device limit (cfg.max_iov), the size of lg */
+	struct vqs_vq *vq;  /* its hint, its long-chain area, the device limit cfg.max_iov */
 	unsigned limit;     /* iovecs the chain may fill where it is being built */
 	uint64_t out_len, in_len;
 	unsigned niov;
 	bool seen_write;
-	bool in_area;       /* e->iov was moved into lg: the pop must vqs_long_hold it */
-	bool must_wait;     /* lg cannot take it beside the chains holding it (not the guest's
-			     * fault): the caller undoes the pop and returns -EBUSY */
+	bool in_area;       /* e->iov was moved into vq->lg: the pop must vqs_long_hold it */
+	bool must_wait;     /* vq->lg cannot take it beside the chains holding it (not the
+			     * guest's fault): the caller undoes the pop and returns -EBUSY */
 };
 
-static inline void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e,
-				   struct vqs_long_area *lg, unsigned max_iov, unsigned *hint)
+static inline void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, struct vqs_vq *vq)
 {
+	unsigned max_iov = vq->cfg.max_iov;
 	c->e = e;
-	c->hint = hint;
-	c->lg = lg;
-	c->max_iov = max_iov;
+	c->vq = vq;
 	c->limit = max_iov < e->iov_cap ? max_iov : e->iov_cap;
 	c->out_len = 0;
 	c->in_len = 0;
@@ -178,7 +198,7 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 	if (len == 0)
 		return VQS_VQ_OK;
 	if (c->niov < c->limit &&
-	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], *c->hint)) {
+	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], c->vq->hint)) {
 		vqs_chain_count(c, len, 1, write);
 		return VQS_VQ_OK;
 	}
@@ -231,28 +251,5 @@ void vqs_vq_ring_unlock(void);
 void *vqs_vq_ring_area(const struct vqs_vq *vq, const struct vqs_mem_table *t, uint64_t addr,
 		       uint64_t len);
 
-/* Layout state lives in these; vq_internal.h is the only includer of both. */
-#include "ring/split.h"
-#include "ring/packed.h"
-
-struct vqs_vq {
-	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
-	struct vqs_vq_config cfg;
-	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in */
-	bool resolved;         /* resolved_gen is meaningful */
-	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
-	unsigned hint;         /* vqs_mem_translate last-hit cache */
-	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
-	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
-	void *indirect_buf;
-	/* The layout's state per chain id (split head, packed buffer id), cfg.num entries of
-	 * ops->id_state_size bytes, allocated at configure: sized by the queue, not its maximum. */
-	void *id_state;
-	struct vqs_long_area lg;
-	union {
-		struct vqs_split_ring split;
-		struct vqs_packed_ring packed;
-	} u;
-};
 
 #endif
