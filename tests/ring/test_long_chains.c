@@ -15,55 +15,31 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../packed/packed_fixture.h"
+#include "layout_fixture.h"
 #include "pair.h"
-#include "ring_fixture.h"
 
 #define NUM 256
 #define CAP 16 /* the scheduler's default iovecs per request */
-#define BORDER (FX_GPA_BASE + FX_ARENA) /* first byte of the second region */
+#define BORDER LFX_BORDER
 #define B_SIZE (1u << 20)
 #define TAIL 4096 /* the last bytes of the first region, where its buffers lie */
 
-/* Two adjacent regions (separate mappings) and a ring of one layout, INDIRECT_DESC negotiated. */
+/* The two regions and a ring of one layout (INDIRECT_DESC negotiated), an indirect table. */
 struct ctx {
-	struct tmem m;
-	struct vqs_gmem *g2;
-	bool packed;
-	struct fx_ring split;
-	struct pfx_ring pk;
-	struct vqs_vq *vq;
+	struct lfx l;
 	uint64_t table; /* an indirect table of NUM descriptors */
 };
 
 /* What the driver put in guest memory for readable bytes, by address. */
 static uint8_t pattern(uint64_t gpa) { return (uint8_t)(gpa * 131 + (gpa >> 9)); }
 
-static uint8_t *host(struct ctx *c, uint64_t gpa)
-{
-	return gpa >= BORDER ? vqs_gmem_host(c->g2, gpa, 1) : vqs_gmem_host(c->m.gmem, gpa, 1);
-}
-
 static int setup(void **state, bool packed)
 {
 	struct ctx *c = test_calloc(1, sizeof(*c));
-	tmem_init(&c->m, FX_GPA_BASE, FX_ARENA);
-	assert_int_equal(vqs_gmem_create(&c->g2, BORDER, B_SIZE), 0);
-	struct vqs_mem_region r2;
-	vqs_gmem_region(c->g2, &r2);
-	assert_int_equal(vqs_mem_add(c->m.mem, &r2), 0);
+	lfx_init(&c->l, packed, NUM, VQS_BIT(VQS_F_INDIRECT_DESC), B_SIZE);
 	for (uint64_t g = BORDER - TAIL; g < BORDER + B_SIZE; g++)
-		*host(c, g) = pattern(g);
-	c->packed = packed;
-	uint64_t f = VQS_BIT(VQS_F_INDIRECT_DESC);
-	if (packed) {
-		pfx_ring_init(&c->pk, &c->m, NUM, f);
-		c->vq = c->pk.vq;
-	} else {
-		fx_ring_init(&c->split, &c->m, NUM, f);
-		c->vq = c->split.vq;
-	}
-	c->table = tmem_alloc(&c->m, NUM * 16, 16);
+		*lfx_host(&c->l, g) = pattern(g);
+	c->table = tmem_alloc(&c->l.m, NUM * 16, 16);
 	*state = c;
 	return 0;
 }
@@ -74,12 +50,7 @@ static int setup_packed(void **state) { return setup(state, true); }
 static int teardown(void **state)
 {
 	struct ctx *c = *state;
-	if (c->packed)
-		pfx_ring_fini(&c->pk);
-	else
-		fx_ring_fini(&c->split);
-	tmem_fini(&c->m);
-	vqs_gmem_destroy(c->g2);
+	lfx_fini(&c->l);
 	test_free(c);
 	return 0;
 }
@@ -115,38 +86,33 @@ static struct buf buf_of(unsigned k, unsigned n, unsigned salt)
 static uint16_t offer(struct ctx *c, unsigned n, bool indirect, unsigned first, uint16_t id,
 		      unsigned salt)
 {
-	struct vqs_vring_desc *st = tmem_host(&c->m, c->table, NUM * 16);
+	struct vqs_vring_desc *st = tmem_host(&c->l.m, c->table, NUM * 16);
 	struct vqs_vring_packed_desc *pt = (struct vqs_vring_packed_desc *)st;
 	struct pfx_desc pd[NUM];
 	for (unsigned k = 0; k < n; k++) {
 		struct buf b = buf_of(k, n, salt);
 		uint16_t wf = b.write ? VQS_VRING_DESC_F_WRITE : 0;
 		uint16_t next = k + 1 < n ? VQS_VRING_DESC_F_NEXT : 0;
-		if (c->packed && indirect)
+		if (c->l.packed && indirect)
 			pt[k] = (struct vqs_vring_packed_desc){.addr = b.gpa, .len = b.len, .flags = wf};
-		else if (c->packed)
+		else if (c->l.packed)
 			pd[k] = (struct pfx_desc){.addr = b.gpa, .len = b.len, .id = id, .flags = wf};
 		else if (indirect)
 			st[k] = (struct vqs_vring_desc){b.gpa, b.len, (uint16_t)(wf | next),
 							(uint16_t)(k + 1)};
 		else
-			fx_desc(&c->split, first + k, b.gpa, b.len, (uint16_t)(wf | next),
+			fx_desc(&c->l.split, first + k, b.gpa, b.len, (uint16_t)(wf | next),
 				(uint16_t)(first + k + 1));
 	}
-	if (c->packed) {
+	if (c->l.packed) {
 		struct pfx_desc ind = {c->table, n * 16, id, VQS_VRING_DESC_F_INDIRECT};
-		pfx_chain(&c->pk, indirect ? &ind : pd, indirect ? 1 : n);
+		pfx_chain(&c->l.pk, indirect ? &ind : pd, indirect ? 1 : n);
 		return id;
 	}
 	if (indirect)
-		fx_desc(&c->split, first, c->table, n * 16, VQS_VRING_DESC_F_INDIRECT, 0);
-	fx_publish(&c->split, (uint16_t)first);
+		fx_desc(&c->l.split, first, c->table, n * 16, VQS_VRING_DESC_F_INDIRECT, 0);
+	fx_publish(&c->l.split, (uint16_t)first);
 	return (uint16_t)first;
-}
-
-static int pop(struct ctx *c, struct vqs_elem *e, struct iovec *iov, unsigned cap)
-{
-	return c->packed ? pfx_pop(c->vq, e, iov, cap) : fx_pop(c->vq, e, iov, cap);
 }
 
 /* e is the chain offer(n, salt) made: every iovec where its buffer lies (two for one across the
@@ -161,7 +127,7 @@ static void check_elem(struct ctx *c, const struct vqs_elem *e, unsigned n, unsi
 			uint64_t piece = g < BORDER && end > BORDER ? BORDER - g : end - g;
 			assert_true(i < (unsigned)e->out_num + e->in_num);
 			assert_true(i < e->out_num ? !b.write : b.write);
-			assert_ptr_equal(e->iov[i].iov_base, host(c, g));
+			assert_ptr_equal(e->iov[i].iov_base, lfx_host(&c->l, g));
 			assert_int_equal(e->iov[i].iov_len, piece);
 			for (uint64_t j = 0; j < piece && !b.write; j++)
 				assert_int_equal(((uint8_t *)e->iov[i].iov_base)[j], pattern(g + j));
@@ -177,23 +143,23 @@ static void check_elem(struct ctx *c, const struct vqs_elem *e, unsigned n, unsi
 	for (unsigned k = 0; k < n; k++) {
 		struct buf b = buf_of(k, n, salt);
 		for (uint32_t j = 0; j < b.len && b.write; j++)
-			assert_int_equal(host(c, b.gpa)[j], (uint8_t)(0xc0 ^ k));
+			assert_int_equal(lfx_host(&c->l, b.gpa)[j], (uint8_t)(0xc0 ^ k));
 	}
 }
 
 /* Complete e (all its writable bytes) and check the driver sees it with id and length. */
 static void complete(struct ctx *c, const struct vqs_elem *e)
 {
-	assert_int_equal(vqs_vq_fill(c->vq, e, e->in_len), 0);
-	assert_int_equal(vqs_vq_flush(c->vq), 1);
+	assert_int_equal(vqs_vq_fill(c->l.vq, e, e->in_len), 0);
+	assert_int_equal(vqs_vq_flush(c->l.vq), 1);
 	uint16_t id;
 	uint32_t len;
-	if (c->packed) {
-		assert_true(pfx_get_used(&c->pk, e->ndescs, &id, &len));
+	if (c->l.packed) {
+		assert_true(pfx_get_used(&c->l.pk, e->ndescs, &id, &len));
 	} else {
-		uint16_t u = (uint16_t)(fx_used_idx(&c->split) - 1);
-		id = (uint16_t)c->split.used->ring[u & (NUM - 1)].id;
-		len = c->split.used->ring[u & (NUM - 1)].len;
+		uint16_t u = (uint16_t)(fx_used_idx(&c->l.split) - 1);
+		id = (uint16_t)c->l.split.used->ring[u & (NUM - 1)].id;
+		len = c->l.split.used->ring[u & (NUM - 1)].len;
 	}
 	assert_int_equal(id, e->id);
 	assert_int_equal(len, e->in_len);
@@ -211,12 +177,12 @@ static void legal_long_chains_are_served(void **state)
 			uint16_t id = offer(c, n, ind, 0, (uint16_t)(l + 1), 0);
 			struct iovec iov[CAP];
 			struct vqs_elem e;
-			assert_int_equal(pop(c, &e, iov, CAP), 0);
+			assert_int_equal(lfx_pop(&c->l, &e, iov, CAP), 0);
 			assert_int_equal(e.id, id);
-			assert_int_equal(e.ndescs, c->packed && ind ? 1 : n);
+			assert_int_equal(e.ndescs, c->l.packed && ind ? 1 : n);
 			check_elem(c, &e, n, 0);
 			complete(c, &e);
-			assert_false(vqs_vq_is_broken(c->vq));
+			assert_false(vqs_vq_is_broken(c->l.vq));
 		}
 	}
 }
@@ -234,7 +200,7 @@ static void short_and_long_chains_in_one_batch(void **state)
 	for (unsigned i = 0; i < 3; i++)
 		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = CAP};
 	vqs_mem_read_lock();
-	int n = vqs_vq_pop_batch(c->vq, e, 3);
+	int n = vqs_vq_pop_batch(c->l.vq, e, 3);
 	vqs_mem_read_unlock();
 	assert_int_equal(n, 3);
 	assert_ptr_equal(e[0].iov, iov[0]);
@@ -255,34 +221,31 @@ static void long_chains_in_flight_make_the_next_wait(void **state)
 {
 	struct ctx *c = *state;
 	struct vqs_vq_config cfg;
-	if (c->packed)
-		pfx_ring_config(&c->pk, &cfg);
-	else
-		fx_ring_config(&c->split, &cfg);
+	lfx_config(&c->l, &cfg);
 	cfg.max_iov = 64;
-	assert_int_equal(vqs_vq_configure(c->vq, &cfg), 0);
+	assert_int_equal(vqs_vq_configure(c->l.vq, &cfg), 0);
 	/* 40 buffers, 10 across the border: 50 iovecs each */
 	offer(c, 40, false, 0, 1, 0);
 	offer(c, 40, false, 40, 2, 1);
 	struct iovec iov[2][CAP];
 	struct vqs_elem a, b;
-	assert_int_equal(pop(c, &a, iov[0], CAP), 0);
-	assert_int_equal(pop(c, &b, iov[1], CAP), -EBUSY);
-	assert_false(vqs_vq_is_broken(c->vq));
+	assert_int_equal(lfx_pop(&c->l, &a, iov[0], CAP), 0);
+	assert_int_equal(lfx_pop(&c->l, &b, iov[1], CAP), -EBUSY);
+	assert_false(vqs_vq_is_broken(c->l.vq));
 	check_elem(c, &a, 40, 0);
 	/* given back, then popped again: the area is free again */
-	assert_int_equal(vqs_vq_unpop(c->vq, &a, 1), 0);
-	assert_int_equal(pop(c, &a, iov[0], CAP), 0);
+	assert_int_equal(vqs_vq_unpop(c->l.vq, &a, 1), 0);
+	assert_int_equal(lfx_pop(&c->l, &a, iov[0], CAP), 0);
 	check_elem(c, &a, 40, 0);
-	assert_int_equal(pop(c, &b, iov[1], CAP), -EBUSY);
+	assert_int_equal(lfx_pop(&c->l, &b, iov[1], CAP), -EBUSY);
 	complete(c, &a);
-	assert_int_equal(pop(c, &b, iov[1], CAP), 0);
+	assert_int_equal(lfx_pop(&c->l, &b, iov[1], CAP), 0);
 	check_elem(c, &b, 40, 1);
 	complete(c, &b);
 	/* beyond the device limit is the guest's fault */
 	offer(c, 60, false, 0, 3, 0);
-	assert_int_equal(pop(c, &a, iov[0], CAP), -EIO);
-	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_IOV_LIMIT);
+	assert_int_equal(lfx_pop(&c->l, &a, iov[0], CAP), -EIO);
+	assert_int_equal(vqs_vq_error(c->l.vq), VQS_VQ_ERR_IOV_LIMIT);
 }
 
 /* Through the scheduler with its default 16 iovecs per request: the chain of 17 readable buffers
