@@ -117,10 +117,13 @@ static void vref_device(void *p)
 	vqs_vq_disable_notify(v->dev);
 	while (!atomic_load_explicit(&v->stop, memory_order_acquire)) {
 		unsigned n = 0;
-		struct vqs_elem e = {.iov = iov, .iov_cap = 4};
-		while (n < most && vqs_vq_pop(v->dev, &e) == 0) {
+		for (; n < most; n++) {
+			/* iov again before each pop: a long chain's pop points e.iov at the
+			 * queue's area */
+			struct vqs_elem e = {.iov = iov, .iov_cap = 4};
+			if (vqs_vq_pop(v->dev, &e))
+				break;
 			vqs_vq_fill(v->dev, &e, 0);
-			n++;
 		}
 		if (n) {
 			vqs_vq_flush(v->dev);

@@ -25,16 +25,17 @@ static int fail(const char *what, int rc)
 static int serve_one(struct vqs_vq *dev)
 {
 	struct iovec iov[4];
+	/* e.iov: where pop put the iovecs (iov, or the queue's area for a longer chain) */
 	struct vqs_elem e = {.iov = iov, .iov_cap = 4};
 	vqs_mem_read_lock(); /* the iovecs point into guest memory: keep the mapping alive */
 	int rc = vqs_vq_pop(dev, &e);
 	if (rc == 0) {
 		char request[BUF_SIZE] = {0};
-		memcpy(request, iov[0].iov_base,
-		       iov[0].iov_len < BUF_SIZE - 1 ? iov[0].iov_len : BUF_SIZE - 1);
+		memcpy(request, e.iov[0].iov_base,
+		       e.iov[0].iov_len < BUF_SIZE - 1 ? e.iov[0].iov_len : BUF_SIZE - 1);
 		char reply[BUF_SIZE];
 		int n = snprintf(reply, sizeof(reply), "pong to \"%s\"", request) + 1;
-		struct iovec *out = &iov[e.out_num]; /* the first writable buffer */
+		struct iovec *out = &e.iov[e.out_num]; /* the first writable buffer */
 		uint32_t written = (uint32_t)n < out->iov_len ? (uint32_t)n : (uint32_t)out->iov_len;
 		memcpy(out->iov_base, reply, written);
 		rc = vqs_vq_fill(dev, &e, written);

@@ -124,13 +124,14 @@ struct vqs_queue_opts {
 	void *opaque;           /* passed to the handler */
 	int group;              /* dedicated: queues with the same group >= 0 share a thread */
 	int worker;             /* pool/poll/adaptive: preferred worker, -1 = any */
-	uint16_t iov_per_req;   /* iovecs per request (default 16); longer chains break the queue */
+	/* iovecs per request (default 16); a longer chain is served from the ring's long-chain
+	 * area (vqs_elem.iov points there), a slower path */
+	uint16_t iov_per_req;
 	/*
 	 * Called once, on the worker, when the queue stops because its ring broke (why =
-	 * vqs_vq_error) or a chain needs more than iov_per_req iovecs (why = VQS_VQ_ERR_IOV_LIMIT);
-	 * e.g. vhost-user signals the ring's error eventfd. The queue stays attached and pops
-	 * nothing until it is paused, reconfigured and resumed. Runs inside the memory read-side
-	 * section of the pop that found the break: it must not block. NULL = no hook. Gets
+	 * vqs_vq_error); e.g. vhost-user signals the ring's error eventfd. The queue stays attached
+	 * and pops nothing until it is paused, reconfigured and resumed. Runs inside the memory
+	 * read-side section of the pop that found the break: it must not block. NULL = no hook. Gets
 	 * on_broken_opaque, not the handler's opaque: the party that owns the ring's error reporting
 	 * (e.g. a vhost-user backend) is often not the device whose handler runs.
 	 */

@@ -12,8 +12,11 @@
  * A ring that breaks a rule marks this vq broken with a reason (vqs_vq_error); every later pop
  * fails with -EIO. Other queues are unaffected.
  *
- * Pops translate buffers through the vq's memory map (mem.h); the returned iovecs stay valid while
- * the caller is inside vqs_mem_read_lock() or holds a pin on the table (vqs_mem_table_get).
+ * Pops translate buffers through the vq's memory map (mem.h), through the table current at the
+ * pop. The iovecs stay valid while the caller stays inside the vqs_mem_read_lock() section it
+ * popped in, or while it holds a pin on that table: taken in the same section (vqs_mem_table_get
+ * there returns the table the pop used), or taken before and handed to vqs_vq_pop_pinned, which
+ * refuses a table that is no longer current.
  */
 #ifndef VQSCHED_VRING_H
 #define VQSCHED_VRING_H
@@ -147,19 +150,29 @@ struct vqs_vq_config {
 	uint64_t desc_addr, driver_addr, device_addr;
 	struct vqs_mem *mem; /* the map buffers and ring areas are translated through; not owned */
 	/*
-	 * Most iovecs one chain may translate to (the device's limit; default and cap 1024, as
-	 * QEMU's VIRTQUEUE_MAX_SIZE). A chain beyond it breaks the queue (VQS_VQ_ERR_IOV_LIMIT).
+	 * Most iovecs one chain may translate to (the device's limit). 0: room for the longest
+	 * legal chain, num descriptors at four iovecs each (a buffer may cross into adjacent
+	 * memory regions), at least 1024 (QEMU's VIRTQUEUE_MAX_SIZE); capped at 65535. A chain
+	 * beyond it breaks the queue (VQS_VQ_ERR_IOV_LIMIT). It also sizes the queue's long-chain
+	 * area (max_iov iovecs, allocated at configure), where chains that outgrow their element's
+	 * storage are built (see vqs_elem.iov).
 	 */
 	uint32_t max_iov;
 };
 
 /*
- * One popped chain. The caller provides iov/iov_cap; pop fills the rest. Readable (driver->device)
- * iovecs come first, then the writable ones. id is what fill() hands back to the driver.
+ * One popped chain. The caller sets iov/iov_cap before every pop; pop fills the rest. Readable
+ * (driver->device) iovecs come first, then the writable ones. id is what fill() hands back to the
+ * driver. A chain that needs more than iov_cap iovecs (legal up to the device's limit,
+ * vqs_vq_config.max_iov) is built in the queue's long-chain area instead, and pop points iov
+ * there: it stays the chain's until the chain is filled or given back (so never pop into an
+ * element whose iov still points there). While chains in flight hold so much of the area that
+ * the next chain does not fit beside them, that chain waits: pop returns -EBUSY until some are
+ * filled or given back.
  */
 struct vqs_elem {
-	struct iovec *iov;  /* caller storage */
-	uint16_t iov_cap;   /* caller: entries in iov */
+	struct iovec *iov;  /* caller storage in; where the iovecs are out */
+	uint16_t iov_cap;   /* caller: entries in its storage */
 	uint16_t id;        /* split: head index; packed: buffer id */
 	uint16_t ndescs;    /* ring slots the chain occupies (packed: to skip on fill/unpop) */
 	uint16_t out_num;   /* readable iovecs */
@@ -192,23 +205,31 @@ VQS_API int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg
 
 /*
  * Pop the next available chain into *e. Returns 0, -EAGAIN when nothing is available, -EIO when
- * the queue is (or just became) broken, -ENOBUFS when e->iov_cap is too small (nothing consumed:
- * retry with more storage). Must be called inside vqs_mem_read_lock() or with the table pinned.
- * Threads: owner.
+ * the queue is (or just became) broken, -EBUSY when the chain waits for the long-chain area
+ * (nothing consumed: fill or give back long chains in flight first; see vqs_elem). Must be
+ * called inside vqs_mem_read_lock() (a pin alone is not
+ * enough: see vqs_vq_pop_pinned). Threads: owner.
  */
 VQS_API int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e);
 /*
  * Pop up to max chains into elems[0..max). Returns how many (0 when none), or -EIO when the queue
- * is broken and nothing was popped, or -ENOBUFS when the first chain does not fit its element's
- * iov storage. A break (or a chain too big for its storage) after some pops returns those pops;
- * the next call reports it. Inside vqs_mem_read_lock() or with the table pinned, as vqs_vq_pop.
- * Threads: owner.
+ * is broken and nothing was popped, or -EBUSY when the first chain waits for the long-chain area.
+ * A break (or a chain that waits) after some pops returns those pops; the next call reports it. Inside vqs_mem_read_lock(), as vqs_vq_pop. Threads: owner.
  */
 VQS_API int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max);
 /* vqs_vq_pop_batch into elements that are not side by side (each inside the caller's own request
- * structure, say): *elems[0..max). Same returns; like every pop, inside vqs_mem_read_lock() or
- * with the table pinned. Threads: owner. */
+ * structure, say): *elems[0..max). Same returns; like every pop, inside vqs_mem_read_lock().
+ * Threads: owner. */
 VQS_API int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max);
+/*
+ * vqs_vq_pop_into for a caller outside any read-side section that holds a pin on t (from
+ * vqs_mem_table_get): buffers are translated through t, so the iovecs stay valid until the pin is
+ * dropped, whatever replaces the table meanwhile. -ESTALE, nothing popped, when t is no longer
+ * the current table (its map is out of date: pin the current one and pop again). Other returns
+ * as vqs_vq_pop_into. Threads: owner.
+ */
+VQS_API int vqs_vq_pop_pinned(struct vqs_vq *vq, const struct vqs_mem_table *t,
+			      struct vqs_elem *const *elems, unsigned max);
 /* Chains the driver has made available and not yet popped (an estimate, never trusted for
  * bounds). Threads: owner. */
 VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);

@@ -180,9 +180,11 @@ static int restore(struct vqs_vq *vq, struct vqs_packed_inflight *r)
 		return -EINVAL;
 	p->used_idx = p->stage_idx = p->signalled_idx = old_used;
 	p->used_wrap = p->stage_wrap = p->signalled_wrap = old_wrap;
+	p->signalled_valid = false;
 	p->last_avail_idx = old_used;
 	p->avail_wrap = old_wrap;
 	vqs_packed_advance(&p->last_avail_idx, &p->avail_wrap, slots, num);
+	p->scan_valid = false;
 	unpublish_stale(vq, old_used, old_wrap, slots);
 	p->resubmit_pending = pending;
 	p->restored_counter = max_counter;

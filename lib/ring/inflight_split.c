@@ -136,7 +136,7 @@ static int restore(struct vqs_vq *vq, struct vqs_split_inflight *r)
 		free(list);
 		list = NULL;
 	}
-	memset(s->busy, 0, sizeof(s->busy));
+	memset(s->busy, 0, vq->cfg.num);
 	for (unsigned i = 0; i < n; i++)
 		s->busy[list[i].head] = true;
 	s->resubmit = list;

@@ -106,7 +106,7 @@ static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_tabl
 			return VQS_VQ_ERR_INDIRECT_FLAGS;
 		enum vqs_vq_err err = vqs_chain_add(ch, t, le64toh(tab[i].addr), le32toh(tab[i].len),
 						    flags & VQS_VRING_DESC_F_WRITE);
-		if (err || ch->short_storage)
+		if (err || ch->must_wait)
 			return err;
 	}
 	return VQS_VQ_OK;
@@ -116,7 +116,7 @@ static enum vqs_vq_err add_indirect(struct vqs_vq *vq, const struct vqs_mem_tabl
  * Walk one chain whose first descriptor is *d (already snapshotted), building e; with an
  * inflight region attached, ring descriptors are recorded there as they are read. Returns
  * VQS_VQ_OK with *ndescs set and *d the last descriptor (it carries the buffer id), or a reason;
- * ch->short_storage when e->iov_cap is short.
+ * ch->must_wait when the chain waits for the long-chain area.
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				  struct desc_cursor *cur, struct vqs_vring_packed_desc *d,
@@ -139,7 +139,7 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 		} else {
 			err = vqs_chain_add(ch, t, d->addr, d->len, d->flags & VQS_VRING_DESC_F_WRITE);
 		}
-		if (err || ch->short_storage)
+		if (err || ch->must_wait)
 			return err;
 		if (!(d->flags & VQS_VRING_DESC_F_NEXT)) {
 			*ndescs = n;
@@ -176,23 +176,24 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	}
 
 	unsigned ndescs = 1;
+	bool in_area = false;
 	/* A walk records descriptors in the inflight region as it reads them; a single
 	 * descriptor needs no walk only when there is nothing to record. */
 	if (cur.from_region || p->inflight ||
 	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
-	    !vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
-			      d.flags & VQS_VRING_DESC_F_WRITE)) {
+	    !vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
 		struct vqs_chain ch;
-		vqs_chain_begin(&ch, e, vq->cfg.max_iov, &vq->hint);
+		vqs_chain_begin(&ch, e, vq);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
 		if (err)
 			return vqs_vq_break(vq, err);
-		if (ch.short_storage)
-			return -ENOBUFS;
+		if (ch.must_wait)
+			return -EBUSY;
 		if (cur.from_region && cur.left != 0)
 			return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
 		vqs_chain_end(&ch);
 		e->ndescs = (uint16_t)ndescs;
+		in_area = ch.in_area;
 	}
 	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
 	if (d.id >= vq->cfg.num || p->ids[d.id] != VQS_PACKED_ID_FREE)
@@ -207,10 +208,13 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 			entry = vqs_packed_inflight_commit(vq, ndescs);
 		p->last_avail_idx = cur.slot;
 		p->avail_wrap = cur.wrap;
+		p->ring_pops++;
 	}
 	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
 	p->unfilled_descs += ndescs;
 	e->id = d.id;
+	if (in_area)
+		vqs_long_hold(&vq->lg, e, d.id);
 	return 0;
 }
 
@@ -227,23 +231,33 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct v
 static unsigned packed_avail_count(struct vqs_vq *vq)
 {
 	/* An estimate from the flags alone: available descriptors that end a chain, looking at
-	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). */
+	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). The
+	 * look goes on from where the previous one stopped: what it saw stays available until
+	 * popped. */
 	struct vqs_packed_ring *p = ring(vq);
 	if (!p->desc)
 		return p->resubmit_pending;
-	unsigned count = p->resubmit_pending;
-	uint16_t idx = p->last_avail_idx;
-	bool wrap = p->avail_wrap;
-	unsigned scan = vq->cfg.num < AVAIL_SCAN ? vq->cfg.num : AVAIL_SCAN;
-	for (unsigned i = 0; i < scan; i++) {
-		uint16_t flags = vqs_packed_flags_acquire(&p->desc[idx]);
-		if (!vqs_packed_desc_is_avail(flags, wrap))
+	unsigned num = vq->cfg.num;
+	if (!p->scan_valid || p->ring_pops - p->scan_pops > p->scan_chains) {
+		p->scan_idx = p->last_avail_idx;
+		p->scan_wrap = p->avail_wrap;
+		p->scan_pops = p->ring_pops;
+		p->scan_chains = 0;
+		p->scan_valid = true;
+	}
+	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
+	unsigned seen = (vqs_packed_linear(p->scan_idx, p->scan_wrap, num) + 2 * num - from) %
+			(2 * num);
+	unsigned scan = num < AVAIL_SCAN ? num : AVAIL_SCAN;
+	for (; seen < scan; seen++) {
+		uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->scan_idx]);
+		if (!vqs_packed_desc_is_avail(flags, p->scan_wrap))
 			break;
 		if (!(flags & VQS_VRING_DESC_F_NEXT))
-			count++;
-		vqs_packed_advance(&idx, &wrap, 1, vq->cfg.num);
+			p->scan_chains++;
+		vqs_packed_advance(&p->scan_idx, &p->scan_wrap, 1, num);
 	}
-	return count;
+	return p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
 }
 
 static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
@@ -264,10 +278,12 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	}
 	if (total > p->unfilled_descs)
 		return -EINVAL;
+	p->scan_valid = false;
 	for (unsigned i = n; i-- > 0;) {
 		const struct vqs_elem *e = &elems[i];
 		uint16_t state = p->ids[e->id];
 		p->ids[e->id] = VQS_PACKED_ID_FREE;
+		vqs_long_release(&vq->lg, e->id);
 		p->unfilled_descs -= e->ndescs;
 		/* Resubmitted chains go back to the region's pending list; ring chains give their
 		 * slots back, stepping the wrap counter back when the rewind crosses slot 0. */
@@ -327,6 +343,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	unsigned k = 0;
 	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
 		k++;
+	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }
 
@@ -355,10 +372,12 @@ static bool packed_need_call(struct vqs_vq *vq)
 	unsigned num = vq->cfg.num;
 	unsigned old_pos = vqs_packed_linear(p->signalled_idx, p->signalled_wrap, num);
 	unsigned new_pos = vqs_packed_linear(p->used_idx, p->used_wrap, num);
-	p->signalled_idx = p->used_idx;
-	p->signalled_wrap = p->used_wrap;
 	if (old_pos == new_pos || !p->driver_event)
 		return false;
+	bool valid = p->signalled_valid;
+	p->signalled_idx = p->used_idx;
+	p->signalled_wrap = p->used_wrap;
+	p->signalled_valid = true;
 	/* Orders the used flags stored by flush before the read of the driver's event
 	 * suppression: pairs with the fence in the driver's enable_cb between writing that
 	 * structure and re-checking for used descriptors. */
@@ -368,7 +387,7 @@ static bool packed_need_call(struct vqs_vq *vq)
 	if (flags == VQS_RING_EVENT_FLAGS_DISABLE)
 		return false;
 	if (flags == VQS_RING_EVENT_FLAGS_DESC && has(vq, VQS_F_EVENT_IDX))
-		return vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
+		return !valid || vqs_packed_need_event(off_wrap, new_pos, old_pos, num);
 	return true; /* ENABLE, or a value we do not know: a spurious call is harmless */
 }
 
@@ -414,11 +433,13 @@ static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 		return -EINVAL;
 	p->last_avail_idx = st->last_avail_idx;
 	p->avail_wrap = st->avail_wrap;
+	p->scan_valid = false;
 	p->used_idx = p->stage_idx = p->signalled_idx = st->used_idx;
 	p->used_wrap = p->stage_wrap = p->signalled_wrap = st->used_wrap;
+	p->signalled_valid = false;
 	p->staged = 0;
 	p->unfilled_descs = 0;
-	memset(p->ids, 0, sizeof(p->ids));
+	memset(p->ids, 0, vq->cfg.num * sizeof(p->ids[0]));
 	return 0;
 }
 
@@ -427,7 +448,10 @@ static void packed_reset_state(struct vqs_vq *vq)
 	/* 2.8.1: both wrap counters start at 1. Ring pointers are re-resolved on the next pop. */
 	struct vqs_packed_ring *p = ring(vq);
 	memset(p, 0, sizeof(*p));
+	p->ids = vq->id_state;
+	memset(p->ids, 0, vq->cfg.num * sizeof(p->ids[0]));
 	p->avail_wrap = p->used_wrap = p->stage_wrap = p->signalled_wrap = true;
+	p->signalled_valid = true; /* a fresh ring: nothing was published before */
 }
 
 const struct vqs_ring_ops vqs_packed_ops = {
@@ -446,4 +470,5 @@ const struct vqs_ring_ops vqs_packed_ops = {
 	.set_inflight = vqs_packed_set_inflight,
 	.inflight_pending = vqs_packed_inflight_pending,
 	.reset_state = packed_reset_state,
+	.id_state_size = sizeof(uint16_t),
 };

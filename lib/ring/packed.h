@@ -28,6 +28,14 @@ struct vqs_packed_ring {
 
 	uint16_t last_avail_idx; /* next slot to pop */
 	bool avail_wrap;         /* the wrap counter that slot is expected available with */
+	/* avail_count's look-ahead, kept across calls so that it reads each slot's flags once, not
+	 * up to AVAIL_SCAN of them per call: since it started, when ring_pops was scan_pops, it saw
+	 * scan_chains whole chains available up to (scan_idx, scan_wrap). Pops only count
+	 * (ring_pops); a look that finds more popped than it saw, or scan_valid false (after an
+	 * unpop or a restore), starts over from last_avail_idx. */
+	uint32_t ring_pops, scan_pops, scan_chains;
+	uint16_t scan_idx;
+	bool scan_wrap, scan_valid;
 	uint16_t used_idx;       /* next slot to publish a used entry in (after the staged ones) */
 	bool used_wrap;
 	uint32_t unfilled_descs; /* slots of popped chains not filled yet: the most unpop rewinds */
@@ -42,9 +50,12 @@ struct vqs_packed_ring {
 	bool stage_last_wrap;
 	bool stage_last_empty;  /* ... and it reports 0 bytes */
 
-	/* need_call: used position when the driver was last considered for a call. */
+	/* need_call: used position when the driver was last considered for a call; not valid
+	 * after a restore (set_state, inflight), when the previous backend's decisions are
+	 * unknown: the next decision then calls whatever the driver's event says. */
 	uint16_t signalled_idx;
 	bool signalled_wrap;
+	bool signalled_valid;
 
 	/* Inflight region (NULL when detached); see inflight_packed.c. */
 	struct vqs_packed_inflight *inflight;
@@ -57,7 +68,7 @@ struct vqs_packed_ring {
 	uint16_t staged_first;         /* head entry of the first chain staged since the flush */
 	uint16_t staged_last;          /* last entry of the most recently staged chain */
 
-	uint16_t ids[VQS_VQ_MAX_SIZE]; /* per buffer id: VQS_PACKED_ID_* */
+	uint16_t *ids; /* per buffer id (num entries, vqs_vq.id_state): VQS_PACKED_ID_* */
 };
 
 struct vqs_vq;

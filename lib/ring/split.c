@@ -72,6 +72,8 @@ static void split_reset_state(struct vqs_vq *vq)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	memset(s, 0, sizeof(*s));
+	s->busy = vq->id_state;
+	memset(s->busy, 0, vq->cfg.num);
 	s->mask = (uint16_t)(vq->cfg.num - 1);
 	s->event_idx = vq->cfg.features & VQS_BIT(VQS_F_EVENT_IDX);
 	s->indirect = vq->cfg.features & VQS_BIT(VQS_F_INDIRECT_DESC);
@@ -84,14 +86,12 @@ static void split_reset_state(struct vqs_vq *vq)
  * tables for the queue-size limit on chain length (2.7.5.3.1).
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				  struct vqs_vring_desc d, struct vqs_elem *e, bool *short_storage)
+				  struct vqs_vring_desc d, struct vqs_chain *c)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned num = vq->cfg.num;
 	const struct vqs_vring_desc *table = s->desc;
 	unsigned size = num, steps = 0, total = 0;
-	struct vqs_chain c;
-	vqs_chain_begin(&c, e, vq->cfg.max_iov, &vq->hint);
 	for (;;) {
 		if (++steps > size)
 			return VQS_VQ_ERR_LOOP;
@@ -118,39 +118,23 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 		if (++total > num)
 			return VQS_VQ_ERR_CHAIN_LEN;
 		enum vqs_vq_err err =
-			vqs_chain_add(&c, t, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE);
-		if (err != VQS_VQ_OK)
+			vqs_chain_add(c, t, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE);
+		if (err != VQS_VQ_OK || c->must_wait)
 			return err;
-		if (c.short_storage) {
-			*short_storage = true;
-			return VQS_VQ_OK;
-		}
 		if (!(d.flags & VQS_VRING_DESC_F_NEXT))
 			break;
 		if (d.next >= size)
 			return VQS_VQ_ERR_NEXT_RANGE;
 		desc_snapshot(&table[d.next], &d);
 	}
-	vqs_chain_end(&c);
-	e->ndescs = (uint16_t)total;
+	vqs_chain_end(c);
+	c->e->ndescs = (uint16_t)total;
 	return VQS_VQ_OK;
 }
 
-/* How many avail entries ahead of the one being popped the head descriptor is prefetched: far
- * enough for a cross-CPU miss to finish while the chains in between are walked. */
-#define SPLIT_PREFETCH_AHEAD 4u
-
-/*
- * Start fetching the head descriptor of the published avail entry at pos: the driver wrote it on
- * another CPU, so its first load misses, and this lets that miss overlap the walks of the chains
- * before it. The entry read here only picks an address inside the table to prefetch (a prefetch
- * never faults); the pop of that entry reads and validates it again, so nothing read here is used.
- */
-static inline void prefetch_head(const struct vqs_split_ring *s, uint16_t pos)
-{
-	uint16_t h = load16(&s->avail->ring[pos & s->mask]);
-	__builtin_prefetch(&s->desc[h & s->mask]);
-}
+/* Avail entries the first pass of a pop reads ahead of the walks: a batch of the scheduler's
+ * default size in one pass, a bounded local array. */
+#define SPLIT_PASS 64u
 
 /* Avail entries published and not yet popped; reads avail->idx only when fewer than want are
  * known, so a batch looks at the index (the line the driver writes) once. -EIO when the driver
@@ -170,33 +154,64 @@ static int avail_entries(struct vqs_vq *vq, unsigned want)
 	if (n == known)
 		return n;
 	s->avail_idx = idx;
-	/* The used entry these chains will complete into was read last by the driver, on its
-	 * CPU: take the line for writing now, so the request for it overlaps the descriptor reads
-	 * instead of stalling the full barrier of need_call after flush. (Not used->idx: the
-	 * driver polls it, and would take it back before the store.) */
-	vqs_prefetch_write(&s->used->ring[(uint16_t)(s->used_idx + s->pending) & s->mask]);
-	/* the new entries pop_avail's look-ahead will not reach: those up to its distance */
-	for (uint16_t k = known ? known : 1; k < n && k < SPLIT_PREFETCH_AHEAD; k++)
-		prefetch_head(s, (uint16_t)(s->last_avail_idx + k));
 	return n;
 }
 
-/* Walk head's chain into e: 0, -ENOBUFS (nothing consumed) or -EIO. */
-static inline int take_chain(struct vqs_vq *vq, const struct vqs_mem_table *t, uint16_t head,
-			     struct vqs_elem *e)
+/*
+ * First pass over the next m avail entries: copy them into heads[] (the only read of each) and
+ * start fetching every head descriptor's line and every used line the chains will complete into.
+ * The driver wrote all of them on its CPU, so each first load misses; issued together, the misses
+ * overlap instead of being taken one after another in the walks. Nothing is trusted here (a
+ * prefetch never faults): the second pass validates each head.
+ */
+static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigned m)
+{
+	uint16_t pos = s->last_avail_idx;
+	for (unsigned i = 0; i < m; i++) {
+		uint16_t h = load16(&s->avail->ring[(uint16_t)(pos + i) & s->mask]);
+		heads[i] = h;
+		__builtin_prefetch(&s->desc[h & s->mask]);
+	}
+	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
+	 * line of used->idx is taken with the first entries when they share it; the driver polls
+	 * it, but the release store in flush needs it anyway.) */
+	uint16_t u = (uint16_t)(s->used_idx + s->pending);
+	for (unsigned i = 0; i < m; i += 8)
+		vqs_prefetch_write(&s->used->ring[(uint16_t)(u + i) & s->mask]);
+	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
+}
+
+/* take_chain beyond one descriptor in the hinted region: out of line, so that the common pop
+ * keeps its state in registers. */
+static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
+					       uint16_t head, const struct vqs_vring_desc *d,
+					       struct vqs_elem *e)
+{
+	struct vqs_chain c;
+	vqs_chain_begin(&c, e, vq);
+	enum vqs_vq_err err = walk_chain(vq, t, *d, &c);
+	if (err != VQS_VQ_OK)
+		return vqs_vq_break(vq, err);
+	if (c.must_wait)
+		return -EBUSY;
+	if (c.in_area)
+		vqs_long_hold(&vq->lg, e, head);
+	return 0;
+}
+
+/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
+ * -EIO. A 0 commits the pop as far as the area is concerned. */
+static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
+							    const struct vqs_mem_table *t,
+							    uint16_t head, struct vqs_elem *e)
 {
 	struct vqs_vring_desc d;
 	desc_snapshot(&vq->u.split.desc[head], &d);
 	e->id = head;
 	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
-	    vqs_chain_single(e, t, vq->cfg.max_iov, vq->hint, d.addr, d.len,
-			     d.flags & VQS_VRING_DESC_F_WRITE))
+	    vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
 		return 0;
-	bool short_storage = false;
-	enum vqs_vq_err err = walk_chain(vq, t, d, e, &short_storage);
-	if (err != VQS_VQ_OK)
-		return vqs_vq_break(vq, err);
-	return short_storage ? -ENOBUFS : 0;
+	return take_long(vq, t, head, &d, e);
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
@@ -209,14 +224,11 @@ static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct
 	return rc;
 }
 
-/* Pop the chain of the avail entry at last_avail_idx; left entries are published from it on. */
+/* Second pass: pop the chain of head, the snapshot of the avail entry at last_avail_idx. */
 static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e,
-			    unsigned left)
+			    uint16_t head)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (left > SPLIT_PREFETCH_AHEAD)
-		prefetch_head(s, (uint16_t)(s->last_avail_idx + SPLIT_PREFETCH_AHEAD));
-	uint16_t head = load16(&s->avail->ring[s->last_avail_idx & s->mask]);
 	if (head >= vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
 	/* The driver may not offer a chain again before the device used it (2.7.13): its
@@ -249,10 +261,14 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vq
 		rc = avail_entries(vq, max - n);
 		unsigned left = rc > 0 ? (unsigned)rc : 0;
 		rc = rc < 0 ? rc : -EAGAIN;
-		for (; n < max && left; n++, left--) {
-			rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), left);
-			if (rc)
-				break;
+		for (unsigned m; n < max && left; left -= m) {
+			uint16_t heads[SPLIT_PASS];
+			m = max - n < left ? max - n : left;
+			m = m < SPLIT_PASS ? m : SPLIT_PASS;
+			read_heads(s, heads, m);
+			for (unsigned i = 0; i < m; i++, n++)
+				if ((rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), heads[i])))
+					return n ? (int)n : rc;
 		}
 	}
 	return n ? (int)n : rc;
@@ -290,6 +306,8 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 			return -EINVAL;
 		}
 	}
+	for (unsigned i = 0; i < n; i++)
+		vqs_long_release(&vq->lg, elems[i].id);
 	for (unsigned i = n - from_avail; i < n; i++) {
 		busy_set(s, elems[i].id, false);
 		if (s->infl)
@@ -321,25 +339,27 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned k;
+	int err = -EINVAL;
 	for (k = 0; k < n; k++) {
 		uint16_t id = elems[k]->id;
 		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
 			break;
 		if (s->nstaged == VQS_SPLIT_STAGE) {
-			int rc = vqs_vq_ring_lock(vq);
-			if (rc)
-				return k ? (int)k : rc;
+			if ((err = vqs_vq_ring_lock(vq)))
+				break;
 			write_staged(s);
 			vqs_vq_ring_unlock();
 		}
 		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
 		busy_set(s, id, false);
-		s->inuse--;
-		s->pending++;
 		if (s->infl)
 			vqs_split_infl_filled(vq, id);
 	}
-	return k ? (int)k : -EINVAL;
+	/* once for the batch (the byte stores above may alias any field) */
+	s->inuse = (uint16_t)(s->inuse - k);
+	s->pending = (uint16_t)(s->pending + k);
+	vqs_long_release_filled(&vq->lg, elems, k);
+	return k ? (int)k : err;
 }
 
 static unsigned split_flush(struct vqs_vq *vq)
@@ -424,7 +444,7 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	s->nstaged = 0;
 	s->inuse = 0;
 	s->signalled_valid = false;
-	memset(s->busy, 0, sizeof(s->busy));
+	memset(s->busy, 0, vq->cfg.num);
 	return 0;
 }
 
@@ -444,5 +464,6 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.set_inflight = vqs_split_set_inflight,
 	.inflight_pending = vqs_split_inflight_pending,
 	.reset_state = split_reset_state,
+	.id_state_size = sizeof(uint8_t),
 	.fill_is_local = true,
 };

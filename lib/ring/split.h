@@ -65,10 +65,10 @@ struct vqs_split_ring {
 	struct vqs_vring_used_elem stage[VQS_SPLIT_STAGE];
 	uint16_t nstaged;
 
-	/* Heads popped and not yet filled, per descriptor index: a byte, not a bit, since a pop and
-	 * a fill each test it and change it (a load and a store; no shifts). The packed state
-	 * beside it in the union is larger anyway. */
-	bool busy[VQS_VQ_MAX_SIZE];
+	/* Heads popped and not yet filled, per descriptor index (num entries, vqs_vq.id_state): a
+	 * byte, not a bit, since a pop and a fill each test it and change it (a load and a store;
+	 * no shifts). */
+	uint8_t *busy;
 };
 
 /* Inflight tracking (inflight_split.c), called by split.c at each step of a chain's life. */

@@ -12,7 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VQS_VQ_DEFAULT_MAX_IOV 1024u
+/*
+ * The device's iovec limit when the configuration leaves it to us: the longest legal chain (the
+ * queue size in descriptors, 2.7.5.3.1 / 2.8.18) with room for buffers that cross into adjacent
+ * memory regions, four iovecs a descriptor; never below QEMU's 1024 (VIRTQUEUE_MAX_SIZE), never
+ * above what the element's 16-bit counts hold.
+ */
+static unsigned default_max_iov(unsigned num)
+{
+	unsigned n = 4 * num;
+	return n < 1024 ? 1024 : n > UINT16_MAX ? UINT16_MAX : n;
+}
 
 static const char *const err_names[VQS_VQ_ERR__COUNT] = {
 	[VQS_VQ_OK] = "ok",
@@ -66,6 +76,11 @@ static void unconfigure(struct vqs_vq *vq)
 	vq->ops = NULL;
 	free(vq->indirect_buf);
 	vq->indirect_buf = NULL;
+	free(vq->id_state);
+	vq->id_state = NULL;
+	free(vq->lg.iov);
+	free(vq->lg.held);
+	vq->lg = (struct vqs_long_area){0};
 	vq->resolved = false;
 	vq->hint = 0;
 	atomic_store_explicit(&vq->err, VQS_VQ_OK, memory_order_relaxed);
@@ -105,16 +120,29 @@ int vqs_vq_configure(struct vqs_vq *vq, const struct vqs_vq_config *cfg)
 	    !aligned(c.driver_addr, packed ? VQS_VRING_PACKED_EVENT_ALIGN : VQS_VRING_AVAIL_ALIGN) ||
 	    !aligned(c.device_addr, packed ? VQS_VRING_PACKED_EVENT_ALIGN : VQS_VRING_USED_ALIGN))
 		return -EINVAL;
-	if (c.max_iov == 0 || c.max_iov > VQS_VQ_DEFAULT_MAX_IOV)
-		c.max_iov = VQS_VQ_DEFAULT_MAX_IOV;
+	if (c.max_iov == 0)
+		c.max_iov = default_max_iov(c.num);
+	if (c.max_iov > UINT16_MAX)
+		c.max_iov = UINT16_MAX;
 	const struct vqs_ring_ops *ops = layout_ops(c.features);
 	void *indirect = NULL;
-	if ((c.features & VQS_BIT(VQS_F_INDIRECT_DESC)) &&
-	    !(indirect = malloc(sizeof(struct vqs_vring_desc) * (size_t)c.num)))
+	struct vqs_long_area lg = {.iov = malloc(sizeof(struct iovec) * c.max_iov),
+				   .held = calloc(c.num, 1)};
+	void *id_state = calloc(c.num, ops->id_state_size);
+	bool ind = c.features & VQS_BIT(VQS_F_INDIRECT_DESC);
+	if ((ind && !(indirect = malloc(sizeof(struct vqs_vring_desc) * (size_t)c.num))) ||
+	    !lg.iov || !lg.held || !id_state) {
+		free(indirect);
+		free(lg.iov);
+		free(lg.held);
+		free(id_state);
 		return -ENOMEM;
+	}
 	unconfigure(vq);
 	vq->cfg = c;
 	vq->indirect_buf = indirect;
+	vq->id_state = id_state;
+	vq->lg = lg;
 	vq->ops = ops;
 	ops->reset_state(vq);
 	return 0;
@@ -243,6 +271,19 @@ int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned m
 	return pop_up_to(vq, NULL, elems, max);
 }
 
+/* The section only makes the comparison with the current table meaningful; the caller's pin is
+ * what keeps t, so the iovecs outlive the section. */
+int vqs_vq_pop_pinned(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		      struct vqs_elem *const *elems, unsigned max)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	vqs_mem_read_lock();
+	int rc = vqs_mem_current(vq->cfg.mem) == t ? pop_up_to(vq, NULL, elems, max) : -ESTALE;
+	vqs_mem_read_unlock();
+	return rc;
+}
+
 unsigned vqs_vq_avail_count(struct vqs_vq *vq)
 {
 	vqs_mem_read_lock();
@@ -328,7 +369,13 @@ int vqs_vq_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 {
 	if (!vq->ops)
 		return -EINVAL;
-	return vq->ops->set_state(vq, st);
+	int rc = vq->ops->set_state(vq, st);
+	if (rc)
+		return rc;
+	/* Nothing is in flight any more, so nothing holds the long-chain area. */
+	memset(vq->lg.held, 0, vq->cfg.num);
+	vq->lg.used = vq->lg.holders = 0;
+	return 0;
 }
 
 size_t vqs_vq_inflight_size(unsigned num, bool packed)

@@ -20,7 +20,7 @@ struct vqs_ring_ops {
 	 * avail, used; packed: desc, driver event, device event). VQS_VQ_OK or a break reason. */
 	enum vqs_vq_err (*resolve)(struct vqs_vq *vq, const struct vqs_mem_table *t);
 	/* Pop up to max (>= 1) chains into vqs_pop_slot(flat, ptrs, i): how many (> 0), else
-	 * -EAGAIN, -ENOBUFS (the first element's iov_cap too small, nothing consumed), or -EIO
+	 * -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or -EIO
 	 * after vqs_vq_break(). One call per batch, so the layout's per-batch work (the avail
 	 * index, resubmission state) is done once and each chain's pop is inlined in a loop. */
 	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
@@ -42,6 +42,8 @@ struct vqs_ring_ops {
 	unsigned (*inflight_pending)(const struct vqs_vq *vq);
 	/* Reset layout state to a freshly configured ring (indices 0, wrap counters 1). */
 	void (*reset_state)(struct vqs_vq *vq);
+	/* Bytes of per-id state the layout keeps (vqs_vq.id_state has cfg.num of them). */
+	size_t id_state_size;
 	/* fill only stages into the vq (no ring access), so vq.c calls it outside the memory
 	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
 	bool fill_is_local;
@@ -58,35 +60,102 @@ extern const struct vqs_ring_ops vqs_split_ops;
 extern const struct vqs_ring_ops vqs_packed_ops;
 
 /*
+ * The slow path of long chains: iovecs for chains that need more than their element's storage
+ * (cfg.max_iov of them, allocated at configure, enough for the longest chain the device accepts).
+ * Chains take consecutive parts of it as they are popped and hold them while in flight; the area
+ * is whole again once none holds a part (each was filled or given back). A chain that does not fit
+ * beside the parts still held waits: its pop returns -EBUSY with nothing consumed.
+ */
+struct vqs_long_area {
+	struct iovec *iov;
+	uint8_t *held;     /* per id (split head, packed buffer id): its chain holds a part */
+	unsigned used;     /* entries held, from the start */
+	unsigned holders;  /* chains holding a part */
+};
+
+/* A popped chain whose iovecs were built in the area holds them until it is filled or given
+ * back. */
+static inline void vqs_long_hold(struct vqs_long_area *lg, const struct vqs_elem *e, uint16_t id)
+{
+	lg->used += (unsigned)e->out_num + e->in_num;
+	lg->holders++;
+	lg->held[id] = 1;
+}
+
+/* Chain id filled or given back. */
+static inline void vqs_long_release(struct vqs_long_area *lg, uint16_t id)
+{
+	if (!lg->holders || !lg->held[id])
+		return;
+	lg->held[id] = 0;
+	if (--lg->holders == 0)
+		lg->used = 0;
+}
+
+/* elems[0..n) were filled: one test per batch when no long chain is in flight. */
+static inline void vqs_long_release_filled(struct vqs_long_area *lg,
+					   const struct vqs_elem *const *elems, unsigned n)
+{
+	for (unsigned k = 0; lg->holders && k < n; k++)
+		vqs_long_release(lg, elems[k]->id);
+}
+
+/* Layout state lives in these; vq_internal.h is the only includer of both. */
+#include "ring/split.h"
+#include "ring/packed.h"
+
+struct vqs_vq {
+	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
+	struct vqs_vq_config cfg;
+	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in */
+	bool resolved;         /* resolved_gen is meaningful */
+	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
+	unsigned hint;         /* vqs_mem_translate last-hit cache */
+	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
+	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
+	void *indirect_buf;
+	/* The layout's state per chain id (split head, packed buffer id), cfg.num entries of
+	 * ops->id_state_size bytes, allocated at configure: sized by the queue, not its maximum. */
+	void *id_state;
+	struct vqs_long_area lg;
+	union {
+		struct vqs_split_ring split;
+		struct vqs_packed_ring packed;
+	} u;
+};
+
+/*
  * Builds one vqs_elem from descriptor snapshots, for both layouts: translates each buffer through
  * the memory table, enforces "readable before writable", the 2^32-1 byte chain limit and the
- * device's iovec limit. Every rule that does not depend on the layout is enforced here, so split
- * and packed cannot disagree on them. Inline (every descriptor of every chain goes through it);
- * the general translation is in chain.c.
+ * device's iovec limit, and moves a chain that outgrows its element's storage into the long-chain
+ * area. Every rule that does not depend on the layout is enforced here, so split and packed
+ * cannot disagree on them. Inline (every descriptor of every chain goes through it); the general
+ * translation is in chain.c.
  */
 struct vqs_chain {
 	struct vqs_elem *e;
-	unsigned *hint;     /* last-hit region cache of the vq */
-	unsigned max_iov;   /* device limit (cfg.max_iov) */
-	unsigned limit;     /* iovecs the chain may fill: max_iov or the caller's storage, the lower */
+	struct vqs_vq *vq;  /* its hint, its long-chain area, the device limit cfg.max_iov */
+	unsigned limit;     /* iovecs the chain may fill where it is being built */
 	uint64_t out_len, in_len;
 	unsigned niov;
 	bool seen_write;
-	bool short_storage; /* e->iov_cap was exceeded (caller's problem, not the guest's) */
+	bool in_area;       /* e->iov was moved into vq->lg: the pop must vqs_long_hold it */
+	bool must_wait;     /* vq->lg cannot take it beside the chains holding it (not the
+			     * guest's fault): the caller undoes the pop and returns -EBUSY */
 };
 
-static inline void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, unsigned max_iov,
-				   unsigned *hint)
+static inline void vqs_chain_begin(struct vqs_chain *c, struct vqs_elem *e, struct vqs_vq *vq)
 {
+	unsigned max_iov = vq->cfg.max_iov;
 	c->e = e;
-	c->hint = hint;
-	c->max_iov = max_iov;
+	c->vq = vq;
 	c->limit = max_iov < e->iov_cap ? max_iov : e->iov_cap;
 	c->out_len = 0;
 	c->in_len = 0;
 	c->niov = 0;
 	c->seen_write = false;
-	c->short_storage = false;
+	c->in_area = false;
+	c->must_wait = false;
 	e->out_num = 0;
 	e->in_num = 0;
 }
@@ -105,12 +174,13 @@ static inline void vqs_chain_count(struct vqs_chain *c, uint32_t len, unsigned n
 }
 
 /* vqs_chain_add for a buffer that is not one iovec in the hinted region (or no iovec is left):
- * the general translation, the iovec limits. Rules already checked. */
+ * the general translation, the iovec limits, the move to the long-chain area. Rules already
+ * checked. */
 enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_table *t,
 				      uint64_t addr, uint32_t len, bool write);
 
-/* VQS_VQ_OK, or the reason the chain is malformed. Sets c->short_storage (and returns VQS_VQ_OK)
- * when only the caller's iovec storage is too small; the caller then undoes the pop. Inline: it
+/* VQS_VQ_OK, or the reason the chain is malformed. Sets c->must_wait (and returns VQS_VQ_OK)
+ * when the chain has to wait for the long-chain area; the caller then undoes the pop. Inline: it
  * runs once per descriptor, and nearly every descriptor lies in the region of the one before. */
 static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vqs_mem_table *t,
 					    uint64_t addr, uint32_t len, bool write)
@@ -128,7 +198,7 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 	if (len == 0)
 		return VQS_VQ_OK;
 	if (c->niov < c->limit &&
-	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], *c->hint)) {
+	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], c->vq->hint)) {
 		vqs_chain_count(c, len, 1, write);
 		return VQS_VQ_OK;
 	}
@@ -139,14 +209,14 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
  * The chain most buffers are: one descriptor of len > 0 in the hinted region. Builds e (one
  * iovec, totals, ndescs) and returns true; false leaves the chain to vqs_chain_begin/add/end,
  * which give the same element for it. None of their rules can fail here: one descriptor has no
- * order, carries under 2^32 bytes, and lies inside one region (which never wraps). Without the
+ * order, carries under 2^32 bytes, lies inside one region (which never wraps), and takes one
+ * iovec (max_iov is at least 1). Without the
  * chain state in memory, the common pop stays in registers.
  */
 static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_table *t,
-				    unsigned max_iov, unsigned hint, uint64_t addr, uint32_t len,
-				    bool write)
+				    unsigned hint, uint64_t addr, uint32_t len, bool write)
 {
-	if (len == 0 || max_iov == 0 || e->iov_cap == 0 ||
+	if (len == 0 || e->iov_cap == 0 ||
 	    !vqs_mem_translate_hinted(t, addr, len, &e->iov[0], hint))
 		return false;
 	e->out_num = !write;
@@ -181,24 +251,5 @@ void vqs_vq_ring_unlock(void);
 void *vqs_vq_ring_area(const struct vqs_vq *vq, const struct vqs_mem_table *t, uint64_t addr,
 		       uint64_t len);
 
-/* Layout state lives in these; vq_internal.h is the only includer of both. */
-#include "ring/split.h"
-#include "ring/packed.h"
-
-struct vqs_vq {
-	const struct vqs_ring_ops *ops; /* NULL while unconfigured */
-	struct vqs_vq_config cfg;
-	uint64_t resolved_gen; /* memory table generation the ring areas were resolved in */
-	bool resolved;         /* resolved_gen is meaningful */
-	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
-	unsigned hint;         /* vqs_mem_translate last-hit cache */
-	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
-	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
-	void *indirect_buf;
-	union {
-		struct vqs_split_ring split;
-		struct vqs_packed_ring packed;
-	} u;
-};
 
 #endif

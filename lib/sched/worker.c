@@ -372,20 +372,14 @@ static inline void prefetch_buffer(const struct vqs_elem *e, unsigned lines)
 	}
 }
 
-/* The ring stopped q (broken, or a chain needs more iovecs than a request has: rc -ENOBUFS):
- * stop serving it and tell the hook, once. */
-static void queue_broken(struct vqs_queue *q, int rc)
+/* The ring broke: stop serving q and tell the hook, once. */
+static void queue_broken(struct vqs_queue *q)
 {
 	if (q->broken)
 		return;
 	q->broken = true;
-	enum vqs_vq_err why = vqs_vq_error(q->vq);
-	if (rc == -ENOBUFS) {
-		why = VQS_VQ_ERR_IOV_LIMIT;
-		vqs_warn("sched: a chain needs more than %u iovecs; queue stopped", q->iov_per_req);
-	}
 	if (q->on_broken)
-		q->on_broken(q, why, q->on_broken_opaque);
+		q->on_broken(q, vqs_vq_error(q->vq), q->on_broken_opaque);
 }
 
 /* Pop up to want chains (want <= what the ring had a moment ago, see serve) into free slots of
@@ -406,12 +400,11 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	for (unsigned i = want; i-- > n;)
 		slot_free(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
-	 * that chain does not fit a request (-ENOBUFS, from the pop that tries it first). */
-	if (rc < 0)
-		queue_broken(q, rc);
-	else if (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK)
-		queue_broken(q, -EIO);
-	*empty = n < want && !q->broken;
+	 * that long chain waits until long chains in flight complete (-EBUSY, from the pop that
+	 * tries it first: not empty, and their completions wake the queue). */
+	if ((rc < 0 && rc != -EBUSY) || (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK))
+		queue_broken(q);
+	*empty = n < want && !q->broken && rc != -EBUSY;
 	for (unsigned i = 0; i < n; i++) {
 		struct req_slot *r = w->batch[i];
 		if (q->prefetch_lines)

@@ -292,6 +292,31 @@ static void inflight_rejects_short_misaligned_or_foreign_region(void **state)
 	crash_and_restart(c, -EINVAL);
 }
 
+/* With EVENT_IDX, the driver asked for a call at a slot the previous backend's completions
+ * passed before it crashed (maybe before its call): the restored device's first call decision
+ * is unconditional, so the driver waiting for it is woken. */
+static void inflight_restore_calls_the_driver_whatever_its_event(void **state)
+{
+	struct ctx *c = *state;
+	c->p.features |= VQS_BIT(VQS_F_EVENT_IDX);
+	crash_and_restart(c, 0);
+	for (unsigned k = 0; k < 3; k++) {
+		add(c, k);
+		pop(c, k);
+	}
+	complete(c, &c->e[0]);
+	crash_and_restart(c, 0);
+	uint64_t desc, driver, device;
+	vqs_drv_vq_addrs(c->p.drv, &desc, &driver, &device);
+	uint32_t ev = (0u | 1u << VQS_VRING_PACKED_EVENT_F_WRAP_CTR) |
+		      (uint32_t)VQS_RING_EVENT_FLAGS_DESC << 16;
+	memcpy(vqs_gmem_host(c->p.gmem, driver, 4), &ev, 4);
+	complete(c, pop(c, 8));
+	assert_true(vqs_vq_need_call(c->p.dev));
+	complete(c, pop(c, 9));
+	assert_false(vqs_vq_need_call(c->p.dev));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -303,6 +328,7 @@ int main(void)
 		T(inflight_resubmitted_chain_can_be_unpopped),
 		T(inflight_unpopped_ring_chain_is_not_resubmitted),
 		T(inflight_rejects_short_misaligned_or_foreign_region),
+		T(inflight_restore_calls_the_driver_whatever_its_event),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

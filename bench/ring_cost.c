@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vqs-ring-cost: the device side's work per request, for an instruction count. One thread drives
+ * both sides of a ring of 256 entries: the driver adds a batch of chains (one or two descriptors
+ * each), then device_batch() pops them, fills them and flushes, as the scheduler's turn does
+ * (pop inside one read-side section; fill and flush take it themselves). Only device_batch is
+ * meant to be counted:
+ *
+ *   valgrind --tool=callgrind --toggle-collect=device_batch vqs-ring-cost split 1 1000
+ *
+ * gives the instructions of 1000 batches of 64 one-descriptor chains (divide by 64000), per
+ * function with callgrind_annotate --inclusive=yes. Public API only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vqsched/vqsched.h>
+
+#define NUM 256u
+#define BATCH 64u
+#define GPA 0x100000ull
+#define ARENA (4u << 20)
+#define BUF 256u
+
+struct rig {
+	struct vqs_gmem *gmem;
+	struct vqs_mem *mem;
+	struct vqs_drv_vq *drv;
+	struct vqs_vq *dev;
+	uint64_t bufs;
+	struct vqs_elem elems[BATCH];
+	struct vqs_elem *pop[BATCH];
+	const struct vqs_elem *fill[BATCH];
+	uint32_t written[BATCH];
+	struct iovec iov[BATCH][4];
+};
+
+static int rig_init(struct rig *r, bool packed)
+{
+	uint64_t f = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
+		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
+	struct vqs_mem_region reg;
+	if (vqs_gmem_create(&r->gmem, GPA, ARENA) || vqs_mem_create(&r->mem))
+		return -1;
+	vqs_gmem_region(r->gmem, &reg);
+	struct vqs_drv_vq_config dc = {.size = sizeof(dc), .num = NUM, .features = f,
+				       .gmem = r->gmem};
+	struct vqs_vq_config vc = {.size = sizeof(vc), .num = NUM, .features = f,
+				   .addr_space = VQS_ADDR_GPA, .mem = r->mem};
+	if (vqs_mem_set(r->mem, &reg, 1) || vqs_drv_vq_create(&r->drv, &dc))
+		return -1;
+	vqs_drv_vq_addrs(r->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
+	if (vqs_vq_create(&r->dev) || vqs_vq_configure(r->dev, &vc))
+		return -1;
+	r->bufs = vqs_gmem_alloc(r->gmem, NUM * BUF, 64);
+	for (unsigned i = 0; i < BATCH; i++) {
+		r->pop[i] = &r->elems[i];
+		r->fill[i] = &r->elems[i];
+	}
+	return r->bufs ? 0 : -1;
+}
+
+/* The device's half of one batch: pop, fill (nothing written), flush. */
+__attribute__((noinline)) static unsigned device_batch(struct rig *r)
+{
+	for (unsigned i = 0; i < BATCH; i++)
+		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
+	vqs_mem_read_lock();
+	int n = vqs_vq_pop_into(r->dev, r->pop, BATCH);
+	vqs_mem_read_unlock();
+	if (n <= 0)
+		return 0;
+	vqs_vq_fill_batch(r->dev, r->fill, r->written, (unsigned)n);
+	vqs_vq_flush(r->dev);
+	return (unsigned)n;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4 || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
+	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES\n");
+		return 2;
+	}
+	unsigned descs = (unsigned)atoi(argv[2]);
+	long batches = atol(argv[3]);
+	static struct rig r;
+	if (rig_init(&r, !strcmp(argv[1], "packed"))) {
+		fprintf(stderr, "vqs-ring-cost: setup failed\n");
+		return 1;
+	}
+	static int token;
+	unsigned long served = 0;
+	for (long b = 0; b < batches; b++) {
+		for (unsigned i = 0; i < BATCH; i++) {
+			uint64_t a = r.bufs + (uint64_t)((b * BATCH + i) % NUM) * BUF;
+			/* a request and its response buffer, or one buffer for both ways */
+			struct vqs_drv_buf bufs[2] = {{a, 64}, {a + 64, BUF - 64}};
+			if (vqs_drv_add(r.drv, bufs, descs == 2 ? 1 : 0, 1, &token, false))
+				return 1;
+		}
+		vqs_drv_kick_prepare(r.drv);
+		unsigned n = device_batch(&r);
+		uint32_t len;
+		for (unsigned i = 0; i < n; i++)
+			if (!vqs_drv_get_used(r.drv, &len))
+				return 1;
+		served += n;
+	}
+	printf("%lu requests in batches of %u, %u descriptor(s) each\n", served, BATCH, descs);
+	vqs_vq_destroy(r.dev);
+	vqs_drv_vq_destroy(r.drv);
+	vqs_mem_destroy(r.mem);
+	vqs_gmem_destroy(r.gmem);
+	return served == (unsigned long)batches * BATCH ? 0 : 1;
+}
