@@ -151,6 +151,14 @@ struct vqs_vq_config {
 	 * QEMU's VIRTQUEUE_MAX_SIZE). A chain beyond it breaks the queue (VQS_VQ_ERR_IOV_LIMIT).
 	 */
 	uint32_t max_iov;
+	/*
+	 * Dirty logging of the ring itself (vhost-user VRING_F_LOG): while the memory map logs
+	 * (vqs_mem_log_enable), flush marks the used entries and index it wrote, as guest physical
+	 * addresses from log_addr, the gpa of the area the device writes (split: the used ring;
+	 * packed: the descriptor ring). Buffers are logged whatever this says.
+	 */
+	bool log_ring;
+	uint64_t log_addr;
 };
 
 /*
