@@ -96,8 +96,9 @@ VQS_API const char *vqs_vu_request_name(uint32_t request);
 #define VQS_VU_PROTOCOL_F_STATUS 16
 /* What this backend implements; a device's offer is masked with it. */
 #define VQS_VU_PROTOCOL_SUPPORTED                                                                \
-	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) |                   \
-	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) | VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) |          \
+	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD) |                  \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) | VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) |               \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) |                                             \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VQS_BIT(VQS_VU_PROTOCOL_F_STATUS))
 
 /* SET_MEM_TABLE carries at most this many regions (and as many fds). */
@@ -116,7 +117,7 @@ struct vqs_vu_vring_state {
 /* SET_VRING_ADDR: frontend virtual addresses (uaddr). */
 struct vqs_vu_vring_addr {
 	uint32_t index;
-	uint32_t flags; /* VQS_VU_VRING_F_LOG only with LOG_ALL, which this backend never offers */
+	uint32_t flags; /* VQS_VU_VRING_F_LOG: log the used ring at log_guest_addr (LOG_ALL) */
 	uint64_t desc_user_addr;
 	uint64_t used_user_addr;
 	uint64_t avail_user_addr;
@@ -143,6 +144,13 @@ struct vqs_vu_memory {
 struct vqs_vu_mem_reg {
 	uint64_t padding;
 	struct vqs_vu_mem_region region;
+};
+/* SET_LOG_BASE (with LOG_SHMFD: one fd): the dirty bitmap is the fd's bytes [mmap_offset,
+ * mmap_offset + mmap_size), a bit per 4 KiB guest page (vqs_mem_set_log). The backend replies
+ * with an empty SET_LOG_BASE once it maps the log. */
+struct vqs_vu_log {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
 };
 /* GET/SET_CONFIG: size on the wire is 12 + size bytes. */
 struct vqs_vu_config {
@@ -289,7 +297,25 @@ VQS_API int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f);
  * 0 or -errno (-EPROTO for a refused message).
  */
 VQS_API int vqs_vu_frontend_setup(struct vqs_vu_frontend *f);
-/* Stop every queue (GET_VRING_BASE) when `clean`, then close the connection. */
+/*
+ * Dirty logging as QEMU drives it for a live migration. on: SET_LOG_BASE with the bitmap (a
+ * memfd created the first time: a bit per 4 KiB page from gpa 0 to the end of guest memory),
+ * SET_FEATURES with LOG_ALL, and each ring's SET_VRING_ADDR again with VRING_F_LOG and its used
+ * area's gpa; the queues keep running. off: the same without LOG_ALL and VRING_F_LOG. A setup
+ * after a reconnect logs again while on. -ENOTSUP unless the backend offered LOG_ALL and
+ * LOG_SHMFD was negotiated; -ENOTCONN; -EPROTO for a refusal.
+ */
+VQS_API int vqs_vu_frontend_set_log(struct vqs_vu_frontend *f, bool on);
+/*
+ * Take the dirty bitmap as a migration's sync does: each of its first `len` bytes is copied to
+ * out and cleared, one atomic exchange per byte (pairs with the backend's release or). Returns
+ * the bitmap's size in bytes (0 before the first set_log). Threads: any, while set_log,
+ * negotiate and destroy do not run.
+ */
+VQS_API size_t vqs_vu_frontend_log_sync(struct vqs_vu_frontend *f, uint8_t *out, size_t len);
+/* Stop every queue (GET_VRING_BASE) when `clean`, then close the connection. The answers are
+ * where the next setup resumes each queue (SET_VRING_BASE), as a migration's destination does;
+ * after an unclean disconnect the next setup reads the position from the driver ring instead. */
 VQS_API int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean);
 
 VQS_API struct vqs_gmem *vqs_vu_frontend_gmem(struct vqs_vu_frontend *f);

@@ -69,6 +69,7 @@ static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->conn_fd, NULL);
 	close(b->conn_fd);
 	b->conn_fd = -1;
+	vu_log_drop(b);
 	vqs_mem_set(b->mem, NULL, 0);
 	vqs_mem_synchronize(b->mem);
 	vu_inflight_drop(b);
@@ -260,6 +261,7 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 	b->opts.path = b->path;
 	b->backoff_ms = b->opts.reconnect_min_ms;
 	b->epfd = b->stop_fd = b->err_event_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
+	b->log_fd = -1;
 
 	b->rings = calloc(b->ops.num_queues, sizeof(*b->rings));
 	err = b->rings ? vqs_mem_create(&b->mem) : -ENOMEM;

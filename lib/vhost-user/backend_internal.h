@@ -5,7 +5,7 @@
  *
  * Files: backend.c (thread, sockets, connection lifecycle), proto.c (one handler per request),
  * vring.c (queue start/stop on the scheduler), memtab.c (regions in and out of the memory map),
- * inflight.c (the INFLIGHT_SHMFD region).
+ * inflight.c (the INFLIGHT_SHMFD region), log.c (dirty page logging).
  */
 #ifndef VQS_VU_BACKEND_INTERNAL_H
 #define VQS_VU_BACKEND_INTERNAL_H
@@ -58,6 +58,8 @@ struct vqs_vu_backend {
 	struct vqs_mem *mem;
 	struct vu_vring *rings; /* ops->num_queues */
 	struct vu_inflight inflight;
+	bool log_set;   /* SET_LOG_BASE installed a dirty log in mem (owned by mem) */
+	int log_fd;     /* SET_LOG_FD; -1 when none */
 	uint64_t features, protocol_features;
 	uint8_t status;
 
@@ -84,6 +86,16 @@ void vu_vring_signal_errors(struct vqs_vu_backend *b);
  * unmaps it. 0, -EINVAL (size 0, overflow, beyond the fd's size), -errno. */
 int vu_region_map(const struct vqs_vu_mem_region *wr, int fd, struct vqs_mem_region *out);
 void vu_region_unmap(const struct vqs_mem_region *r);
+/* Map the dirty log [off, off + size) of fd (not consumed) into *out, with a release hook that
+ * unmaps it. Errors as vu_region_map. */
+int vu_log_map(uint64_t size, uint64_t off, int fd, struct vqs_mem_log *out);
+/* Log (or stop) as LOG_ALL and the installed log say; drop the log (frontend gone, reset). */
+int vu_log_update(struct vqs_vu_backend *b);
+void vu_log_drop(struct vqs_vu_backend *b);
+/* SET_LOG_BASE (fd not consumed) and SET_LOG_FD (fd consumed: kept, or closed on refusal).
+ * log.c. */
+int vu_set_log_base(struct vqs_vu_backend *b, const struct vqs_vu_log *l, int fd);
+int vu_set_log_fd(struct vqs_vu_backend *b, int fd);
 
 /* inflight.c */
 int vu_inflight_get(struct vqs_vu_backend *b, struct vqs_vu_inflight *io, int *fd_out);

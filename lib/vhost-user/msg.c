@@ -164,6 +164,7 @@ bool vu_request_has_reply(uint32_t request)
 	case VQS_VU_GET_INFLIGHT_FD:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
 	case VQS_VU_GET_STATUS:
+	case VQS_VU_SET_LOG_BASE: /* an empty reply once the log is mapped (QEMU waits for it) */
 		return true;
 	default:
 		return false;
@@ -208,10 +209,11 @@ static bool shape_of(uint32_t request, struct shape *s)
 		*s = (struct shape){ 8, -1 };
 		return true;
 	case VQS_VU_SET_LOG_BASE:
-		*s = (struct shape){ 16, 1 };
+		*s = (struct shape){ sizeof(struct vqs_vu_log), 1 };
 		return true;
 	case VQS_VU_SET_LOG_FD:
-		*s = (struct shape){ 8, 1 };
+		/* vhost-user.rst gives it no payload; older frontends sent a u64 */
+		*s = (struct shape){ -1, 1 };
 		return true;
 	case VQS_VU_SET_BACKEND_REQ_FD:
 		*s = (struct shape){ -1, 1 };
@@ -261,6 +263,7 @@ int vu_msg_check_shape(const struct vu_msg *m)
 		return m->nfds == ((v & VQS_VU_VRING_NOFD_MASK) ? 0u : 1u) ? 0 : -EBADMSG;
 	}
 	case VQS_VU_SET_BACKEND_REQ_FD:
+	case VQS_VU_SET_LOG_FD:
 		return size == 0 || size == 8 ? 0 : -EBADMSG;
 	case VQS_VU_REM_MEM_REG:
 		return m->nfds <= 1 ? 0 : -EBADMSG;

@@ -19,6 +19,7 @@ struct vu_msg {
 		struct vqs_vu_mem_reg mem_reg;
 		struct vqs_vu_config config;
 		struct vqs_vu_inflight inflight;
+		struct vqs_vu_log log;
 		uint8_t bytes[VQS_VU_PAYLOAD_MAX];
 	} p;
 	int fds[VQS_VU_MAX_FDS];
