@@ -65,6 +65,7 @@ enum vqs_vu_request {
 	VQS_VU_SET_CONFIG = 25,
 	VQS_VU_GET_INFLIGHT_FD = 31,
 	VQS_VU_SET_INFLIGHT_FD = 32,
+	VQS_VU_RESET_DEVICE = 34,
 	VQS_VU_GET_MAX_MEM_SLOTS = 36,
 	VQS_VU_ADD_MEM_REG = 37,
 	VQS_VU_REM_MEM_REG = 38,
@@ -98,7 +99,7 @@ VQS_API const char *vqs_vu_request_name(uint32_t request);
 #define VQS_VU_PROTOCOL_SUPPORTED                                                                \
 	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD) |                  \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) | VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) |               \
-	 VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) |                                             \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) | VQS_BIT(VQS_VU_PROTOCOL_F_RESET_DEVICE) |    \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VQS_BIT(VQS_VU_PROTOCOL_F_STATUS))
 
 /* SET_MEM_TABLE carries at most this many regions (and as many fds). */

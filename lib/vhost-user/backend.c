@@ -59,24 +59,31 @@ static void connected(struct vqs_vu_backend *b, int fd)
 		b->ops.connection(b->opaque, true);
 }
 
+void vu_device_reset(struct vqs_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->ops.num_queues; i++)
+		vu_vring_reset(b, i);
+	vu_log_drop(b);
+	vqs_mem_set(b->mem, NULL, 0);
+	/* Every mapping released before the caller goes on (or acknowledges). */
+	vqs_mem_synchronize(b->mem);
+	vu_inflight_drop(b);
+	b->features = 0;
+	b->status = 0;
+	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
+}
+
 /* Forget the frontend: rings stopped, fds closed, memory unmapped, then serve the next one. */
 static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 {
 	if (b->conn_fd < 0)
 		return;
-	for (unsigned i = 0; i < b->ops.num_queues; i++)
-		vu_vring_reset(b, i);
+	vu_device_reset(b);
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->conn_fd, NULL);
 	close(b->conn_fd);
 	b->conn_fd = -1;
-	vu_log_drop(b);
-	vqs_mem_set(b->mem, NULL, 0);
-	vqs_mem_synchronize(b->mem);
-	vu_inflight_drop(b);
 	b->inflight.own_ino = 0;
-	b->features = b->protocol_features = 0;
-	b->status = 0;
-	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
+	b->protocol_features = 0;
 	if (b->ops.connection)
 		b->ops.connection(b->opaque, false);
 	count(&b->st_disconnects);

@@ -68,6 +68,11 @@ struct vqs_vu_backend {
 	_Atomic uint64_t st_connections, st_disconnects, st_messages, st_bad, st_starts, st_stops;
 };
 
+/* Back to a device no frontend configured: rings stopped and forgotten (fds closed), memory,
+ * dirty log and inflight region unmapped, features and status 0. The connection and its
+ * protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
+void vu_device_reset(struct vqs_vu_backend *b);
+
 /* Handle one validated-shape message. Returns the reply payload size (>= 0) written into
  * *reply (and *reply_fd, or -1), or -errno when the message is refused. proto.c. */
 int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, int *reply_fd);

@@ -183,6 +183,7 @@ static bool shape_of(uint32_t request, struct shape *s)
 	case VQS_VU_GET_FEATURES:
 	case VQS_VU_SET_OWNER:
 	case VQS_VU_RESET_OWNER:
+	case VQS_VU_RESET_DEVICE:
 	case VQS_VU_GET_PROTOCOL_FEATURES:
 	case VQS_VU_GET_QUEUE_NUM:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
@@ -318,6 +319,7 @@ const char *vqs_vu_request_name(uint32_t request)
 		[VQS_VU_SET_CONFIG] = "SET_CONFIG",
 		[VQS_VU_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
 		[VQS_VU_SET_INFLIGHT_FD] = "SET_INFLIGHT_FD",
+		[VQS_VU_RESET_DEVICE] = "RESET_DEVICE",
 		[VQS_VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
 		[VQS_VU_ADD_MEM_REG] = "ADD_MEM_REG",
 		[VQS_VU_REM_MEM_REG] = "REM_MEM_REG",

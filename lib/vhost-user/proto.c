@@ -310,12 +310,13 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 		return 0;
 	case VQS_VU_SET_OWNER:
 		return 0;
-	case VQS_VU_RESET_OWNER:
-		for (unsigned i = 0; i < b->ops.num_queues; i++)
-			vu_vring_reset(b, i);
-		b->features = 0;
-		atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
-		vu_log_drop(b);
+	case VQS_VU_RESET_OWNER: /* what QEMU sends for a reset without RESET_DEVICE */
+		vu_device_reset(b);
+		return 0;
+	case VQS_VU_RESET_DEVICE:
+		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_RESET_DEVICE))
+			return -EPROTO;
+		vu_device_reset(b);
 		return 0;
 	case VQS_VU_SET_MEM_TABLE:
 		return set_mem_table(b, m);
@@ -367,6 +368,9 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 	case VQS_VU_SET_STATUS:
 		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_STATUS) || m->p.u64 > 0xff)
 			return -EINVAL;
+		/* virtio 2.1: writing 0 resets the device */
+		if (m->p.u64 == 0)
+			vu_device_reset(b);
 		b->status = (uint8_t)m->p.u64;
 		return 0;
 	case VQS_VU_GET_STATUS:

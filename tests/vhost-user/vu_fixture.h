@@ -18,7 +18,7 @@ struct vu_echo {
 	uint8_t config[VU_CONFIG_SIZE];
 	_Atomic uint64_t completed;
 	/* Completion delay per request, to keep requests in flight (inflight tests). */
-	uint32_t delay_us;
+	_Atomic uint32_t delay_us; /* a test may change it while the queues run */
 	/*
 	 * Asynchronous mode (vu_echo_start_async): handlers only queue the echoed requests; a
 	 * completer thread completes the newest first, one per delay_us. The used ring then is no

@@ -23,7 +23,7 @@ static struct vu_env env;
 enum stage {
 	STAGE_CONNECTED,  /* no message sent yet */
 	STAGE_NEGOTIATED, /* features, protocol features (REPLY_ACK), memory table */
-	STAGE_NEGOTIATED_NO_LOG, /* the same with LOG_SHMFD left out */
+	STAGE_NEGOTIATED_BARE, /* the same with REPLY_ACK the only protocol feature */
 	STAGE_RUNNING,    /* full setup, ring 0 running */
 };
 
@@ -55,11 +55,11 @@ static struct vqs_vu_frontend *frontend_at(enum stage s)
 	struct vqs_vu_frontend_opts o;
 	struct vqs_vu_frontend *f;
 	vu_env_frontend_opts(&env, &o);
-	if (s == STAGE_NEGOTIATED_NO_LOG)
-		o.protocol_features &= ~VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD);
+	if (s == STAGE_NEGOTIATED_BARE)
+		o.protocol_features = VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK);
 	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
-	if (s == STAGE_NEGOTIATED || s == STAGE_NEGOTIATED_NO_LOG)
+	if (s == STAGE_NEGOTIATED || s == STAGE_NEGOTIATED_BARE)
 		assert_int_equal(vqs_vu_frontend_negotiate(f), 0);
 	if (s == STAGE_RUNNING)
 		assert_int_equal(vqs_vu_frontend_setup(f), 0);
@@ -284,7 +284,7 @@ static void send_log_base(struct vqs_vu_frontend *f, uint64_t size, uint64_t off
 	close(fd);
 }
 
-HOSTILE_CASE(test_log_base_not_negotiated, STAGE_NEGOTIATED_NO_LOG,
+HOSTILE_CASE(test_log_base_not_negotiated, STAGE_NEGOTIATED_BARE,
 	     { send_log_base(f, 4096, 0, 4096); })
 
 HOSTILE_CASE(test_log_base_size_zero, STAGE_NEGOTIATED, { send_log_base(f, 0, 0, 4096); })
@@ -309,7 +309,7 @@ HOSTILE_CASE(test_log_base_without_fd, STAGE_NEGOTIATED, {
 	send_msg(f, VQS_VU_SET_LOG_BASE, NEED, sizeof(l), &l, sizeof(l), NULL, 0);
 })
 
-HOSTILE_CASE(test_log_fd_not_negotiated, STAGE_NEGOTIATED_NO_LOG, {
+HOSTILE_CASE(test_log_fd_not_negotiated, STAGE_NEGOTIATED_BARE, {
 	int fd = eventfd(0, EFD_CLOEXEC);
 	send_msg(f, VQS_VU_SET_LOG_FD, NEED, 0, NULL, 0, &fd, 1);
 	close(fd);
@@ -320,6 +320,14 @@ HOSTILE_CASE(test_log_fd_payload_size_wrong, STAGE_NEGOTIATED, {
 	uint32_t v = 0;
 	send_msg(f, VQS_VU_SET_LOG_FD, NEED, sizeof(v), &v, sizeof(v), &fd, 1);
 	close(fd);
+})
+
+HOSTILE_CASE(test_reset_device_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_msg(f, VQS_VU_RESET_DEVICE, NEED, 0, NULL, 0, NULL, 0); })
+
+HOSTILE_CASE(test_reset_device_with_payload, STAGE_NEGOTIATED, {
+	uint64_t v = 0;
+	send_msg(f, VQS_VU_RESET_DEVICE, NEED, 8, &v, 8, NULL, 0);
 })
 
 /* Only LOG_ALL may change while the queues run. */
@@ -565,6 +573,8 @@ int main(void)
 		cmocka_unit_test(test_log_base_without_fd),
 		cmocka_unit_test(test_log_fd_not_negotiated),
 		cmocka_unit_test(test_log_fd_payload_size_wrong),
+		cmocka_unit_test(test_reset_device_not_negotiated),
+		cmocka_unit_test(test_reset_device_with_payload),
 		cmocka_unit_test(test_features_changed_while_running),
 		cmocka_unit_test(test_vring_addr_moved_while_running),
 		cmocka_unit_test(test_vring_index_out_of_range),
