@@ -104,8 +104,9 @@ VQS_API const char *vqs_vu_request_name(uint32_t request);
 
 /* SET_MEM_TABLE carries at most this many regions (and as many fds). */
 #define VQS_VU_MEM_TABLE_MAX 8
-/* Memory slots this backend reports for CONFIGURE_MEM_SLOTS (GET_MAX_MEM_SLOTS). */
-#define VQS_VU_MAX_MEM_SLOTS 32
+/* Memory slots this backend reports for CONFIGURE_MEM_SLOTS (GET_MAX_MEM_SLOTS): as QEMU's
+ * libvhost-user and rust-vmm, enough for virtio-mem; at most VQS_MEM_MAX_REGIONS. */
+#define VQS_VU_MAX_MEM_SLOTS 509
 /* Most fds one message may carry. */
 #define VQS_VU_MAX_FDS 8
 #define VQS_VU_CONFIG_MAX 256
