@@ -63,6 +63,7 @@ void vu_device_reset(struct vqs_vu_backend *b)
 {
 	for (unsigned i = 0; i < b->ops.num_queues; i++)
 		vu_vring_reset(b, i);
+	vu_state_drop(b);
 	vu_log_drop(b);
 	vqs_mem_set(b->mem, NULL, 0);
 	/* Every mapping released before the caller goes on (or acknowledges). */
@@ -269,6 +270,7 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 	b->backoff_ms = b->opts.reconnect_min_ms;
 	b->epfd = b->stop_fd = b->err_event_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
 	b->log_fd = -1;
+	b->state = (struct vu_state){ .fd = -1, .stop_fd = -1, .done_fd = -1 };
 
 	b->rings = calloc(b->ops.num_queues, sizeof(*b->rings));
 	err = b->rings ? vqs_mem_create(&b->mem) : -ENOMEM;

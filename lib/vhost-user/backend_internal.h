@@ -5,7 +5,8 @@
  *
  * Files: backend.c (thread, sockets, connection lifecycle), proto.c (one handler per request),
  * vring.c (queue start/stop on the scheduler), memtab.c (regions in and out of the memory map),
- * inflight.c (the INFLIGHT_SHMFD region), log.c (dirty page logging).
+ * inflight.c (the INFLIGHT_SHMFD region), log.c (dirty page logging), state.c (device state
+ * transfer).
  */
 #ifndef VQS_VU_BACKEND_INTERNAL_H
 #define VQS_VU_BACKEND_INTERNAL_H
@@ -43,6 +44,19 @@ struct vu_inflight {
 	ino_t own_ino;
 };
 
+/* A device state transfer (state.c): the thread moving the blob through the frontend's channel. */
+struct vu_state {
+	bool running;       /* thread started, not joined */
+	pthread_t thread;
+	uint32_t direction; /* VQS_VU_STATE_SAVE / LOAD */
+	int fd;             /* our end of the channel; closed by the thread when done */
+	int stop_fd;        /* eventfd: cancel (control thread to transfer thread) */
+	int done_fd;        /* eventfd: finished (transfer thread to control thread) */
+	void *blob;
+	size_t len;
+	int result;         /* the thread's, read after done_fd or the join */
+};
+
 struct vqs_vu_backend {
 	struct vqs_vu_backend_opts opts;
 	/* A copy: callers built against an older, shorter struct get the new fields zeroed. */
@@ -58,6 +72,7 @@ struct vqs_vu_backend {
 	struct vqs_mem *mem;
 	struct vu_vring *rings; /* ops->num_queues */
 	struct vu_inflight inflight;
+	struct vu_state state;
 	bool log_set;   /* SET_LOG_BASE installed a dirty log in mem (owned by mem) */
 	int log_fd;     /* SET_LOG_FD; -1 when none */
 	uint64_t features, protocol_features;
@@ -72,6 +87,13 @@ struct vqs_vu_backend {
  * dirty log and inflight region unmapped, features and status 0. The connection and its
  * protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
 void vu_device_reset(struct vqs_vu_backend *b);
+
+/* state.c: SET_DEVICE_STATE_FD (fd not consumed; *reply its u64), CHECK_DEVICE_STATE (its
+ * u64), and dropping a transfer (cancelled, thread joined). */
+int vu_state_set_fd(struct vqs_vu_backend *b, const struct vqs_vu_device_state *p, int fd,
+		    uint64_t *reply);
+uint64_t vu_state_check(struct vqs_vu_backend *b);
+void vu_state_drop(struct vqs_vu_backend *b);
 
 /* Handle one validated-shape message. Returns the reply payload size (>= 0) written into
  * *reply (and *reply_fd, or -1), or -errno when the message is refused. proto.c. */

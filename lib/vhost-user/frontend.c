@@ -5,6 +5,7 @@
  * connections, so a harness can keep its requests in flight across a backend restart.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -148,15 +149,15 @@ int vqs_vu_frontend_connect(struct vqs_vu_frontend *f)
 	}
 }
 
-int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
+int vqs_vu_frontend_stop(struct vqs_vu_frontend *f)
 {
 	if (f->sock < 0)
-		return 0;
+		return -ENOTCONN;
 	int err = 0;
 	/* As a migration moves them to the destination, the answers are where the next setup
 	 * resumes; after an unclean end it reads the position from the ring itself. */
 	f->stop_base_valid = false;
-	for (unsigned i = 0; clean && i < f->o.num_queues && f->vqs[i]; i++) {
+	for (unsigned i = 0; i < f->o.num_queues && f->vqs[i]; i++) {
 		struct vqs_vu_vring_state st = { i, 0 }, rep;
 		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
 						false, &rep, sizeof(rep), NULL);
@@ -165,7 +166,17 @@ int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
 		else if (err == 0)
 			err = r < 0 ? r : -EPROTO;
 	}
-	f->stop_base_valid = clean && err == 0 && f->vqs[0];
+	f->stop_base_valid = err == 0 && f->vqs[0];
+	return err;
+}
+
+int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
+{
+	if (f->sock < 0)
+		return 0;
+	int err = clean ? vqs_vu_frontend_stop(f) : 0;
+	if (!clean)
+		f->stop_base_valid = false;
 	close(f->sock);
 	f->sock = -1;
 	return err;
@@ -497,3 +508,102 @@ int vqs_vu_frontend_call_fd(const struct vqs_vu_frontend *f, unsigned i)
 uint64_t vqs_vu_frontend_features(const struct vqs_vu_frontend *f) { return f->features; }
 uint64_t vqs_vu_frontend_protocol_features(const struct vqs_vu_frontend *f) { return f->protocol; }
 int vqs_vu_frontend_sock(const struct vqs_vu_frontend *f) { return f->sock; }
+
+/* ---- device state ---- */
+
+/* SET_DEVICE_STATE_FD with `give` (our other end stays with us in *keep); the backend's own
+ * channel replaces *keep when it returns one. */
+static int state_channel(struct vqs_vu_frontend *f, uint32_t direction, int give, int *keep)
+{
+	if (!(f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE)))
+		return -ENOTSUP;
+	struct vqs_vu_device_state p = { direction, VQS_VU_STATE_PHASE_STOPPED };
+	uint64_t v = 0;
+	int theirs = -1;
+	int r = vqs_vu_frontend_request(f, VQS_VU_SET_DEVICE_STATE_FD, &p, sizeof(p), &give, 1,
+					false, &v, sizeof(v), &theirs);
+	if (r >= 0 && (r != sizeof(v) || (v & 0xff)))
+		r = -EPROTO;
+	if (r >= 0 && !(v & VQS_VU_STATE_NO_FD)) {
+		if (theirs < 0)
+			r = -EPROTO;
+		else {
+			close(*keep);
+			*keep = theirs;
+			theirs = -1;
+		}
+	}
+	if (theirs >= 0)
+		close(theirs);
+	return r < 0 ? r : 0;
+}
+
+static int check_state(struct vqs_vu_frontend *f)
+{
+	uint64_t v;
+	int r = get_u64(f, VQS_VU_CHECK_DEVICE_STATE, &v);
+	return r < 0 ? r : v ? -EIO : 0;
+}
+
+int vqs_vu_frontend_save_state(struct vqs_vu_frontend *f, void **blob, size_t *len)
+{
+	int p[2];
+	*blob = NULL;
+	*len = 0;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	int r = state_channel(f, VQS_VU_STATE_SAVE, p[1], &p[0]);
+	close(p[1]);
+	size_t cap = 0;
+	char *buf = NULL;
+	while (r == 0) {
+		if (*len == cap) {
+			char *nb = cap < VQS_VU_DEVICE_STATE_MAX ? realloc(buf, cap ? cap * 2 : 4096)
+								 : NULL;
+			if (!nb) {
+				r = cap ? -EFBIG : -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 4096;
+		}
+		r = vu_wait_readable(p[0], (int)f->o.timeout_ms);
+		ssize_t n = r < 0 ? 0 : read(p[0], buf + *len, cap - *len);
+		if (n < 0)
+			r = errno == EINTR || errno == EAGAIN ? 0 : -errno;
+		else if (n == 0)
+			break;
+		else
+			*len += (size_t)n;
+	}
+	close(p[0]);
+	if (r == 0)
+		r = check_state(f);
+	if (r < 0) {
+		free(buf);
+		*len = 0;
+		return r;
+	}
+	*blob = buf;
+	return 0;
+}
+
+int vqs_vu_frontend_load_state(struct vqs_vu_frontend *f, const void *blob, size_t len)
+{
+	/* A socket rather than a pipe: a backend that stops reading costs an EPIPE here
+	 * (MSG_NOSIGNAL), not a SIGPIPE. */
+	int p[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return -errno;
+	int r = state_channel(f, VQS_VU_STATE_LOAD, p[0], &p[1]);
+	close(p[0]);
+	for (size_t done = 0; r == 0 && done < len;) {
+		ssize_t n = send(p[1], (const char *)blob + done, len - done, MSG_NOSIGNAL);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	close(p[1]); /* EOF: the whole state is there */
+	return r < 0 ? r : check_state(f);
+}

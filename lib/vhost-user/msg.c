@@ -164,6 +164,8 @@ bool vu_request_has_reply(uint32_t request)
 	case VQS_VU_GET_INFLIGHT_FD:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
 	case VQS_VU_GET_STATUS:
+	case VQS_VU_SET_DEVICE_STATE_FD:
+	case VQS_VU_CHECK_DEVICE_STATE:
 	case VQS_VU_SET_LOG_BASE: /* an empty reply once the log is mapped (QEMU waits for it) */
 		return true;
 	default:
@@ -188,6 +190,7 @@ static bool shape_of(uint32_t request, struct shape *s)
 	case VQS_VU_GET_QUEUE_NUM:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
 	case VQS_VU_GET_STATUS:
+	case VQS_VU_CHECK_DEVICE_STATE:
 		*s = (struct shape){ 0, 0 };
 		return true;
 	case VQS_VU_SET_FEATURES:
@@ -229,6 +232,9 @@ static bool shape_of(uint32_t request, struct shape *s)
 		return true;
 	case VQS_VU_SET_INFLIGHT_FD:
 		*s = (struct shape){ sizeof(struct vqs_vu_inflight), 1 };
+		return true;
+	case VQS_VU_SET_DEVICE_STATE_FD:
+		*s = (struct shape){ sizeof(struct vqs_vu_device_state), 1 };
 		return true;
 	case VQS_VU_ADD_MEM_REG:
 		*s = (struct shape){ sizeof(struct vqs_vu_mem_reg), 1 };
@@ -325,6 +331,8 @@ const char *vqs_vu_request_name(uint32_t request)
 		[VQS_VU_REM_MEM_REG] = "REM_MEM_REG",
 		[VQS_VU_SET_STATUS] = "SET_STATUS",
 		[VQS_VU_GET_STATUS] = "GET_STATUS",
+		[VQS_VU_SET_DEVICE_STATE_FD] = "SET_DEVICE_STATE_FD",
+		[VQS_VU_CHECK_DEVICE_STATE] = "CHECK_DEVICE_STATE",
 	};
 	if (request < sizeof(names) / sizeof(names[0]) && names[request])
 		return names[request];

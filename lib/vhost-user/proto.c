@@ -26,6 +26,8 @@ static uint64_t offered_protocol(const struct vqs_vu_backend *b)
 		p |= VQS_BIT(VQS_VU_PROTOCOL_F_MQ);
 	if (!b->ops.config_size)
 		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG);
+	if (!b->ops.save_state || !b->ops.load_state)
+		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE);
 	return p;
 }
 
@@ -377,6 +379,15 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_STATUS))
 			return -EPROTO;
 		return reply_u64(reply, b->status);
+	case VQS_VU_SET_DEVICE_STATE_FD: {
+		uint64_t v;
+		int err = vu_state_set_fd(b, &m->p.dstate, m->fds[0], &v);
+		return err < 0 ? err : reply_u64(reply, v);
+	}
+	case VQS_VU_CHECK_DEVICE_STATE:
+		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_DEVICE_STATE))
+			return -EPROTO;
+		return reply_u64(reply, vu_state_check(b));
 	default:
 		return -ENOSYS;
 	}

@@ -100,6 +100,26 @@ static int echo_set_config(void *opaque, uint32_t off, const void *buf, uint32_t
 	return 0;
 }
 
+/* The echo device's state is its config space, exactly. */
+static int echo_save_state(void *opaque, void **blob, size_t *len)
+{
+	struct vu_echo *e = opaque;
+	if (!(*blob = malloc(VU_CONFIG_SIZE)))
+		return -ENOMEM;
+	memcpy(*blob, e->config, VU_CONFIG_SIZE);
+	*len = VU_CONFIG_SIZE;
+	return 0;
+}
+
+static int echo_load_state(void *opaque, const void *blob, size_t len)
+{
+	struct vu_echo *e = opaque;
+	if (len != VU_CONFIG_SIZE)
+		return -EINVAL;
+	memcpy(e->config, blob, len);
+	return 0;
+}
+
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 {
 	memset(e, 0, sizeof(*e));
@@ -112,6 +132,8 @@ void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 		.queue_handler = echo_queue_handler,
 		.get_config = echo_get_config,
 		.set_config = echo_set_config,
+		.save_state = echo_save_state,
+		.load_state = echo_load_state,
 	};
 	for (unsigned i = 0; i < VU_CONFIG_SIZE; i++)
 		e->config[i] = (uint8_t)i;

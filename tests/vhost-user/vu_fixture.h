@@ -32,7 +32,8 @@ struct vu_echo {
 	struct vqs_req *pending[1024];
 	uint32_t written[1024];
 };
-/* An echo device with num_queues queues offering `features` and every protocol feature. */
+/* An echo device with num_queues queues offering `features` and every protocol feature; its
+ * device state (DEVICE_STATE) is its config space. */
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features);
 /* Switch e to asynchronous completion (runs until the process exits). 0 or -errno. */
 int vu_echo_start_async(struct vu_echo *e);

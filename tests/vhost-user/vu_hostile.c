@@ -330,6 +330,44 @@ HOSTILE_CASE(test_reset_device_with_payload, STAGE_NEGOTIATED, {
 	send_msg(f, VQS_VU_RESET_DEVICE, NEED, 8, &v, 8, NULL, 0);
 })
 
+/* ---- device state (the echo device's state is its config space) ---- */
+
+static void send_state_fd(struct vqs_vu_frontend *f, uint32_t direction, uint32_t phase)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct vqs_vu_device_state ds = { direction, phase };
+	send_msg(f, VQS_VU_SET_DEVICE_STATE_FD, NEED, sizeof(ds), &ds, sizeof(ds), &p[1], 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+HOSTILE_CASE(test_device_state_fd_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_state_fd(f, VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_bad_direction, STAGE_NEGOTIATED,
+	     { send_state_fd(f, 2, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_unknown_phase, STAGE_NEGOTIATED,
+	     { send_state_fd(f, VQS_VU_STATE_LOAD, 1); })
+
+/* The state of a running device does not hold still. */
+HOSTILE_CASE(test_device_state_fd_while_running, STAGE_RUNNING,
+	     { send_state_fd(f, VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_without_fd, STAGE_NEGOTIATED, {
+	struct vqs_vu_device_state ds = { VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED };
+	send_msg(f, VQS_VU_SET_DEVICE_STATE_FD, NEED, sizeof(ds), &ds, sizeof(ds), NULL, 0);
+})
+
+HOSTILE_CASE(test_check_device_state_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_msg(f, VQS_VU_CHECK_DEVICE_STATE, NEED, 0, NULL, 0, NULL, 0); })
+
+HOSTILE_CASE(test_check_device_state_with_payload, STAGE_NEGOTIATED, {
+	uint64_t v = 0;
+	send_msg(f, VQS_VU_CHECK_DEVICE_STATE, NEED, 8, &v, 8, NULL, 0);
+})
+
 /* Only LOG_ALL may change while the queues run. */
 HOSTILE_CASE(test_features_changed_while_running, STAGE_RUNNING, {
 	uint64_t v = vqs_vu_frontend_features(f) & ~VQS_BIT(VQS_F_EVENT_IDX);
@@ -575,6 +613,13 @@ int main(void)
 		cmocka_unit_test(test_log_fd_payload_size_wrong),
 		cmocka_unit_test(test_reset_device_not_negotiated),
 		cmocka_unit_test(test_reset_device_with_payload),
+		cmocka_unit_test(test_device_state_fd_not_negotiated),
+		cmocka_unit_test(test_device_state_fd_bad_direction),
+		cmocka_unit_test(test_device_state_fd_unknown_phase),
+		cmocka_unit_test(test_device_state_fd_while_running),
+		cmocka_unit_test(test_device_state_fd_without_fd),
+		cmocka_unit_test(test_check_device_state_not_negotiated),
+		cmocka_unit_test(test_check_device_state_with_payload),
 		cmocka_unit_test(test_features_changed_while_running),
 		cmocka_unit_test(test_vring_addr_moved_while_running),
 		cmocka_unit_test(test_vring_index_out_of_range),
