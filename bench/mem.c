@@ -140,13 +140,13 @@ static double chain_ns(struct vqs_gmem *g, struct vqs_mem *m, struct vqs_drv_vq 
 			pel[i] = &el[i];
 			written[i] = BUF;
 		}
+		/* one read-side section around the batch, as a scheduler worker holds it */
 		vqs_mem_read_lock();
-		if (vqs_vq_pop_batch(dev, el, 64) != 64)
-			exit(1);
-		vqs_mem_read_unlock();
-		if (vqs_vq_fill_batch(dev, pel, written, 64) != 64)
+		if (vqs_vq_pop_batch(dev, el, 64) != 64 ||
+		    vqs_vq_fill_batch(dev, pel, written, 64) != 64)
 			exit(1);
 		vqs_vq_flush(dev);
+		vqs_mem_read_unlock();
 		total += vqs_now_ns() - t0;
 		uint32_t len;
 		while (vqs_drv_get_used(drv, &len))
