@@ -6,7 +6,6 @@
  * refused, and REM_MEM_REG of them all leaves no mapping behind.
  */
 #include <errno.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,13 +47,7 @@ static void echo_into_slot(struct vqs_vu_frontend *f, const uint8_t *slots, unsi
 	if (vqs_drv_kick_prepare(dq))
 		assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
 	uint32_t len = 0;
-	void *tok = NULL;
-	for (int i = 0; i < 400 && !tok; i++) {
-		struct pollfd p = { .fd = vqs_vu_frontend_call_fd(f, 0), .events = POLLIN };
-		if (!(tok = vqs_drv_get_used(dq, &len)) && poll(&p, 1, 10) > 0)
-			assert_int_equal(read(p.fd, &one, 8), 8);
-	}
-	assert_ptr_equal(tok, &token);
+	assert_ptr_equal(vu_wait_used(f, 0, &len), &token);
 	assert_int_equal(len, 64);
 	assert_memory_equal(slots + (size_t)k * SLOT_BYTES + 100, src, 64);
 }

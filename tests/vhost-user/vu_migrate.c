@@ -6,8 +6,6 @@
  * SET_VRING_BASE with nothing lost or done twice.
  */
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,22 +68,6 @@ static void kick(struct vqs_vu_frontend *f)
 		assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
 }
 
-/* Next completion of queue 0 within ~4 s, or NULL. */
-static void *next_used(struct vqs_vu_frontend *f, uint32_t *len)
-{
-	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
-	for (int i = 0; i < 400; i++) {
-		void *tok = vqs_drv_get_used(dq, len);
-		if (tok)
-			return tok;
-		struct pollfd p = { .fd = vqs_vu_frontend_call_fd(f, 0), .events = POLLIN };
-		uint64_t v;
-		if (poll(&p, 1, 10) > 0 && read(p.fd, &v, sizeof(v)) < 0)
-			return NULL;
-	}
-	return NULL;
-}
-
 /* One echo request whose writable buffer straddles a page boundary: exactly its two pages and
  * the used ring's are marked. */
 static void logs_exactly(bool packed)
@@ -108,7 +90,7 @@ static void logs_exactly(bool packed)
 	assert_int_equal(vqs_drv_add(vqs_vu_frontend_vq(f, 0), bufs, 1, 1, &token, false), 0);
 	kick(f);
 	uint32_t len;
-	assert_ptr_equal(next_used(f, &len), &token);
+	assert_ptr_equal(vu_wait_used(f, 0, &len), &token);
 	assert_int_equal(len, 64);
 	assert_int_equal(vqs_vu_frontend_log_sync(f, log, sizeof(log)), n);
 	set_pages(want, in, 64);
@@ -129,32 +111,13 @@ static void test_log_marks_written_pages_packed(void **state) { logs_exactly(tru
 
 /* ---- switching logging on and off while traffic runs (run under TSan too) ---- */
 
-struct traffic {
-	struct vqs_vu_frontend *f;
-	atomic_bool stop;
-	unsigned rounds;
-	int err;
-};
-
-static void *traffic_thread(void *arg)
-{
-	struct traffic *t = arg;
-	/* each call takes two buffers of the arena for good: at most 400 calls */
-	while (!atomic_load(&t->stop) && t->err == 0 && t->rounds < 400) {
-		t->err = vu_echo_roundtrip(t->f, 0, 20, 256);
-		t->rounds++;
-	}
-	return NULL;
-}
-
 static void test_log_switched_under_traffic(void **state)
 {
 	struct vu_env env;
 	struct vqs_vu_frontend *f = start(&env, false);
-	struct traffic t = { .f = f };
-	pthread_t th;
+	struct vu_traffic t = { .f = f, .count = 20, .len = 256, .max_calls = 400 };
 	uint8_t log[LOG_MAX];
-	assert_int_equal(pthread_create(&th, NULL, traffic_thread, &t), 0);
+	assert_int_equal(vu_traffic_start(&t), 0);
 	unsigned marked = 0;
 	for (int i = 0; i < 20; i++) {
 		assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
@@ -165,9 +128,7 @@ static void test_log_switched_under_traffic(void **state)
 		assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
 		usleep(1000);
 	}
-	atomic_store(&t.stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(t.err, 0);
+	assert_int_equal(vu_traffic_stop(&t), 0);
 	assert_true(t.rounds > 0);
 	assert_true(marked > 0);
 	stop(&env, f);
@@ -235,7 +196,7 @@ static void migrates(bool packed)
 
 	for (unsigned k = 0; k < INFLIGHT; k++) {
 		uint32_t len;
-		int *tok = next_used(f, &len);
+		int *tok = vu_wait_used(f, 0, &len);
 		assert_non_null(tok);
 		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
 		assert_int_equal(len, 64);
