@@ -61,8 +61,15 @@ static void connected(struct vqs_vu_backend *b, int fd)
 
 void vu_device_reset(struct vqs_vu_backend *b)
 {
-	for (unsigned i = 0; i < b->ops.num_queues; i++)
+	for (unsigned i = 0; i < b->ops.num_queues; i++) {
+		struct vu_vring *r = &b->rings[i];
+		vu_vring_stop(b, i);
+		struct vqs_vq_state base = r->base;
+		bool packed = r->base_packed;
 		vu_vring_reset(b, i);
+		r->base = base;
+		r->base_packed = packed;
+	}
 	vu_state_drop(b);
 	vu_log_drop(b);
 	vqs_mem_set(b->mem, NULL, 0);

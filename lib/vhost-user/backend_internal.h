@@ -25,6 +25,7 @@ struct vu_vring {
 	bool addr_set;
 	struct vqs_vu_vring_addr addr; /* validated copy */
 	struct vqs_vq_state base;      /* where the ring resumes */
+	bool base_packed;              /* base is a packed ring's (GET_VRING_BASE's encoding) */
 	bool enabled;                  /* SET_VRING_ENABLE */
 	bool kicked;                   /* SET_VRING_KICK seen since the last stop: may start */
 	int kick_fd, call_fd, err_fd;  /* -1 when none */
@@ -84,8 +85,10 @@ struct vqs_vu_backend {
 };
 
 /* Back to a device no frontend configured: rings stopped and forgotten (fds closed), memory,
- * dirty log and inflight region unmapped, features and status 0. The connection and its
- * protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
+ * dirty log and inflight region unmapped, features and status 0. Each ring's last position
+ * stays for a GET_VRING_BASE after the reset (QEMU 7.2 stops a device with SET_STATUS 0 first,
+ * then asks each ring's base, which it migrates); the next SET_VRING_BASE replaces it. The
+ * connection and its protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
 void vu_device_reset(struct vqs_vu_backend *b);
 
 /* state.c: SET_DEVICE_STATE_FD (fd not consumed; *reply its u64), CHECK_DEVICE_STATE (its

@@ -188,6 +188,7 @@ static int set_vring_base(struct vqs_vu_backend *b, const struct vqs_vu_vring_st
 		st.last_avail_idx = st.used_idx = (uint16_t)s->num;
 	}
 	b->rings[i].base = st;
+	b->rings[i].base_packed = (b->features & VQS_BIT(VQS_F_RING_PACKED)) != 0;
 	return 0;
 }
 
@@ -204,7 +205,7 @@ static int get_vring_base(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_
 		close(r->kick_fd);
 	r->kick_fd = -1;
 	uint32_t num = r->base.last_avail_idx;
-	if (b->features & VQS_BIT(VQS_F_RING_PACKED))
+	if (r->base_packed)
 		num = (num & 0x7fffu) | ((uint32_t)r->base.avail_wrap << 15) |
 		      (uint32_t)(r->base.used_idx & 0x7fffu) << 16 | (uint32_t)r->base.used_wrap << 31;
 	reply->p.state = (struct vqs_vu_vring_state){ (uint32_t)i, num };

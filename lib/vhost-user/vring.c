@@ -177,6 +177,7 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
 	vqs_sched_detach(r->sq);
 	r->sq = NULL;
 	vqs_vq_get_state(r->vq, &r->base);
+	r->base_packed = (b->features & VQS_BIT(VQS_F_RING_PACKED)) != 0;
 	vqs_vq_set_inflight(r->vq, NULL, 0, false);
 	vqs_vq_reset(r->vq);
 	atomic_fetch_add_explicit(&b->st_stops, 1, memory_order_relaxed);
