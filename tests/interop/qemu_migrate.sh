@@ -18,6 +18,7 @@ CACHE=${VQS_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vqsched/guest}
 guest_build "$CACHE" || interop_skip "cannot build the guest kernel and initramfs"
 ACCEL=$(guest_qemu_accel)
 QMP="python3 tests/interop/lib/qmp.py"
+GUEST_TIMEOUT_S=600 # three guests and a migration under TCG
 PINGS=${VQS_MIGRATE_PINGS:-300}
 MAX_LOST=${VQS_MIGRATE_MAX_LOST:-10}
 echo "qemu_migrate: accel=$ACCEL kernel=$GUEST_KERNEL"
@@ -31,21 +32,12 @@ RUN1="ping -c 1 -w 120 169.254.0.2 >/dev/null; echo vqs-ping-start; \
 ping -i 0.2 -c $PINGS 169.254.0.2 | tail -2; echo vqs-ping-done"
 RUN2="sleep 100000"
 
-guest() { # guest LOG N PORT RUN [extra qemu args...]
-  local log=$1 n=$2 port=$3 run=$4
-  shift 4
-  spawn "$log" timeout 600 qemu-system-x86_64 -accel "$ACCEL" -m 512 -smp 1 \
-    -nographic -monitor none -no-reboot -nic none \
-    -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
-    -append "console=ttyS0 quiet vqs.ip=169.254.0.$n/16 vqs.run=\"$run\"" \
-    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
-    -chardev socket,id=c0,path="$WORK/$port" -netdev vhost-user,id=n0,chardev=c0 \
-    -device virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$n,vectors=0 "$@"
-}
-guest "$WORK/guest2.log" 2 g2 "$RUN2"; G2=$SPAWNED
-guest "$WORK/src.log" 1 g1 "$RUN1" -qmp "unix:$WORK/qmp-src,server=on,wait=off"; SRC=$SPAWNED
-guest "$WORK/dst.log" 1 g3 "$RUN1" -qmp "unix:$WORK/qmp-dst,server=on,wait=off" \
-  -incoming "unix:$WORK/migration"; DST=$SPAWNED
+guest_net "$WORK/guest2.log" 2 "$WORK/g2" "$RUN2"; G2=$SPAWNED
+guest_net "$WORK/src.log" 1 "$WORK/g1" "$RUN1" -qmp "unix:$WORK/qmp-src,server=on,wait=off"
+SRC=$SPAWNED
+guest_net "$WORK/dst.log" 1 "$WORK/g3" "$RUN1" -qmp "unix:$WORK/qmp-dst,server=on,wait=off" \
+  -incoming "unix:$WORK/migration"
+DST=$SPAWNED
 
 wait_for "grep -aq vqs-ping-start $WORK/src.log" 240 || fail "guest 1 never reached guest 2"
 sleep "${VQS_MIGRATE_AFTER_S:-10}"

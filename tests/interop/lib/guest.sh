@@ -3,6 +3,9 @@
 #
 #   guest_build CACHE_DIR      -> sets GUEST_KERNEL and GUEST_INITRD (built once, then cached)
 #   guest_qemu_accel           -> "kvm" where /dev/kvm really runs guests, else "tcg"
+#   guest_net LOG N SOCK RUN [qemu args...] -> spawns a guest (needs $ACCEL; killed after
+#                                 GUEST_TIMEOUT_S, default 240 s) at 169.254.0.N with
+#                                 one virtio-net NIC on the vhost-user socket SOCK; SPAWNED its pid
 #
 # The guest's /init reads its job from the kernel command line:
 #   vqs.ip=169.254.0.N/16   address of eth0 (link-local: the guests' network is private)
@@ -91,4 +94,16 @@ guest_qemu_accel() { # needs GUEST_KERNEL/GUEST_INITRD from guest_build
   else
     echo tcg
   fi
+}
+
+guest_net() { # guest_net LOG N SOCK RUN [qemu args...]: memfd memory shared with the backend
+  local log=$1 n=$2 sock=$3 run=$4
+  shift 4
+  spawn "$log" timeout "${GUEST_TIMEOUT_S:-240}" qemu-system-x86_64 -accel "$ACCEL" -m 512 -smp 1 \
+    -nographic -monitor none -no-reboot -nic none \
+    -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
+    -append "console=ttyS0 quiet vqs.ip=169.254.0.$n/16 vqs.run=\"$run\"" \
+    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
+    -chardev socket,id=c0,path="$sock" -netdev vhost-user,id=n0,chardev=c0 \
+    -device virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$n,vectors=0 "$@"
 }
