@@ -15,7 +15,9 @@
 enum workload { WL_STREAM, WL_RR, WL_SWEEP, WL_IDLE, WL__COUNT };
 enum touch { TOUCH_NONE, TOUCH_READ, TOUCH_COPY };
 /* How the drivers reach the device: rings in one process, or a vhost-user connection. */
-enum transport { TRANSPORT_DIRECT, TRANSPORT_VHOST_USER };
+/* vhost-user-log: vhost-user with dirty page logging on for the whole run, as during a live
+ * migration. */
+enum transport { TRANSPORT_DIRECT, TRANSPORT_VHOST_USER, TRANSPORT_VHOST_USER_LOG };
 
 const char *workload_name(enum workload w);
 int workload_parse(const char *s, enum workload *out);

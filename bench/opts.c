@@ -61,8 +61,9 @@ static const struct flag flags[] = {
 	{"--event-idx", "0|1", "negotiate VIRTIO_F_EVENT_IDX (default 1)", K_SC_ENUM, E_BOOL01},
 	{"--driver-wait", "W", "spin|block: drivers poll for completions or sleep on calls (default spin)",
 	 K_SC_ENUM, E_WAIT},
-	{"--transport", "T", "direct|vhost-user: rings in this process, or served by the library's "
-	 "vhost-user backend to its frontend over a unix socket (default direct)", K_SC_ENUM,
+	{"--transport", "T", "direct|vhost-user|vhost-user-log: rings in this process, or served by "
+	 "the library's vhost-user backend to its frontend over a unix socket, with dirty page "
+	 "logging on (-log) or not (default direct)", K_SC_ENUM,
 	 E_TRANSPORT},
 	{"--shared-cpu", "0|1", "owner and drivers on the first CPU (the affinity shape)", K_SC_ENUM,
 	 E_BOOL01 + 1},

@@ -9,7 +9,7 @@
 
 static const char *const wl_names[WL__COUNT] = {"stream", "rr", "sweep", "idle"};
 static const char *const touch_names[] = {"none", "read", "copy"};
-static const char *const transport_names[] = {"direct", "vhost-user"};
+static const char *const transport_names[] = {"direct", "vhost-user", "vhost-user-log"};
 
 const char *const fig_names[FIG__COUNT] = {
 	"ops_per_s", "p50_ns", "p99_ns", "p999_ns", "worker_cpu_ns_per_op", "driver_cpu_ns_per_op",
@@ -43,12 +43,12 @@ int touch_parse(const char *s, enum touch *out)
 
 const char *transport_name(enum transport t)
 {
-	return t <= TRANSPORT_VHOST_USER ? transport_names[t] : "?";
+	return t <= TRANSPORT_VHOST_USER_LOG ? transport_names[t] : "?";
 }
 
 int transport_parse(const char *s, enum transport *out)
 {
-	for (unsigned i = 0; i <= TRANSPORT_VHOST_USER; i++)
+	for (unsigned i = 0; i <= TRANSPORT_VHOST_USER_LOG; i++)
 		if (!strcmp(s, transport_names[i])) {
 			*out = (enum transport)i;
 			return 0;
@@ -65,7 +65,7 @@ void point_key(const struct point *pt, char *buf, size_t len)
 	if (pt->spin_pct != BENCH_SPIN_PCT_DEFAULT)
 		snprintf(spin, sizeof(spin), "/spin%u", pt->spin_pct);
 	snprintf(buf, len,
-		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s%s",
+		 "%s/%s/%s%s/s%u/b%u/tx%u/r%u/k%u/p%u%s/d%u/w%u/pt%u/rate%llu/h%u/x%u/%s%s%s%s%s%s",
 		 workload_name(pt->workload), vqs_policy_name(pt->policy),
 		 vqs_placement_name(pt->placement), pt->shared_cpu ? "-shared" : "", pt->streams,
 		 pt->batch_max, pt->tx_batch, pt->ring, pt->outstanding, pt->payload,
@@ -73,7 +73,8 @@ void point_key(const struct point *pt, char *buf, size_t len)
 		 pt->poll_timeout_us, (unsigned long long)pt->rate, pt->handler_ns, pt->exit_ns,
 		 pt->packed ? "packed" : "split", pt->event_idx ? "" : "/noevidx",
 		 pt->driver_block ? "/block" : "",
-		 pt->transport == TRANSPORT_DIRECT ? "" : "/vhost-user", spin);
+		 pt->transport == TRANSPORT_DIRECT ? "" : "/",
+		 pt->transport == TRANSPORT_DIRECT ? "" : transport_name(pt->transport), spin);
 }
 
 static int cmp_double(const void *a, const void *b)

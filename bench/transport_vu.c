@@ -93,7 +93,7 @@ void vu_link_serve(struct vu_link *l, unsigned i, vqs_handler_fn handler, void *
 	l->served[i].opaque = opaque;
 }
 
-int vu_link_start(struct vu_link *l, struct vqs_sched *sched)
+int vu_link_start(struct vu_link *l, struct vqs_sched *sched, bool dirty_log)
 {
 	struct vqs_vu_backend_opts bo;
 	vqs_vu_backend_opts_init(&bo);
@@ -102,7 +102,8 @@ int vu_link_start(struct vu_link *l, struct vqs_sched *sched)
 	bo.ops = &l->ops;
 	bo.opaque = l;
 	int rc = vqs_vu_backend_create(&l->backend, &bo);
-	if (rc || (rc = vqs_vu_frontend_connect(l->front)) || (rc = vqs_vu_frontend_setup(l->front))) {
+	if (rc || (rc = vqs_vu_frontend_connect(l->front)) || (rc = vqs_vu_frontend_setup(l->front)) ||
+	    (dirty_log && (rc = vqs_vu_frontend_set_log(l->front, true)))) {
 		fprintf(stderr, "vqs-bench: vhost-user link on %s: %s\n", l->path, strerror(-rc));
 		return rc;
 	}

@@ -31,8 +31,9 @@ struct vqs_gmem *vu_link_gmem(struct vu_link *l);
 /* Queue i is served by handler(opaque) once the link is up. Before vu_link_start. */
 void vu_link_serve(struct vu_link *l, unsigned i, vqs_handler_fn handler, void *opaque);
 /* Start the backend on sched (listening on the private socket), connect the frontend and run the
- * full handshake; every queue is running on sched when it returns 0. -errno otherwise. */
-int vu_link_start(struct vu_link *l, struct vqs_sched *sched);
+ * full handshake, then switch dirty page logging on when dirty_log; every queue is running on
+ * sched when it returns 0. -errno otherwise. */
+int vu_link_start(struct vu_link *l, struct vqs_sched *sched, bool dirty_log);
 /* Both ends of stream i, after vu_link_start. */
 void vu_link_ends(struct vu_link *l, unsigned i, struct vu_stream_ends *e);
 /* Stop the queues (GET_VRING_BASE), close the connection, destroy the backend (before its

@@ -737,7 +737,7 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 	for (unsigned i = 0; i < pt->streams; i++)
 		r.st[i].kick_fd = r.st[i].call_fd = -1;
 	struct vqs_mem_region reg;
-	if (pt->transport == TRANSPORT_VHOST_USER) {
+	if (pt->transport != TRANSPORT_DIRECT) {
 		/* the backend maps the frontend's memfd itself: no vqs_mem on this side */
 		rc = vu_link_create(&r.vu, pt->streams, pt->ring, features, arena);
 		r.gmem = rc ? NULL : vu_link_gmem(r.vu);
@@ -766,7 +766,7 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 		goto out;
 	for (unsigned i = 0; r.vu && i < pt->streams; i++)
 		vu_link_serve(r.vu, i, handler, &r.st[i]);
-	if (r.vu && (rc = vu_link_start(r.vu, r.sched)))
+	if (r.vu && (rc = vu_link_start(r.vu, r.sched, pt->transport == TRANSPORT_VHOST_USER_LOG)))
 		goto out;
 	for (unsigned i = 0; i < pt->streams; i++) {
 		if (r.vu) {

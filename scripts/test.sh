@@ -73,7 +73,9 @@ fuzz() {
     corpus=$(mktemp -d)
     cp tests/fuzz/corpus/"${name#fuzz_}"/* "$corpus"/ 2>/dev/null || true
     note "fuzz: $name for ${fuzz_seconds}s"
-    "$bin" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" \
+    local dict=()
+    [ -f tests/fuzz/"$name".dict ] && dict=(-dict=tests/fuzz/"$name".dict)
+    "$bin" -max_total_time="$fuzz_seconds" -print_final_stats=1 "${dict[@]}" "$corpus" \
       >"$dir/$name.log" 2>&1
     local rc=$?
     grep -E 'stat::number_of_executed_units|stat::new_units_added|cov:' "$dir/$name.log" | tail -3

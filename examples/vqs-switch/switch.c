@@ -112,9 +112,11 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 			    VQS_BIT(VQS_F_INDIRECT_DESC) | VQS_BIT(VQS_F_IN_ORDER) |
 			    (o->mrg_rxbuf ? VQS_BIT(SW_NET_F_MRG_RXBUF) : 0) |
 			    (o->packed ? VQS_BIT(VQS_F_RING_PACKED) : 0),
+		/* LOG_SHMFD: QEMU migrates a guest only when the backend can share its dirty log. */
 		.protocol_features = VQS_BIT(VQS_VU_PROTOCOL_F_MQ) |
 				     VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) |
-				     VQS_BIT(VQS_VU_PROTOCOL_F_STATUS),
+				     VQS_BIT(VQS_VU_PROTOCOL_F_STATUS) |
+				     VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD),
 		.num_queues = 2,
 		.queue_handler = queue_handler,
 		.queue_demand = queue_demand,

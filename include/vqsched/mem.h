@@ -128,6 +128,42 @@ VQS_API int vqs_mem_uaddr_to_gpa(const struct vqs_mem_table *t, uint64_t uaddr, 
  */
 VQS_API int vqs_mem_copy_from(const struct vqs_mem_table *t, uint64_t gpa, void *dst, size_t len);
 
+/* ---- dirty page log (live migration) ---- */
+
+/*
+ * The dirty log vhost-user's SET_LOG_BASE shares (vhost-user.rst "Migration"): a bitmap with one
+ * bit per VQS_MEM_LOG_PAGE bytes of guest physical memory, page p = gpa / VQS_MEM_LOG_PAGE at bit
+ * p % 8 of byte p / 8, set with an atomic or (the frontend clears bytes as it syncs). While the
+ * map logs, everything the device writes into guest memory through a vqs_vq is marked: the
+ * buffers it filled (vqs_vq_fill) and, for queues configured with log_ring, the used entries and
+ * index flush publishes. Pages past the end of the bitmap are never written (CVE-2019-14835).
+ */
+#define VQS_MEM_LOG_PAGE 4096u
+
+struct vqs_mem_log {
+	void *bitmap; /* len bytes, shared with the frontend */
+	uint64_t len;
+	/* Called once, after the log was replaced or the map destroyed and no reader can still use
+	 * it (as a region's release hook). May be NULL. */
+	void (*release)(void *opaque, void *bitmap, uint64_t len);
+	void *release_opaque;
+};
+/*
+ * Replace the dirty log (NULL: none); the old one is released after the grace period. On
+ * success the map owns the log. Does not switch logging on or off. -EINVAL (len 0 or bitmap
+ * NULL), -ENOMEM. Threads: as vqs_mem_set.
+ */
+VQS_API int vqs_mem_set_log(struct vqs_mem *m, const struct vqs_mem_log *log);
+/* Log (on) or stop logging. Readers see the change at their next table read (every queue's next
+ * batch); a write whose batch began before it may still be logged, or not. 0, or -ENOMEM.
+ * Threads: as vqs_mem_set. */
+VQS_API int vqs_mem_log_enable(struct vqs_mem *m, bool on);
+/* Does table t log (a log installed and logging on)? Threads: as vqs_mem_translate. */
+VQS_API bool vqs_mem_logging(const struct vqs_mem_table *t);
+/* Mark the pages of [gpa, gpa + len) in t's log, if t logs; pages past the log are skipped.
+ * Threads: as vqs_mem_translate. */
+VQS_API void vqs_mem_log_write(const struct vqs_mem_table *t, uint64_t gpa, uint64_t len);
+
 #ifdef __cplusplus
 }
 #endif

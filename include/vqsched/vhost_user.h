@@ -65,11 +65,14 @@ enum vqs_vu_request {
 	VQS_VU_SET_CONFIG = 25,
 	VQS_VU_GET_INFLIGHT_FD = 31,
 	VQS_VU_SET_INFLIGHT_FD = 32,
+	VQS_VU_RESET_DEVICE = 34,
 	VQS_VU_GET_MAX_MEM_SLOTS = 36,
 	VQS_VU_ADD_MEM_REG = 37,
 	VQS_VU_REM_MEM_REG = 38,
 	VQS_VU_SET_STATUS = 39,
 	VQS_VU_GET_STATUS = 40,
+	VQS_VU_SET_DEVICE_STATE_FD = 42,
+	VQS_VU_CHECK_DEVICE_STATE = 43,
 };
 /* Short stable name of a request ("SET_MEM_TABLE"), "?" when unknown. Threads: any. */
 VQS_API const char *vqs_vu_request_name(uint32_t request);
@@ -94,16 +97,20 @@ VQS_API const char *vqs_vu_request_name(uint32_t request);
 #define VQS_VU_PROTOCOL_F_INBAND_NOTIFICATIONS 14
 #define VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS 15
 #define VQS_VU_PROTOCOL_F_STATUS 16
+#define VQS_VU_PROTOCOL_F_DEVICE_STATE 19
 /* What this backend implements; a device's offer is masked with it. */
 #define VQS_VU_PROTOCOL_SUPPORTED                                                                \
-	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) |                   \
-	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) | VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) |          \
-	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VQS_BIT(VQS_VU_PROTOCOL_F_STATUS))
+	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD) |                  \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) | VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) |               \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) | VQS_BIT(VQS_VU_PROTOCOL_F_RESET_DEVICE) |    \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VQS_BIT(VQS_VU_PROTOCOL_F_STATUS) |     \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE))
 
 /* SET_MEM_TABLE carries at most this many regions (and as many fds). */
 #define VQS_VU_MEM_TABLE_MAX 8
-/* Memory slots this backend reports for CONFIGURE_MEM_SLOTS (GET_MAX_MEM_SLOTS). */
-#define VQS_VU_MAX_MEM_SLOTS 32
+/* Memory slots this backend reports for CONFIGURE_MEM_SLOTS (GET_MAX_MEM_SLOTS): as QEMU's
+ * libvhost-user and rust-vmm, enough for virtio-mem; at most VQS_MEM_MAX_REGIONS. */
+#define VQS_VU_MAX_MEM_SLOTS 509
 /* Most fds one message may carry. */
 #define VQS_VU_MAX_FDS 8
 #define VQS_VU_CONFIG_MAX 256
@@ -116,7 +123,7 @@ struct vqs_vu_vring_state {
 /* SET_VRING_ADDR: frontend virtual addresses (uaddr). */
 struct vqs_vu_vring_addr {
 	uint32_t index;
-	uint32_t flags; /* VQS_VU_VRING_F_LOG only with LOG_ALL, which this backend never offers */
+	uint32_t flags; /* VQS_VU_VRING_F_LOG: log the used ring at log_guest_addr (LOG_ALL) */
 	uint64_t desc_user_addr;
 	uint64_t used_user_addr;
 	uint64_t avail_user_addr;
@@ -144,6 +151,28 @@ struct vqs_vu_mem_reg {
 	uint64_t padding;
 	struct vqs_vu_mem_region region;
 };
+/* SET_LOG_BASE (with LOG_SHMFD: one fd): the dirty bitmap is the fd's bytes [mmap_offset,
+ * mmap_offset + mmap_size), a bit per 4 KiB guest page (vqs_mem_set_log). The backend replies
+ * with an empty SET_LOG_BASE once it maps the log. */
+struct vqs_vu_log {
+	uint64_t mmap_size;
+	uint64_t mmap_offset;
+};
+/* SET_DEVICE_STATE_FD (one fd: the frontend's end of the transfer channel). The reply is a u64:
+ * bits 0-7 zero for success, bit 8 set when the backend returns no channel of its own. The
+ * sending side writes the state and closes its end; CHECK_DEVICE_STATE (reply u64, 0 = success)
+ * then tells whether the backend saved or loaded it. */
+struct vqs_vu_device_state {
+	uint32_t direction; /* VQS_VU_STATE_SAVE: backend to frontend; VQS_VU_STATE_LOAD */
+	uint32_t phase;     /* VQS_VU_STATE_PHASE_STOPPED, the only one defined */
+};
+#define VQS_VU_STATE_SAVE 0u
+#define VQS_VU_STATE_LOAD 1u
+#define VQS_VU_STATE_PHASE_STOPPED 0u
+#define VQS_VU_STATE_NO_FD (1ull << 8)
+/* Largest device state the backend takes from a frontend (bytes). */
+#define VQS_VU_DEVICE_STATE_MAX (16u << 20)
+
 /* GET/SET_CONFIG: size on the wire is 12 + size bytes. */
 struct vqs_vu_config {
 	uint32_t offset;
@@ -197,6 +226,16 @@ struct vqs_vu_device_ops {
 	 * or NULL; asked each time the queue starts, as queue_handler. A receive queue caps its pops
 	 * at what it has to deliver. Older callers' smaller struct (size) leaves it NULL. */
 	vqs_demand_fn (*queue_demand)(void *opaque, unsigned qidx);
+	/*
+	 * Device state transfer for migration (protocol feature DEVICE_STATE, offered when both are
+	 * set). save_state gives the device's internal state as one blob (malloc'd; the library
+	 * sends and frees it); load_state gets the blob a frontend sent, at most
+	 * VQS_VU_DEVICE_STATE_MAX bytes and peer-controlled: check every byte of it. 0 or -errno;
+	 * load_state's result is what CHECK_DEVICE_STATE reports. Control thread, every queue
+	 * stopped. Older callers' smaller struct leaves them NULL.
+	 */
+	int (*save_state)(void *opaque, void **blob, size_t *len);
+	int (*load_state)(void *opaque, const void *blob, size_t len);
 };
 
 struct vqs_vu_backend_opts {
@@ -289,7 +328,36 @@ VQS_API int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f);
  * 0 or -errno (-EPROTO for a refused message).
  */
 VQS_API int vqs_vu_frontend_setup(struct vqs_vu_frontend *f);
-/* Stop every queue (GET_VRING_BASE) when `clean`, then close the connection. */
+/*
+ * Dirty logging as QEMU drives it for a live migration. on: SET_LOG_BASE with the bitmap (a
+ * memfd created the first time: a bit per 4 KiB page from gpa 0 to the end of guest memory),
+ * SET_FEATURES with LOG_ALL, and each ring's SET_VRING_ADDR again with VRING_F_LOG and its used
+ * area's gpa; the queues keep running. off: the same without LOG_ALL and VRING_F_LOG. A setup
+ * after a reconnect logs again while on. -ENOTSUP unless the backend offered LOG_ALL and
+ * LOG_SHMFD was negotiated; -ENOTCONN; -EPROTO for a refusal.
+ */
+VQS_API int vqs_vu_frontend_set_log(struct vqs_vu_frontend *f, bool on);
+/*
+ * Take the dirty bitmap as a migration's sync does: each of its first `len` bytes is copied to
+ * out and cleared, one atomic exchange per byte (pairs with the backend's release or). Returns
+ * the bitmap's size in bytes (0 before the first set_log). Threads: any, while set_log,
+ * negotiate and destroy do not run.
+ */
+VQS_API size_t vqs_vu_frontend_log_sync(struct vqs_vu_frontend *f, uint8_t *out, size_t len);
+/* Stop every queue (GET_VRING_BASE), keeping the connection; the answers are where the next
+ * setup resumes. 0, -ENOTCONN, -EPROTO. */
+VQS_API int vqs_vu_frontend_stop(struct vqs_vu_frontend *f);
+/*
+ * Device state transfer (DEVICE_STATE negotiated, queues stopped): save takes the backend
+ * device's state through a pipe (SET_DEVICE_STATE_FD, then CHECK_DEVICE_STATE) into a malloc'd
+ * *blob of *len bytes; load sends a blob the same way to a backend whose device loads it.
+ * -ENOTSUP when not negotiated, -EIO when the backend reports failure, -EPROTO, -errno.
+ */
+VQS_API int vqs_vu_frontend_save_state(struct vqs_vu_frontend *f, void **blob, size_t *len);
+VQS_API int vqs_vu_frontend_load_state(struct vqs_vu_frontend *f, const void *blob, size_t len);
+/* Stop every queue (GET_VRING_BASE) when `clean`, then close the connection. The answers are
+ * where the next setup resumes each queue (SET_VRING_BASE), as a migration's destination does;
+ * after an unclean disconnect the next setup reads the position from the driver ring instead. */
 VQS_API int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean);
 
 VQS_API struct vqs_gmem *vqs_vu_frontend_gmem(struct vqs_vu_frontend *f);

@@ -158,6 +158,14 @@ struct vqs_vq_config {
 	 * storage are built (see vqs_elem.iov).
 	 */
 	uint32_t max_iov;
+	/*
+	 * Dirty logging of the ring itself (vhost-user VRING_F_LOG): while the memory map logs
+	 * (vqs_mem_log_enable), flush marks the used entries and index it wrote, as guest physical
+	 * addresses from log_addr, the gpa of the area the device writes (split: the used ring;
+	 * packed: the descriptor ring). Buffers are logged whatever this says.
+	 */
+	bool log_ring;
+	uint64_t log_addr;
 };
 
 /*

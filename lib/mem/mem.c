@@ -27,6 +27,8 @@ struct vqs_mem {
 	 * vqs_mem_current(), so a reader sees the table fully built. */
 	_Atomic(struct vqs_mem_table *) cur;
 	uint64_t gen; /* generation of the newest table; under lock */
+	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
+	bool log_on;             /* under lock */
 };
 
 /* TSan stand-in for the grace period: readers and retiring writers release it, deferred frees
@@ -66,6 +68,8 @@ static void table_put(struct vqs_mem_table *t)
 		return;
 	for (unsigned i = 0; i < t->n; i++)
 		region_put(t->slots[i].obj);
+	if (t->log_obj)
+		vqs_mem_log_put(t->log_obj);
 	free(t);
 }
 
@@ -138,6 +142,14 @@ static int cmp_uaddr(const void *a, const void *b, void *slots)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_host(const void *a, const void *b, void *slots)
+{
+	const struct mem_slot *s = slots;
+	uintptr_t x = (uintptr_t)s[*(const unsigned *)a].host;
+	uintptr_t y = (uintptr_t)s[*(const unsigned *)b].host;
+	return x < y ? -1 : x > y;
+}
+
 /* Neighbours in sorted order overlap when the later one (at b) starts inside the earlier one. */
 static bool neighbours_overlap(const char *space, uint64_t a, uint64_t a_size, uint64_t b)
 {
@@ -156,11 +168,12 @@ static int table_build(struct mem_region_obj *const *objs, unsigned n,
 	if (n > VQS_MEM_MAX_REGIONS)
 		return -E2BIG;
 	struct vqs_mem_table *t =
-		calloc(1, sizeof(*t) + n * (sizeof(struct mem_slot) + sizeof(unsigned)));
+		calloc(1, sizeof(*t) + n * (sizeof(struct mem_slot) + 2 * sizeof(unsigned)));
 	if (!t)
 		return -ENOMEM;
 	t->n = n;
 	t->by_uaddr = (unsigned *)&t->slots[n];
+	t->by_host = t->by_uaddr + n;
 	atomic_init(&t->refs, 1);
 	for (unsigned i = 0; i < n; i++) {
 		const struct vqs_mem_region *r = &objs[i]->r;
@@ -169,7 +182,10 @@ static int table_build(struct mem_region_obj *const *objs, unsigned n,
 		t->by_uaddr[i] = i;
 	}
 	qsort(t->slots, n, sizeof(t->slots[0]), cmp_gpa);
+	for (unsigned i = 0; i < n; i++)
+		t->by_host[i] = i;
 	qsort_r(t->by_uaddr, n, sizeof(unsigned), cmp_uaddr, t->slots);
+	qsort_r(t->by_host, n, sizeof(unsigned), cmp_host, t->slots);
 	for (unsigned i = 1; i < n; i++) {
 		const struct mem_slot *a = &t->slots[i - 1], *b = &t->slots[i];
 		const struct mem_slot *ua = &t->slots[t->by_uaddr[i - 1]];
@@ -196,6 +212,13 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 		atomic_fetch_add_explicit(&objs[i]->refs, 1, memory_order_relaxed);
 	t->gen = ++m->gen;
 	t->owner = m;
+	if ((t->log_obj = m->log)) {
+		atomic_fetch_add_explicit(&m->log->refs, 1, memory_order_relaxed);
+		if (m->log_on) {
+			t->log = m->log->l.bitmap;
+			t->log_len = m->log->l.len;
+		}
+	}
 	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
 	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
 	if (old)
@@ -251,6 +274,9 @@ void vqs_mem_destroy(struct vqs_mem *m)
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	if (m->log)
+		vqs_mem_log_put(m->log);
+	m->log = NULL;
 	table_retire(m, atomic_load_explicit(&m->cur, memory_order_relaxed));
 	pthread_mutex_unlock(&m->lock);
 	vqs_mem_synchronize(m);
@@ -331,6 +357,53 @@ int vqs_mem_remove(struct vqs_mem *m, uint64_t gpa, uint64_t size)
 	}
 	pthread_mutex_unlock(&m->lock);
 	free(objs);
+	return rc;
+}
+
+/* Publish the current regions again, with the log state m now has. Caller holds m->lock. */
+static int republish_locked(struct vqs_mem *m)
+{
+	unsigned n;
+	struct mem_region_obj **objs = current_objs(m, 0, &n);
+	int rc = objs ? replace_locked(m, objs, n) : -ENOMEM;
+	free(objs);
+	return rc;
+}
+
+int vqs_mem_set_log(struct vqs_mem *m, const struct vqs_mem_log *log)
+{
+	struct mem_log_obj *o = NULL;
+	if (log && (!log->bitmap || !log->len))
+		return -EINVAL;
+	if (log && !(o = malloc(sizeof(*o))))
+		return -ENOMEM;
+	if (o) {
+		o->l = *log;
+		atomic_init(&o->refs, 1);
+	}
+	pthread_mutex_lock(&m->lock);
+	struct mem_log_obj *old = m->log;
+	m->log = o;
+	int rc = republish_locked(m);
+	if (rc)
+		m->log = old;
+	pthread_mutex_unlock(&m->lock);
+	if (rc)
+		free(o);
+	else if (old)
+		vqs_mem_log_put(old); /* the retired tables still hold theirs */
+	return rc;
+}
+
+int vqs_mem_log_enable(struct vqs_mem *m, bool on)
+{
+	pthread_mutex_lock(&m->lock);
+	bool was = m->log_on;
+	m->log_on = on;
+	int rc = was == on ? 0 : republish_locked(m);
+	if (rc)
+		m->log_on = was;
+	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
 

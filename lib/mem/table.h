@@ -28,6 +28,13 @@ struct mem_slot {
 	struct mem_region_obj *obj;
 };
 
+/* The dirty log as the map owns it: shared by every table that carries it. */
+struct mem_log_obj {
+	struct vqs_mem_log l;
+	atomic_uint refs; /* tables carrying it, plus one while it is the map's log */
+};
+void vqs_mem_log_put(struct mem_log_obj *o);
+
 struct vqs_mem_table {
 	struct rcu_head rcu;
 	/* One reference for "readers may still reach it" (dropped after the grace period that
@@ -37,7 +44,12 @@ struct vqs_mem_table {
 	struct vqs_mem *owner; /* told when the grace period after this table's replacement ends */
 	uint64_t gen;
 	unsigned n;
+	/* The bitmap writes are marked in while logging is on, else NULL (one test per batch). */
+	uint8_t *log;
+	uint64_t log_len;
+	struct mem_log_obj *log_obj; /* referenced while this table carries it, even when off */
 	unsigned *by_uaddr;     /* slot indices in uaddr order (points past slots[n]) */
+	unsigned *by_host;      /* slot indices in host address order (past by_uaddr[n]) */
 	struct mem_slot slots[]; /* in gpa order, non-overlapping */
 };
 
@@ -63,5 +75,11 @@ static inline bool vqs_mem_translate_hinted(const struct vqs_mem_table *t, uint6
 /* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */
 const struct mem_slot *vqs_mem_find_gpa(const struct vqs_mem_table *t, uint64_t gpa,
 					unsigned *hint);
+
+/* Mark the guest pages behind the first `bytes` bytes of iov[0..n) (host addresses inside t's
+ * regions) in t's log; t must log. An iovec outside every region of t (its region was replaced
+ * since the pop) is skipped. log.c. */
+void vqs_mem_log_iov(const struct vqs_mem_table *t, const struct iovec *iov, unsigned n,
+		     uint64_t bytes);
 
 #endif

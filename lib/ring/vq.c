@@ -300,6 +300,55 @@ int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
 }
 
 /*
+ * While the map logs, the buffers of filled chains are marked dirty up to the bytes written: the
+ * handler wrote them before completing, so the marks follow the data. One test per batch when
+ * logging is off.
+ */
+static void log_filled(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		       const uint32_t *written, unsigned n)
+{
+	vqs_mem_read_lock();
+	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
+	if (__builtin_expect(t->log != NULL, 0))
+		for (unsigned k = 0; k < n; k++)
+			vqs_mem_log_iov(t, elems[k]->iov + elems[k]->out_num, elems[k]->in_num,
+					written[k]);
+	vqs_mem_read_unlock();
+}
+
+/* Mark ring bytes [off, off + len) of the device-written area, wrapping at `size` bytes. */
+static void log_ring_bytes(struct vqs_vq *vq, const struct vqs_mem_table *t, uint64_t base,
+			   uint64_t off, uint64_t len, uint64_t size)
+{
+	uint64_t first = len < size - off ? len : size - off;
+	vqs_mem_log_write(t, vq->cfg.log_addr + base + off, first);
+	if (len > first)
+		vqs_mem_log_write(t, vq->cfg.log_addr + base, len - first);
+}
+
+/* After a flush that published n entries from position `before`: mark what it wrote in the
+ * ring. Split: the entries and the used index; packed: the descriptor slots it went over. */
+static void log_flushed(struct vqs_vq *vq, const struct vqs_mem_table *t,
+			const struct vqs_vq_state *before, unsigned n)
+{
+	uint64_t num = vq->cfg.num;
+	if (!(vq->cfg.features & VQS_BIT(VQS_F_RING_PACKED))) {
+		const uint64_t ent = sizeof(struct vqs_vring_used_elem);
+		vqs_mem_log_write(t, vq->cfg.log_addr + offsetof(struct vqs_vring_used, idx), 2);
+		log_ring_bytes(vq, t, offsetof(struct vqs_vring_used, ring),
+			       (before->used_idx & (num - 1)) * ent, n * ent, num * ent);
+		return;
+	}
+	struct vqs_vq_state after;
+	vq->ops->get_state(vq, &after);
+	uint64_t slots = (after.used_idx + num - before->used_idx) % num;
+	if (slots == 0) /* went round the whole ring */
+		slots = num;
+	const uint64_t d = sizeof(struct vqs_vring_packed_desc);
+	log_ring_bytes(vq, t, 0, before->used_idx * d, slots * d, num * d);
+}
+
+/*
  * fill/flush/notify touch the ring too; callers need not hold the read lock for them, so take it
  * here (it nests) and check the generation as pop does.
  */
@@ -317,6 +366,8 @@ int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	rc = n ? vq->ops->fill(vq, elems, written, n) : 0;
 	if (lock)
 		vqs_mem_read_unlock();
+	if (rc > 0)
+		log_filled(vq, elems, written, (unsigned)rc);
 	return rc;
 }
 
@@ -328,8 +379,18 @@ int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 
 unsigned vqs_vq_flush(struct vqs_vq *vq)
 {
+	const struct vqs_mem_table *t;
+	unsigned n = 0;
 	vqs_mem_read_lock();
-	unsigned n = ring_ready(vq, NULL) ? 0 : vq->ops->flush(vq);
+	if (!ring_ready(vq, &t)) {
+		bool log = __builtin_expect(t->log != NULL, 0) && vq->cfg.log_ring;
+		struct vqs_vq_state before;
+		if (log)
+			vq->ops->get_state(vq, &before);
+		n = vq->ops->flush(vq);
+		if (log && n)
+			log_flushed(vq, t, &before, n);
+	}
 	vqs_mem_read_unlock();
 	return n;
 }

@@ -59,23 +59,39 @@ static void connected(struct vqs_vu_backend *b, int fd)
 		b->ops.connection(b->opaque, true);
 }
 
+void vu_device_reset(struct vqs_vu_backend *b)
+{
+	for (unsigned i = 0; i < b->ops.num_queues; i++) {
+		struct vu_vring *r = &b->rings[i];
+		vu_vring_stop(b, i);
+		struct vqs_vq_state base = r->base;
+		bool packed = r->base_packed;
+		vu_vring_reset(b, i);
+		r->base = base;
+		r->base_packed = packed;
+	}
+	vu_state_drop(b);
+	vu_log_drop(b);
+	vqs_mem_set(b->mem, NULL, 0);
+	/* Every mapping released before the caller goes on (or acknowledges). */
+	vqs_mem_synchronize(b->mem);
+	vu_inflight_drop(b);
+	b->features = 0;
+	b->status = 0;
+	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
+}
+
 /* Forget the frontend: rings stopped, fds closed, memory unmapped, then serve the next one. */
 static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 {
 	if (b->conn_fd < 0)
 		return;
-	for (unsigned i = 0; i < b->ops.num_queues; i++)
-		vu_vring_reset(b, i);
+	vu_device_reset(b);
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->conn_fd, NULL);
 	close(b->conn_fd);
 	b->conn_fd = -1;
-	vqs_mem_set(b->mem, NULL, 0);
-	vqs_mem_synchronize(b->mem);
-	vu_inflight_drop(b);
 	b->inflight.own_ino = 0;
-	b->features = b->protocol_features = 0;
-	b->status = 0;
-	atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
+	b->protocol_features = 0;
 	if (b->ops.connection)
 		b->ops.connection(b->opaque, false);
 	count(&b->st_disconnects);
@@ -260,6 +276,8 @@ int vqs_vu_backend_create(struct vqs_vu_backend **out, const struct vqs_vu_backe
 	b->opts.path = b->path;
 	b->backoff_ms = b->opts.reconnect_min_ms;
 	b->epfd = b->stop_fd = b->err_event_fd = b->listen_fd = b->timer_fd = b->conn_fd = -1;
+	b->log_fd = -1;
+	b->state = (struct vu_state){ .fd = -1, .stop_fd = -1, .done_fd = -1 };
 
 	b->rings = calloc(b->ops.num_queues, sizeof(*b->rings));
 	err = b->rings ? vqs_mem_create(&b->mem) : -ENOMEM;

@@ -5,7 +5,8 @@
  *
  * Files: backend.c (thread, sockets, connection lifecycle), proto.c (one handler per request),
  * vring.c (queue start/stop on the scheduler), memtab.c (regions in and out of the memory map),
- * inflight.c (the INFLIGHT_SHMFD region).
+ * inflight.c (the INFLIGHT_SHMFD region), log.c (dirty page logging), state.c (device state
+ * transfer).
  */
 #ifndef VQS_VU_BACKEND_INTERNAL_H
 #define VQS_VU_BACKEND_INTERNAL_H
@@ -24,6 +25,7 @@ struct vu_vring {
 	bool addr_set;
 	struct vqs_vu_vring_addr addr; /* validated copy */
 	struct vqs_vq_state base;      /* where the ring resumes */
+	bool base_packed;              /* base is a packed ring's (GET_VRING_BASE's encoding) */
 	bool enabled;                  /* SET_VRING_ENABLE */
 	bool kicked;                   /* SET_VRING_KICK seen since the last stop: may start */
 	int kick_fd, call_fd, err_fd;  /* -1 when none */
@@ -43,6 +45,19 @@ struct vu_inflight {
 	ino_t own_ino;
 };
 
+/* A device state transfer (state.c): the thread moving the blob through the frontend's channel. */
+struct vu_state {
+	bool running;       /* thread started, not joined */
+	pthread_t thread;
+	uint32_t direction; /* VQS_VU_STATE_SAVE / LOAD */
+	int fd;             /* our end of the channel; closed by the thread when done */
+	int stop_fd;        /* eventfd: cancel (control thread to transfer thread) */
+	int done_fd;        /* eventfd: finished (transfer thread to control thread) */
+	void *blob;
+	size_t len;
+	int result;         /* the thread's, read after done_fd or the join */
+};
+
 struct vqs_vu_backend {
 	struct vqs_vu_backend_opts opts;
 	/* A copy: callers built against an older, shorter struct get the new fields zeroed. */
@@ -58,6 +73,9 @@ struct vqs_vu_backend {
 	struct vqs_mem *mem;
 	struct vu_vring *rings; /* ops->num_queues */
 	struct vu_inflight inflight;
+	struct vu_state state;
+	bool log_set;   /* SET_LOG_BASE installed a dirty log in mem (owned by mem) */
+	int log_fd;     /* SET_LOG_FD; -1 when none */
 	uint64_t features, protocol_features;
 	uint8_t status;
 
@@ -65,6 +83,20 @@ struct vqs_vu_backend {
 	_Atomic uint64_t neg_features;
 	_Atomic uint64_t st_connections, st_disconnects, st_messages, st_bad, st_starts, st_stops;
 };
+
+/* Back to a device no frontend configured: rings stopped and forgotten (fds closed), memory,
+ * dirty log and inflight region unmapped, features and status 0. Each ring's last position
+ * stays for a GET_VRING_BASE after the reset (QEMU 7.2 stops a device with SET_STATUS 0 first,
+ * then asks each ring's base, which it migrates); the next SET_VRING_BASE replaces it. The
+ * connection and its protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
+void vu_device_reset(struct vqs_vu_backend *b);
+
+/* state.c: SET_DEVICE_STATE_FD (fd not consumed; *reply its u64), CHECK_DEVICE_STATE (its
+ * u64), and dropping a transfer (cancelled, thread joined). */
+int vu_state_set_fd(struct vqs_vu_backend *b, const struct vqs_vu_device_state *p, int fd,
+		    uint64_t *reply);
+uint64_t vu_state_check(struct vqs_vu_backend *b);
+void vu_state_drop(struct vqs_vu_backend *b);
 
 /* Handle one validated-shape message. Returns the reply payload size (>= 0) written into
  * *reply (and *reply_fd, or -1), or -errno when the message is refused. proto.c. */
@@ -84,6 +116,16 @@ void vu_vring_signal_errors(struct vqs_vu_backend *b);
  * unmaps it. 0, -EINVAL (size 0, overflow, beyond the fd's size), -errno. */
 int vu_region_map(const struct vqs_vu_mem_region *wr, int fd, struct vqs_mem_region *out);
 void vu_region_unmap(const struct vqs_mem_region *r);
+/* Map the dirty log [off, off + size) of fd (not consumed) into *out, with a release hook that
+ * unmaps it. Errors as vu_region_map. */
+int vu_log_map(uint64_t size, uint64_t off, int fd, struct vqs_mem_log *out);
+/* Log (or stop) as LOG_ALL and the installed log say; drop the log (frontend gone, reset). */
+int vu_log_update(struct vqs_vu_backend *b);
+void vu_log_drop(struct vqs_vu_backend *b);
+/* SET_LOG_BASE (fd not consumed) and SET_LOG_FD (fd consumed: kept, or closed on refusal).
+ * log.c. */
+int vu_set_log_base(struct vqs_vu_backend *b, const struct vqs_vu_log *l, int fd);
+int vu_set_log_fd(struct vqs_vu_backend *b, int fd);
 
 /* inflight.c */
 int vu_inflight_get(struct vqs_vu_backend *b, struct vqs_vu_inflight *io, int *fd_out);

@@ -5,11 +5,13 @@
  * connections, so a harness can keep its requests in flight across a backend restart.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +35,15 @@ struct vqs_vu_frontend {
 	uint64_t features, protocol;
 	int inflight_fd;         /* kept across reconnects; -1 when none */
 	struct vqs_vu_inflight inflight;
+	uint64_t offered;        /* virtio features the backend offered */
+	/* Dirty log (vqs_vu_frontend_set_log): a memfd bitmap kept for the frontend's life. */
+	int log_fd;
+	uint8_t *log;
+	size_t log_len;
+	bool logging;
+	/* GET_VRING_BASE answers of the last clean disconnect, where the next setup resumes. */
+	uint32_t *stop_base;
+	bool stop_base_valid;
 };
 
 void vqs_vu_frontend_opts_init(struct vqs_vu_frontend_opts *o)
@@ -66,6 +77,11 @@ void vqs_vu_frontend_destroy(struct vqs_vu_frontend *f)
 	}
 	if (f->inflight_fd >= 0)
 		close(f->inflight_fd);
+	if (f->log)
+		munmap(f->log, f->log_len);
+	if (f->log_fd >= 0)
+		close(f->log_fd);
+	free(f->stop_base);
 	free(f->vqs);
 	free(f->kick);
 	free(f->call);
@@ -86,11 +102,12 @@ int vqs_vu_frontend_create(struct vqs_vu_frontend **out, const struct vqs_vu_fro
 	f->o = *o;
 	strcpy(f->path, o->path);
 	f->o.path = f->path;
-	f->sock = f->listen_fd = f->inflight_fd = -1;
+	f->sock = f->listen_fd = f->inflight_fd = f->log_fd = -1;
 	f->vqs = calloc(o->num_queues, sizeof(*f->vqs));
+	f->stop_base = calloc(o->num_queues, sizeof(*f->stop_base));
 	f->kick = malloc(o->num_queues * sizeof(int));
 	f->call = malloc(o->num_queues * sizeof(int));
-	int err = f->vqs && f->kick && f->call ? 0 : -ENOMEM;
+	int err = f->vqs && f->kick && f->call && f->stop_base ? 0 : -ENOMEM;
 	for (unsigned i = 0; f->kick && f->call && i < o->num_queues; i++)
 		f->kick[i] = f->call[i] = -1;
 	for (unsigned i = 0; err == 0 && i < o->num_queues; i++) {
@@ -132,19 +149,34 @@ int vqs_vu_frontend_connect(struct vqs_vu_frontend *f)
 	}
 }
 
+int vqs_vu_frontend_stop(struct vqs_vu_frontend *f)
+{
+	if (f->sock < 0)
+		return -ENOTCONN;
+	int err = 0;
+	/* As a migration moves them to the destination, the answers are where the next setup
+	 * resumes; after an unclean end it reads the position from the ring itself. */
+	f->stop_base_valid = false;
+	for (unsigned i = 0; i < f->o.num_queues && f->vqs[i]; i++) {
+		struct vqs_vu_vring_state st = { i, 0 }, rep;
+		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
+						false, &rep, sizeof(rep), NULL);
+		if (r == sizeof(rep) && rep.index == i)
+			f->stop_base[i] = rep.num;
+		else if (err == 0)
+			err = r < 0 ? r : -EPROTO;
+	}
+	f->stop_base_valid = err == 0 && f->vqs[0];
+	return err;
+}
+
 int vqs_vu_frontend_disconnect(struct vqs_vu_frontend *f, bool clean)
 {
 	if (f->sock < 0)
 		return 0;
-	int err = 0;
-	/* The answers are not kept: the next setup reads the position from the ring itself. */
-	for (unsigned i = 0; clean && i < f->o.num_queues && f->vqs[i]; i++) {
-		struct vqs_vu_vring_state st = { i, 0 }, rep;
-		int r = vqs_vu_frontend_request(f, VQS_VU_GET_VRING_BASE, &st, sizeof(st), NULL, 0,
-						false, &rep, sizeof(rep), NULL);
-		if (r < 0 && err == 0)
-			err = r;
-	}
+	int err = clean ? vqs_vu_frontend_stop(f) : 0;
+	if (!clean)
+		f->stop_base_valid = false;
 	close(f->sock);
 	f->sock = -1;
 	return err;
@@ -219,6 +251,11 @@ static int set_u64(struct vqs_vu_frontend *f, uint32_t request, uint64_t v)
 	return vqs_vu_frontend_request(f, request, &v, sizeof(v), NULL, 0, true, NULL, 0, NULL);
 }
 
+static uint64_t log_feature(const struct vqs_vu_frontend *f)
+{
+	return f->logging ? VQS_BIT(VQS_VU_F_LOG_ALL) : 0;
+}
+
 static int negotiate(struct vqs_vu_frontend *f)
 {
 	uint64_t offered, proto = 0, features;
@@ -228,6 +265,7 @@ static int negotiate(struct vqs_vu_frontend *f)
 		r = get_u64(f, VQS_VU_GET_FEATURES, &offered);
 	if (r < 0)
 		return r;
+	f->offered = offered;
 	features = offered & (f->o.features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES));
 	f->protocol = 0;
 	if (features & VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES)) {
@@ -251,7 +289,7 @@ static int negotiate(struct vqs_vu_frontend *f)
 	if (f->vqs[0] && features != f->features)
 		return -EPROTO;
 	f->features = features;
-	return set_u64(f, VQS_VU_SET_FEATURES, features);
+	return set_u64(f, VQS_VU_SET_FEATURES, features | log_feature(f));
 }
 
 static uint64_t uaddr(const struct vqs_vu_frontend *f, uint64_t gpa)
@@ -322,6 +360,20 @@ static int ring_base(struct vqs_vu_frontend *f, unsigned i, uint32_t *base)
 	return 0;
 }
 
+/* SET_VRING_ADDR of ring i; while logging with VRING_F_LOG and the used area's gpa, as QEMU. */
+static int send_ring_addr(struct vqs_vu_frontend *f, unsigned i)
+{
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
+	struct vqs_vu_vring_addr a = { .index = i, .desc_user_addr = uaddr(f, desc),
+				       .avail_user_addr = uaddr(f, drv),
+				       .used_user_addr = uaddr(f, dev),
+				       .flags = f->logging ? VQS_VU_VRING_F_LOG : 0,
+				       .log_guest_addr = dev };
+	return vqs_vu_frontend_request(f, VQS_VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0, true, NULL,
+				       0, NULL);
+}
+
 static int setup_ring(struct vqs_vu_frontend *f, unsigned i)
 {
 	uint32_t base = (f->features & VQS_BIT(VQS_F_RING_PACKED)) ? PACKED_FRESH_BASE : 0;
@@ -331,25 +383,21 @@ static int setup_ring(struct vqs_vu_frontend *f, unsigned i)
 					       .features = f->features & RING_FEATURES,
 					       .gmem = f->gmem };
 		r = vqs_drv_vq_create(&f->vqs[i], &c);
+	} else if (f->stop_base_valid) {
+		base = f->stop_base[i];
 	} else {
 		r = ring_base(f, i, &base);
 	}
 	if (r < 0)
 		return r;
-	uint64_t desc, drv, dev;
-	vqs_drv_vq_addrs(f->vqs[i], &desc, &drv, &dev);
 	struct vqs_vu_vring_state num = { i, f->o.queue_size }, st = { i, base }, en = { i, 1 };
-	struct vqs_vu_vring_addr a = { .index = i, .desc_user_addr = uaddr(f, desc),
-				       .avail_user_addr = uaddr(f, drv),
-				       .used_user_addr = uaddr(f, dev) };
 	r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0, true, NULL,
 				    0, NULL);
 	if (r == 0)
 		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_BASE, &st, sizeof(st), NULL, 0, true,
 					    NULL, 0, NULL);
 	if (r == 0)
-		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0, true,
-					    NULL, 0, NULL);
+		r = send_ring_addr(f, i);
 	uint64_t idx = i;
 	if (r == 0)
 		r = vqs_vu_frontend_request(f, VQS_VU_SET_VRING_CALL, &idx, 8, &f->call[i], 1, true,
@@ -363,10 +411,67 @@ static int setup_ring(struct vqs_vu_frontend *f, unsigned i)
 	return r;
 }
 
+/* SET_LOG_BASE with the bitmap, created the first time: a bit per page from gpa 0 to the end of
+ * guest memory, in whole u64 words as QEMU sizes it. */
+static int send_log_base(struct vqs_vu_frontend *f)
+{
+	if (!f->log) {
+		uint64_t end = vqs_gmem_base(f->gmem) + vqs_gmem_size(f->gmem);
+		uint64_t pages = (end + VQS_MEM_LOG_PAGE - 1) / VQS_MEM_LOG_PAGE;
+		size_t len = (size_t)((pages + 63) / 64 * 8);
+		int fd = memfd_create("vqs-dirty-log", MFD_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		void *p = ftruncate(fd, (off_t)len) < 0
+				  ? MAP_FAILED
+				  : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		f->log_fd = fd;
+		f->log = p;
+		f->log_len = len;
+	}
+	struct vqs_vu_log l = { .mmap_size = f->log_len, .mmap_offset = 0 };
+	return vqs_vu_frontend_request(f, VQS_VU_SET_LOG_BASE, &l, sizeof(l), &f->log_fd, 1, false,
+				       NULL, 0, NULL);
+}
+
 int vqs_vu_frontend_negotiate(struct vqs_vu_frontend *f)
 {
 	int r = negotiate(f);
-	return r < 0 ? r : send_mem_table(f);
+	if (r == 0)
+		r = send_mem_table(f);
+	if (r == 0 && f->logging)
+		r = send_log_base(f);
+	return r;
+}
+
+int vqs_vu_frontend_set_log(struct vqs_vu_frontend *f, bool on)
+{
+	if (f->sock < 0)
+		return -ENOTCONN;
+	if (!(f->offered & VQS_BIT(VQS_VU_F_LOG_ALL)) ||
+	    !(f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD)))
+		return -ENOTSUP;
+	int r = on ? send_log_base(f) : 0;
+	if (r < 0)
+		return r;
+	f->logging = on;
+	r = set_u64(f, VQS_VU_SET_FEATURES, f->features | log_feature(f));
+	for (unsigned i = 0; r == 0 && i < f->o.num_queues && f->vqs[i]; i++)
+		r = send_ring_addr(f, i);
+	return r;
+}
+
+size_t vqs_vu_frontend_log_sync(struct vqs_vu_frontend *f, uint8_t *out, size_t len)
+{
+	for (size_t i = 0; i < len && i < f->log_len; i++)
+		out[i] = atomic_exchange_explicit((_Atomic uint8_t *)&f->log[i], 0,
+						  memory_order_acquire);
+	return f->log_len;
 }
 
 int vqs_vu_frontend_setup(struct vqs_vu_frontend *f)
@@ -403,3 +508,102 @@ int vqs_vu_frontend_call_fd(const struct vqs_vu_frontend *f, unsigned i)
 uint64_t vqs_vu_frontend_features(const struct vqs_vu_frontend *f) { return f->features; }
 uint64_t vqs_vu_frontend_protocol_features(const struct vqs_vu_frontend *f) { return f->protocol; }
 int vqs_vu_frontend_sock(const struct vqs_vu_frontend *f) { return f->sock; }
+
+/* ---- device state ---- */
+
+/* SET_DEVICE_STATE_FD with `give` (our other end stays with us in *keep); the backend's own
+ * channel replaces *keep when it returns one. */
+static int state_channel(struct vqs_vu_frontend *f, uint32_t direction, int give, int *keep)
+{
+	if (!(f->protocol & VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE)))
+		return -ENOTSUP;
+	struct vqs_vu_device_state p = { direction, VQS_VU_STATE_PHASE_STOPPED };
+	uint64_t v = 0;
+	int theirs = -1;
+	int r = vqs_vu_frontend_request(f, VQS_VU_SET_DEVICE_STATE_FD, &p, sizeof(p), &give, 1,
+					false, &v, sizeof(v), &theirs);
+	if (r >= 0 && (r != sizeof(v) || (v & 0xff)))
+		r = -EPROTO;
+	if (r >= 0 && !(v & VQS_VU_STATE_NO_FD)) {
+		if (theirs < 0)
+			r = -EPROTO;
+		else {
+			close(*keep);
+			*keep = theirs;
+			theirs = -1;
+		}
+	}
+	if (theirs >= 0)
+		close(theirs);
+	return r < 0 ? r : 0;
+}
+
+static int check_state(struct vqs_vu_frontend *f)
+{
+	uint64_t v;
+	int r = get_u64(f, VQS_VU_CHECK_DEVICE_STATE, &v);
+	return r < 0 ? r : v ? -EIO : 0;
+}
+
+int vqs_vu_frontend_save_state(struct vqs_vu_frontend *f, void **blob, size_t *len)
+{
+	int p[2];
+	*blob = NULL;
+	*len = 0;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	int r = state_channel(f, VQS_VU_STATE_SAVE, p[1], &p[0]);
+	close(p[1]);
+	size_t cap = 0;
+	char *buf = NULL;
+	while (r == 0) {
+		if (*len == cap) {
+			char *nb = cap < VQS_VU_DEVICE_STATE_MAX ? realloc(buf, cap ? cap * 2 : 4096)
+								 : NULL;
+			if (!nb) {
+				r = cap ? -EFBIG : -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 4096;
+		}
+		r = vu_wait_readable(p[0], (int)f->o.timeout_ms);
+		ssize_t n = r < 0 ? 0 : read(p[0], buf + *len, cap - *len);
+		if (n < 0)
+			r = errno == EINTR || errno == EAGAIN ? 0 : -errno;
+		else if (n == 0)
+			break;
+		else
+			*len += (size_t)n;
+	}
+	close(p[0]);
+	if (r == 0)
+		r = check_state(f);
+	if (r < 0) {
+		free(buf);
+		*len = 0;
+		return r;
+	}
+	*blob = buf;
+	return 0;
+}
+
+int vqs_vu_frontend_load_state(struct vqs_vu_frontend *f, const void *blob, size_t len)
+{
+	/* A socket rather than a pipe: a backend that stops reading costs an EPIPE here
+	 * (MSG_NOSIGNAL), not a SIGPIPE. */
+	int p[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return -errno;
+	int r = state_channel(f, VQS_VU_STATE_LOAD, p[0], &p[1]);
+	close(p[0]);
+	for (size_t done = 0; r == 0 && done < len;) {
+		ssize_t n = send(p[1], (const char *)blob + done, len - done, MSG_NOSIGNAL);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	close(p[1]); /* EOF: the whole state is there */
+	return r < 0 ? r : check_state(f);
+}

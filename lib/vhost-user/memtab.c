@@ -65,3 +65,22 @@ int vu_region_map(const struct vqs_vu_mem_region *wr, int fd, struct vqs_mem_reg
 	};
 	return 0;
 }
+
+static void log_release(void *opaque, void *bitmap, uint64_t len)
+{
+	(void)bitmap;
+	(void)len;
+	region_release(opaque, NULL);
+}
+
+int vu_log_map(uint64_t size, uint64_t off, int fd, struct vqs_mem_log *out)
+{
+	struct vqs_vu_mem_region wr = { .memory_size = size, .mmap_offset = off };
+	struct vqs_mem_region r;
+	int err = vu_region_map(&wr, fd, &r);
+	if (err < 0)
+		return err;
+	*out = (struct vqs_mem_log){ .bitmap = r.host, .len = size, .release = log_release,
+				     .release_opaque = r.release_opaque };
+	return 0;
+}

@@ -164,6 +164,9 @@ bool vu_request_has_reply(uint32_t request)
 	case VQS_VU_GET_INFLIGHT_FD:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
 	case VQS_VU_GET_STATUS:
+	case VQS_VU_SET_DEVICE_STATE_FD:
+	case VQS_VU_CHECK_DEVICE_STATE:
+	case VQS_VU_SET_LOG_BASE: /* an empty reply once the log is mapped (QEMU waits for it) */
 		return true;
 	default:
 		return false;
@@ -182,10 +185,12 @@ static bool shape_of(uint32_t request, struct shape *s)
 	case VQS_VU_GET_FEATURES:
 	case VQS_VU_SET_OWNER:
 	case VQS_VU_RESET_OWNER:
+	case VQS_VU_RESET_DEVICE:
 	case VQS_VU_GET_PROTOCOL_FEATURES:
 	case VQS_VU_GET_QUEUE_NUM:
 	case VQS_VU_GET_MAX_MEM_SLOTS:
 	case VQS_VU_GET_STATUS:
+	case VQS_VU_CHECK_DEVICE_STATE:
 		*s = (struct shape){ 0, 0 };
 		return true;
 	case VQS_VU_SET_FEATURES:
@@ -208,10 +213,11 @@ static bool shape_of(uint32_t request, struct shape *s)
 		*s = (struct shape){ 8, -1 };
 		return true;
 	case VQS_VU_SET_LOG_BASE:
-		*s = (struct shape){ 16, 1 };
+		*s = (struct shape){ sizeof(struct vqs_vu_log), 1 };
 		return true;
 	case VQS_VU_SET_LOG_FD:
-		*s = (struct shape){ 8, 1 };
+		/* vhost-user.rst gives it no payload; older frontends sent a u64 */
+		*s = (struct shape){ -1, 1 };
 		return true;
 	case VQS_VU_SET_BACKEND_REQ_FD:
 		*s = (struct shape){ -1, 1 };
@@ -226,6 +232,9 @@ static bool shape_of(uint32_t request, struct shape *s)
 		return true;
 	case VQS_VU_SET_INFLIGHT_FD:
 		*s = (struct shape){ sizeof(struct vqs_vu_inflight), 1 };
+		return true;
+	case VQS_VU_SET_DEVICE_STATE_FD:
+		*s = (struct shape){ sizeof(struct vqs_vu_device_state), 1 };
 		return true;
 	case VQS_VU_ADD_MEM_REG:
 		*s = (struct shape){ sizeof(struct vqs_vu_mem_reg), 1 };
@@ -261,6 +270,7 @@ int vu_msg_check_shape(const struct vu_msg *m)
 		return m->nfds == ((v & VQS_VU_VRING_NOFD_MASK) ? 0u : 1u) ? 0 : -EBADMSG;
 	}
 	case VQS_VU_SET_BACKEND_REQ_FD:
+	case VQS_VU_SET_LOG_FD:
 		return size == 0 || size == 8 ? 0 : -EBADMSG;
 	case VQS_VU_REM_MEM_REG:
 		return m->nfds <= 1 ? 0 : -EBADMSG;
@@ -315,11 +325,14 @@ const char *vqs_vu_request_name(uint32_t request)
 		[VQS_VU_SET_CONFIG] = "SET_CONFIG",
 		[VQS_VU_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
 		[VQS_VU_SET_INFLIGHT_FD] = "SET_INFLIGHT_FD",
+		[VQS_VU_RESET_DEVICE] = "RESET_DEVICE",
 		[VQS_VU_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
 		[VQS_VU_ADD_MEM_REG] = "ADD_MEM_REG",
 		[VQS_VU_REM_MEM_REG] = "REM_MEM_REG",
 		[VQS_VU_SET_STATUS] = "SET_STATUS",
 		[VQS_VU_GET_STATUS] = "GET_STATUS",
+		[VQS_VU_SET_DEVICE_STATE_FD] = "SET_DEVICE_STATE_FD",
+		[VQS_VU_CHECK_DEVICE_STATE] = "CHECK_DEVICE_STATE",
 	};
 	if (request < sizeof(names) / sizeof(names[0]) && names[request])
 		return names[request];

@@ -19,6 +19,8 @@ struct vu_msg {
 		struct vqs_vu_mem_reg mem_reg;
 		struct vqs_vu_config config;
 		struct vqs_vu_inflight inflight;
+		struct vqs_vu_log log;
+		struct vqs_vu_device_state dstate;
 		uint8_t bytes[VQS_VU_PAYLOAD_MAX];
 	} p;
 	int fds[VQS_VU_MAX_FDS];

@@ -12,9 +12,11 @@
 #include "util/log.h"
 #include "vhost-user/backend_internal.h"
 
+/* Every device can be migrated: all it writes into guest memory goes through the rings, which
+ * log it (log.c). */
 static uint64_t offered_features(const struct vqs_vu_backend *b)
 {
-	return b->ops.features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES);
+	return b->ops.features | VQS_BIT(VQS_VU_F_PROTOCOL_FEATURES) | VQS_BIT(VQS_VU_F_LOG_ALL);
 }
 
 static uint64_t offered_protocol(const struct vqs_vu_backend *b)
@@ -24,6 +26,8 @@ static uint64_t offered_protocol(const struct vqs_vu_backend *b)
 		p |= VQS_BIT(VQS_VU_PROTOCOL_F_MQ);
 	if (!b->ops.config_size)
 		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG);
+	if (!b->ops.save_state || !b->ops.load_state)
+		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE);
 	return p;
 }
 
@@ -50,14 +54,21 @@ static void start_waiting_rings(struct vqs_vu_backend *b)
 
 static int set_features(struct vqs_vu_backend *b, uint64_t f)
 {
+	const uint64_t log_all = VQS_BIT(VQS_VU_F_LOG_ALL);
 	if (f & ~offered_features(b))
 		return -EINVAL;
-	if (vu_any_running(b) && f != b->features)
+	/* A migration switches LOG_ALL while the queues run (QEMU's vhost_dev_set_log); any
+	 * other change needs them stopped. */
+	bool running = vu_any_running(b);
+	if (running && (f & ~log_all) != (b->features & ~log_all))
 		return -EBUSY;
 	b->features = f;
 	atomic_store_explicit(&b->neg_features, f, memory_order_relaxed);
-	if (b->ops.set_features)
-		b->ops.set_features(b->opaque, f);
+	int err = vu_log_update(b);
+	if (err < 0)
+		return err;
+	if (!running && b->ops.set_features)
+		b->ops.set_features(b->opaque, f & ~log_all);
 	/* Rings waiting only for "enabled" start now if PROTOCOL_FEATURES was left out. */
 	start_waiting_rings(b);
 	return 0;
@@ -134,10 +145,20 @@ static int set_vring_addr(struct vqs_vu_backend *b, const struct vqs_vu_vring_ad
 		return -EINVAL;
 	if ((a->flags & VQS_VU_VRING_F_LOG) && !(b->features & VQS_BIT(VQS_VU_F_LOG_ALL)))
 		return -EINVAL;
-	if (b->rings[i].sq)
-		return -EBUSY;
-	b->rings[i].addr = *a;
-	b->rings[i].addr_set = true;
+	struct vu_vring *r = &b->rings[i];
+	if (r->sq) {
+		/* A running ring takes only a change of its logging (QEMU sends the same addresses
+		 * with VRING_F_LOG set or cleared as a migration starts or ends): it restarts from
+		 * where it stopped, configured to log its used ring or not. */
+		struct vqs_vu_vring_addr was = r->addr;
+		if (was.desc_user_addr != a->desc_user_addr ||
+		    was.avail_user_addr != a->avail_user_addr ||
+		    was.used_user_addr != a->used_user_addr)
+			return -EBUSY;
+		vu_vring_stop(b, (unsigned)i);
+	}
+	r->addr = *a;
+	r->addr_set = true;
 	return vu_vring_update(b, (unsigned)i);
 }
 
@@ -167,6 +188,7 @@ static int set_vring_base(struct vqs_vu_backend *b, const struct vqs_vu_vring_st
 		st.last_avail_idx = st.used_idx = (uint16_t)s->num;
 	}
 	b->rings[i].base = st;
+	b->rings[i].base_packed = (b->features & VQS_BIT(VQS_F_RING_PACKED)) != 0;
 	return 0;
 }
 
@@ -183,7 +205,7 @@ static int get_vring_base(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_
 		close(r->kick_fd);
 	r->kick_fd = -1;
 	uint32_t num = r->base.last_avail_idx;
-	if (b->features & VQS_BIT(VQS_F_RING_PACKED))
+	if (r->base_packed)
 		num = (num & 0x7fffu) | ((uint32_t)r->base.avail_wrap << 15) |
 		      (uint32_t)(r->base.used_idx & 0x7fffu) << 16 | (uint32_t)r->base.used_wrap << 31;
 	reply->p.state = (struct vqs_vu_vring_state){ (uint32_t)i, num };
@@ -291,11 +313,13 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 		return 0;
 	case VQS_VU_SET_OWNER:
 		return 0;
-	case VQS_VU_RESET_OWNER:
-		for (unsigned i = 0; i < b->ops.num_queues; i++)
-			vu_vring_reset(b, i);
-		b->features = 0;
-		atomic_store_explicit(&b->neg_features, 0, memory_order_relaxed);
+	case VQS_VU_RESET_OWNER: /* what QEMU sends for a reset without RESET_DEVICE */
+		vu_device_reset(b);
+		return 0;
+	case VQS_VU_RESET_DEVICE:
+		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_RESET_DEVICE))
+			return -EPROTO;
+		vu_device_reset(b);
 		return 0;
 	case VQS_VU_SET_MEM_TABLE:
 		return set_mem_table(b, m);
@@ -308,9 +332,9 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 			return -EPROTO;
 		return reply_u64(reply, VQS_VU_MAX_MEM_SLOTS);
 	case VQS_VU_SET_LOG_BASE:
+		return vu_set_log_base(b, &m->p.log, m->fds[0]);
 	case VQS_VU_SET_LOG_FD:
-		/* Dirty logging needs LOG_ALL / LOG_SHMFD, which this backend never offers. */
-		return -EPROTO;
+		return vu_set_log_fd(b, take_fd(m, 0));
 	case VQS_VU_SET_VRING_NUM:
 		return set_vring_num(b, &m->p.state);
 	case VQS_VU_SET_VRING_ADDR:
@@ -347,12 +371,24 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 	case VQS_VU_SET_STATUS:
 		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_STATUS) || m->p.u64 > 0xff)
 			return -EINVAL;
+		/* virtio 2.1: writing 0 resets the device */
+		if (m->p.u64 == 0)
+			vu_device_reset(b);
 		b->status = (uint8_t)m->p.u64;
 		return 0;
 	case VQS_VU_GET_STATUS:
 		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_STATUS))
 			return -EPROTO;
 		return reply_u64(reply, b->status);
+	case VQS_VU_SET_DEVICE_STATE_FD: {
+		uint64_t v;
+		int err = vu_state_set_fd(b, &m->p.dstate, m->fds[0], &v);
+		return err < 0 ? err : reply_u64(reply, v);
+	}
+	case VQS_VU_CHECK_DEVICE_STATE:
+		if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_DEVICE_STATE))
+			return -EPROTO;
+		return reply_u64(reply, vu_state_check(b));
 	default:
 		return -ENOSYS;
 	}

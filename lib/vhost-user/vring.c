@@ -80,6 +80,26 @@ void vu_vring_signal_errors(struct vqs_vu_backend *b)
 	}
 }
 
+/*
+ * VRING_F_LOG: the used ring is logged at log_guest_addr (vhost-user.rst). A packed ring's device
+ * writes go to its descriptor ring, logged at that ring's gpa instead.
+ */
+static int log_config(struct vqs_vu_backend *b, const struct vu_vring *r,
+		      struct vqs_vq_config *cfg)
+{
+	if (!(r->addr.flags & VQS_VU_VRING_F_LOG))
+		return 0;
+	cfg->log_ring = true;
+	cfg->log_addr = r->addr.log_guest_addr;
+	if (!(b->features & VQS_BIT(VQS_F_RING_PACKED)))
+		return 0;
+	vqs_mem_read_lock();
+	int err = vqs_mem_uaddr_to_gpa(vqs_mem_current(b->mem), r->addr.desc_user_addr,
+				       vqs_vring_packed_desc_size(r->num), &cfg->log_addr);
+	vqs_mem_read_unlock();
+	return err;
+}
+
 static int start(struct vqs_vu_backend *b, unsigned i)
 {
 	struct vu_vring *r = &b->rings[i];
@@ -98,7 +118,9 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 		.device_addr = r->addr.used_user_addr,
 		.mem = b->mem,
 	};
-	err = vqs_vq_configure(r->vq, &cfg);
+	err = log_config(b, r, &cfg);
+	if (err == 0)
+		err = vqs_vq_configure(r->vq, &cfg);
 	if (err == 0)
 		err = vqs_vq_set_state(r->vq, &r->base);
 	void *region = err == 0 ? vu_inflight_queue(b, i, r->num, &err) : NULL;
@@ -155,6 +177,7 @@ void vu_vring_stop(struct vqs_vu_backend *b, unsigned i)
 	vqs_sched_detach(r->sq);
 	r->sq = NULL;
 	vqs_vq_get_state(r->vq, &r->base);
+	r->base_packed = (b->features & VQS_BIT(VQS_F_RING_PACKED)) != 0;
 	vqs_vq_set_inflight(r->vq, NULL, 0, false);
 	vqs_vq_reset(r->vq);
 	atomic_fetch_add_explicit(&b->st_stops, 1, memory_order_relaxed);

@@ -20,21 +20,25 @@
 #define TINY "--quick", "--no-floors", "--duration-ms", "10", "--warmup-ms", "5"
 #define VU_SUFFIX "/vhost-user"
 
-/* Every run of the report was over `transport`, its key ending in the suffix exactly then. */
+/* Every run of the report was over `transport`, its key ending in "/" and the transport's name
+ * unless it is direct. */
 static void check_transport(const char *json_path, const char *transport)
 {
+	char suffix[32];
+	snprintf(suffix, sizeof(suffix), "/%s", transport);
 	struct json doc;
 	assert_int_equal(json_parse_file(json_path, &doc), 0);
 	const struct json *runs = json_get(&doc, "runs");
 	assert_non_null(runs);
 	assert_true(runs->n > 0);
-	bool vu = !strcmp(transport, "vhost-user");
+	bool direct = !strcmp(transport, "direct");
 	for (size_t i = 0; i < runs->n; i++) {
 		const struct json *r = &runs->items[i];
 		const char *key = json_str_or(r, "key", "");
-		size_t kl = strlen(key), sl = strlen(VU_SUFFIX);
+		size_t kl = strlen(key), sl = strlen(suffix);
 		assert_string_equal(json_str_or(r, "transport", "?"), transport);
-		assert_int_equal(kl > sl && !strcmp(key + kl - sl, VU_SUFFIX), vu);
+		assert_int_equal(kl > sl && !strcmp(key + kl - sl, suffix), !direct);
+		assert_false(direct && strstr(key, "/vhost-user"));
 	}
 	json_free(&doc);
 }
@@ -53,6 +57,19 @@ static void workload_vu(const char *wl)
 }
 
 static void test_vu_stream_no_loss(void **state) { workload_vu("stream"); }
+
+/* With dirty logging on for the run (as during a live migration): copies through every buffer,
+ * nothing lost, duplicated or corrupted. */
+static void test_vu_log_stream_copy_no_loss(void **state)
+{
+	const char *json = bench_path("vu-log.json");
+	const char *args[] = {"--workloads", "stream,rr", "--policies", "pool,poll", "--streams", "1",
+			      "--batch", "64", "--payload", "1500", "--touch", "copy",
+			      "--transport", "vhost-user-log", TINY, "--json", json, NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	bench_check_report(json, 4);
+	check_transport(json, "vhost-user-log");
+}
 static void test_vu_rr_no_loss(void **state) { workload_vu("rr"); }
 
 /* The packed layout, blocking drivers (the backend's calls wake them), several drivers and
@@ -109,6 +126,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vu_stream_no_loss),
+		cmocka_unit_test(test_vu_log_stream_copy_no_loss),
 		cmocka_unit_test(test_vu_rr_no_loss),
 		cmocka_unit_test(test_vu_packed_block_drivers_no_loss),
 		cmocka_unit_test(test_vu_key_is_direct_key_plus_transport),

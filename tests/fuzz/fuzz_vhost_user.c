@@ -20,7 +20,8 @@
  *   CC=clang cmake -S . -B build/fuzz -DVQS_BUILD_FUZZ=ON -DVQS_BUILD_EXAMPLES=OFF \
  *     -DVQS_BUILD_BENCH=OFF && cmake --build build/fuzz --target fuzz_vhost_user
  *   mkdir -p /tmp/vu && cp -r tests/fuzz/corpus/vhost_user/. /tmp/vu/
- *   build/fuzz/tests/fuzz/fuzz_vhost_user -max_total_time=14400 /tmp/vu
+ *   build/fuzz/tests/fuzz/fuzz_vhost_user -max_total_time=14400 \
+ *     -dict=tests/fuzz/fuzz_vhost_user.dict /tmp/vu
  */
 #include <errno.h>
 #include <fcntl.h>

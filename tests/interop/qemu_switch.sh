@@ -26,18 +26,8 @@ wait_peer() { # the guest command that waits until PEER answers, then pings it 3
 RUN1="iperf3 -s -1 >/tmp/iperf.log 2>&1 & $(wait_peer 169.254.0.2); wait; cat /tmp/iperf.log; sleep 10"
 RUN2="$(wait_peer 169.254.0.1); sleep 1; iperf3 -c 169.254.0.1 -t 5 && echo vqs-iperf-ok; sleep 6"
 
-guest() { # guest N RUN
-  local n=$1 run=$2
-  spawn "$WORK/guest$n.log" timeout 300 qemu-system-x86_64 -accel "$GUEST_ACCEL" -m 512 -smp 1 \
-    -nographic -monitor none -no-reboot -nic none \
-    -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
-    -append "console=ttyS0 quiet vqs.ip=169.254.0.$n/16 vqs.run=\"$run\"" \
-    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
-    -chardev socket,id=c0,path="$WORK/g$n" -netdev vhost-user,id=n0,chardev=c0 \
-    -device virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$n,vectors=0
-}
-guest 1 "$RUN1"; G1=$SPAWNED
-guest 2 "$RUN2"; G2=$SPAWNED
+GUEST_TIMEOUT_S=300 guest_net "$WORK/guest1.log" 1 "$WORK/g1" "$RUN1"; G1=$SPAWNED
+GUEST_TIMEOUT_S=300 guest_net "$WORK/guest2.log" 2 "$WORK/g2" "$RUN2"; G2=$SPAWNED
 wait_for "grep -aqE 'vqs-iperf-ok|vqs-guest: done' $WORK/guest2.log" 300
 kill -USR1 "$SW"
 wait_for "grep -aqs 'vqs-switch: sched {' $WORK/switch.log" 10

@@ -100,6 +100,26 @@ static int echo_set_config(void *opaque, uint32_t off, const void *buf, uint32_t
 	return 0;
 }
 
+/* The echo device's state is its config space, exactly. */
+static int echo_save_state(void *opaque, void **blob, size_t *len)
+{
+	struct vu_echo *e = opaque;
+	if (!(*blob = malloc(VU_CONFIG_SIZE)))
+		return -ENOMEM;
+	memcpy(*blob, e->config, VU_CONFIG_SIZE);
+	*len = VU_CONFIG_SIZE;
+	return 0;
+}
+
+static int echo_load_state(void *opaque, const void *blob, size_t len)
+{
+	struct vu_echo *e = opaque;
+	if (len != VU_CONFIG_SIZE)
+		return -EINVAL;
+	memcpy(e->config, blob, len);
+	return 0;
+}
+
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 {
 	memset(e, 0, sizeof(*e));
@@ -112,6 +132,8 @@ void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 		.queue_handler = echo_queue_handler,
 		.get_config = echo_get_config,
 		.set_config = echo_set_config,
+		.save_state = echo_save_state,
+		.load_state = echo_load_state,
 	};
 	for (unsigned i = 0; i < VU_CONFIG_SIZE; i++)
 		e->config[i] = (uint8_t)i;
@@ -186,8 +208,7 @@ void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts 
 	o->mem_size = 1u << 20;
 }
 
-/* Wait for a completion on queue q: call eventfd, bounded. */
-static void *wait_used(struct vqs_vu_frontend *f, unsigned q, uint32_t *len)
+void *vu_wait_used(struct vqs_vu_frontend *f, unsigned q, uint32_t *len)
 {
 	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, q);
 	for (int tries = 0; tries < 400; tries++) {
@@ -230,7 +251,7 @@ int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uin
 				return -errno;
 		}
 		uint32_t got = 0;
-		void *tok = wait_used(f, q, &got);
+		void *tok = vu_wait_used(f, q, &got);
 		if (tok != po)
 			return -ETIMEDOUT;
 		if (got != len || memcmp(po, pi, len) != 0)
@@ -274,4 +295,29 @@ int vu_kick_restart(struct vqs_vu_frontend *f, unsigned q)
 	int kick = vqs_vu_frontend_kick_fd(f, q);
 	return vqs_vu_frontend_request(f, VQS_VU_SET_VRING_KICK, &idx, 8, &kick, 1, true, NULL, 0,
 				       NULL);
+}
+
+static void *traffic_thread(void *arg)
+{
+	struct vu_traffic *t = arg;
+	while (!atomic_load(&t->stop) && t->err == 0 && (!t->max_calls || t->rounds < t->max_calls)) {
+		t->err = vu_echo_roundtrip(t->f, 0, t->count, t->len);
+		t->rounds++;
+	}
+	return NULL;
+}
+
+int vu_traffic_start(struct vu_traffic *t)
+{
+	atomic_store(&t->stop, false);
+	t->err = 0;
+	t->rounds = 0;
+	return -pthread_create(&t->thread, NULL, traffic_thread, t);
+}
+
+int vu_traffic_stop(struct vu_traffic *t)
+{
+	atomic_store(&t->stop, true);
+	pthread_join(t->thread, NULL);
+	return t->err;
 }

@@ -18,7 +18,7 @@ struct vu_echo {
 	uint8_t config[VU_CONFIG_SIZE];
 	_Atomic uint64_t completed;
 	/* Completion delay per request, to keep requests in flight (inflight tests). */
-	uint32_t delay_us;
+	_Atomic uint32_t delay_us; /* a test may change it while the queues run */
 	/*
 	 * Asynchronous mode (vu_echo_start_async): handlers only queue the echoed requests; a
 	 * completer thread completes the newest first, one per delay_us. The used ring then is no
@@ -32,7 +32,8 @@ struct vu_echo {
 	struct vqs_req *pending[1024];
 	uint32_t written[1024];
 };
-/* An echo device with num_queues queues offering `features` and every protocol feature. */
+/* An echo device with num_queues queues offering `features` and every protocol feature; its
+ * device state (DEVICE_STATE) is its config space. */
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features);
 /* Switch e to asynchronous completion (runs until the process exits). 0 or -errno. */
 int vu_echo_start_async(struct vu_echo *e);
@@ -55,8 +56,28 @@ bool vu_env_wait_disconnects(struct vu_env *env, uint64_t n);
 /* Frontend options for env's socket: 1 queue of 64, EVENT_IDX + VERSION_1, 1 MiB arena. */
 void vu_env_frontend_opts(const struct vu_env *env, struct vqs_vu_frontend_opts *o);
 
+/* The next completion on queue q (its token, *len the bytes written), sleeping on the call
+ * eventfd; NULL after about 4 s without one. */
+void *vu_wait_used(struct vqs_vu_frontend *f, unsigned q, uint32_t *len);
+
 /* Echo `count` requests of `len` bytes through queue q, checking every byte. 0 or -errno. */
 int vu_echo_roundtrip(struct vqs_vu_frontend *f, unsigned q, unsigned count, uint32_t len);
+
+/* A thread echoing on queue 0 of f until stopped: calls of vu_echo_roundtrip(f, 0, count, len),
+ * at most max_calls (each takes two buffers of the arena for good; 0 = no limit). The thread
+ * owns queue 0 meanwhile. */
+struct vu_traffic {
+	struct vqs_vu_frontend *f;
+	unsigned count, max_calls;
+	uint32_t len;
+	pthread_t thread;
+	_Atomic bool stop;
+	int err;         /* the first failure, read after vu_traffic_stop */
+	unsigned rounds; /* calls made, read after vu_traffic_stop */
+};
+int vu_traffic_start(struct vu_traffic *t);
+/* Stop and join the thread; its first error (0 when none). */
+int vu_traffic_stop(struct vu_traffic *t);
 
 /* Send SET_VRING_KICK with queue q's kick eventfd (acked): restarts a stopped ring. 0 or -errno. */
 int vu_kick_restart(struct vqs_vu_frontend *f, unsigned q);

@@ -23,6 +23,7 @@ static struct vu_env env;
 enum stage {
 	STAGE_CONNECTED,  /* no message sent yet */
 	STAGE_NEGOTIATED, /* features, protocol features (REPLY_ACK), memory table */
+	STAGE_NEGOTIATED_BARE, /* the same with REPLY_ACK the only protocol feature */
 	STAGE_RUNNING,    /* full setup, ring 0 running */
 };
 
@@ -54,9 +55,11 @@ static struct vqs_vu_frontend *frontend_at(enum stage s)
 	struct vqs_vu_frontend_opts o;
 	struct vqs_vu_frontend *f;
 	vu_env_frontend_opts(&env, &o);
+	if (s == STAGE_NEGOTIATED_BARE)
+		o.protocol_features = VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK);
 	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
-	if (s == STAGE_NEGOTIATED)
+	if (s == STAGE_NEGOTIATED || s == STAGE_NEGOTIATED_BARE)
 		assert_int_equal(vqs_vu_frontend_negotiate(f), 0);
 	if (s == STAGE_RUNNING)
 		assert_int_equal(vqs_vu_frontend_setup(f), 0);
@@ -271,11 +274,118 @@ HOSTILE_CASE(test_add_mem_reg_without_fd, STAGE_NEGOTIATED, {
 	send_msg(f, VQS_VU_ADD_MEM_REG, NEED, sizeof(reg), &reg, sizeof(reg), NULL, 0);
 })
 
-HOSTILE_CASE(test_log_base_not_negotiated, STAGE_NEGOTIATED, {
-	int fd = memfd_of(4096);
-	uint64_t log[2] = { 4096, 0 };
-	send_msg(f, VQS_VU_SET_LOG_BASE, NEED, 16, log, 16, &fd, 1);
+/* ---- dirty log (the frontend's arena, 1 MiB at 1 MiB, needs a log of 64 bytes) ---- */
+
+static void send_log_base(struct vqs_vu_frontend *f, uint64_t size, uint64_t off, size_t fd_size)
+{
+	int fd = memfd_of(fd_size);
+	struct vqs_vu_log l = { size, off };
+	send_msg(f, VQS_VU_SET_LOG_BASE, NEED, sizeof(l), &l, sizeof(l), &fd, 1);
 	close(fd);
+}
+
+HOSTILE_CASE(test_log_base_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_log_base(f, 4096, 0, 4096); })
+
+HOSTILE_CASE(test_log_base_size_zero, STAGE_NEGOTIATED, { send_log_base(f, 0, 0, 4096); })
+
+/* CVE-2020-10722: offset and size unchecked against the fd. */
+HOSTILE_CASE(test_log_base_offset_beyond_fd, STAGE_NEGOTIATED,
+	     { send_log_base(f, 64, 8192, 4096); })
+
+HOSTILE_CASE(test_log_base_size_beyond_fd, STAGE_NEGOTIATED,
+	     { send_log_base(f, 1u << 20, 0, 4096); })
+
+HOSTILE_CASE(test_log_base_offset_overflowing, STAGE_NEGOTIATED,
+	     { send_log_base(f, 64, UINT64_MAX - 8, 4096); })
+
+/* A bitmap that cannot cover guest memory would have pages written unlogged (or past its end:
+ * CVE-2019-14835). */
+HOSTILE_CASE(test_log_base_too_small_for_memory, STAGE_NEGOTIATED,
+	     { send_log_base(f, 32, 0, 4096); })
+
+HOSTILE_CASE(test_log_base_without_fd, STAGE_NEGOTIATED, {
+	struct vqs_vu_log l = { 64, 0 };
+	send_msg(f, VQS_VU_SET_LOG_BASE, NEED, sizeof(l), &l, sizeof(l), NULL, 0);
+})
+
+HOSTILE_CASE(test_log_fd_not_negotiated, STAGE_NEGOTIATED_BARE, {
+	int fd = eventfd(0, EFD_CLOEXEC);
+	send_msg(f, VQS_VU_SET_LOG_FD, NEED, 0, NULL, 0, &fd, 1);
+	close(fd);
+})
+
+HOSTILE_CASE(test_log_fd_payload_size_wrong, STAGE_NEGOTIATED, {
+	int fd = eventfd(0, EFD_CLOEXEC);
+	uint32_t v = 0;
+	send_msg(f, VQS_VU_SET_LOG_FD, NEED, sizeof(v), &v, sizeof(v), &fd, 1);
+	close(fd);
+})
+
+HOSTILE_CASE(test_reset_device_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_msg(f, VQS_VU_RESET_DEVICE, NEED, 0, NULL, 0, NULL, 0); })
+
+HOSTILE_CASE(test_reset_device_with_payload, STAGE_NEGOTIATED, {
+	uint64_t v = 0;
+	send_msg(f, VQS_VU_RESET_DEVICE, NEED, 8, &v, 8, NULL, 0);
+})
+
+/* ---- device state (the echo device's state is its config space) ---- */
+
+static void send_state_fd(struct vqs_vu_frontend *f, uint32_t direction, uint32_t phase)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct vqs_vu_device_state ds = { direction, phase };
+	send_msg(f, VQS_VU_SET_DEVICE_STATE_FD, NEED, sizeof(ds), &ds, sizeof(ds), &p[1], 1);
+	close(p[0]);
+	close(p[1]);
+}
+
+HOSTILE_CASE(test_device_state_fd_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_state_fd(f, VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_bad_direction, STAGE_NEGOTIATED,
+	     { send_state_fd(f, 2, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_unknown_phase, STAGE_NEGOTIATED,
+	     { send_state_fd(f, VQS_VU_STATE_LOAD, 1); })
+
+/* The state of a running device does not hold still. */
+HOSTILE_CASE(test_device_state_fd_while_running, STAGE_RUNNING,
+	     { send_state_fd(f, VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED); })
+
+HOSTILE_CASE(test_device_state_fd_without_fd, STAGE_NEGOTIATED, {
+	struct vqs_vu_device_state ds = { VQS_VU_STATE_SAVE, VQS_VU_STATE_PHASE_STOPPED };
+	send_msg(f, VQS_VU_SET_DEVICE_STATE_FD, NEED, sizeof(ds), &ds, sizeof(ds), NULL, 0);
+})
+
+HOSTILE_CASE(test_check_device_state_not_negotiated, STAGE_NEGOTIATED_BARE,
+	     { send_msg(f, VQS_VU_CHECK_DEVICE_STATE, NEED, 0, NULL, 0, NULL, 0); })
+
+HOSTILE_CASE(test_check_device_state_with_payload, STAGE_NEGOTIATED, {
+	uint64_t v = 0;
+	send_msg(f, VQS_VU_CHECK_DEVICE_STATE, NEED, 8, &v, 8, NULL, 0);
+})
+
+/* Only LOG_ALL may change while the queues run. */
+HOSTILE_CASE(test_features_changed_while_running, STAGE_RUNNING, {
+	uint64_t v = vqs_vu_frontend_features(f) & ~VQS_BIT(VQS_F_EVENT_IDX);
+	send_msg(f, VQS_VU_SET_FEATURES, NEED, 8, &v, 8, NULL, 0);
+})
+
+/* A running ring takes a change of its log flag only, never new addresses. */
+HOSTILE_CASE(test_vring_addr_moved_while_running, STAGE_RUNNING, {
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(vqs_vu_frontend_vq(f, 0), &desc, &drv, &dev);
+	uint8_t *host = vqs_gmem_host(vqs_vu_frontend_gmem(f), desc, 1);
+	struct vqs_vu_vring_addr a = { 0, 0, (uint64_t)(uintptr_t)host + 0x10000,
+				       (uint64_t)(uintptr_t)vqs_gmem_host(vqs_vu_frontend_gmem(f),
+									   dev, 1),
+				       (uint64_t)(uintptr_t)vqs_gmem_host(vqs_vu_frontend_gmem(f),
+									   drv, 1),
+				       0 };
+	send_msg(f, VQS_VU_SET_VRING_ADDR, NEED, sizeof(a), &a, sizeof(a), NULL, 0);
 })
 
 /* ---- rings ---- */
@@ -493,6 +603,25 @@ int main(void)
 		cmocka_unit_test(test_mem_region_larger_than_fd),
 		cmocka_unit_test(test_add_mem_reg_without_fd),
 		cmocka_unit_test(test_log_base_not_negotiated),
+		cmocka_unit_test(test_log_base_size_zero),
+		cmocka_unit_test(test_log_base_offset_beyond_fd),
+		cmocka_unit_test(test_log_base_size_beyond_fd),
+		cmocka_unit_test(test_log_base_offset_overflowing),
+		cmocka_unit_test(test_log_base_too_small_for_memory),
+		cmocka_unit_test(test_log_base_without_fd),
+		cmocka_unit_test(test_log_fd_not_negotiated),
+		cmocka_unit_test(test_log_fd_payload_size_wrong),
+		cmocka_unit_test(test_reset_device_not_negotiated),
+		cmocka_unit_test(test_reset_device_with_payload),
+		cmocka_unit_test(test_device_state_fd_not_negotiated),
+		cmocka_unit_test(test_device_state_fd_bad_direction),
+		cmocka_unit_test(test_device_state_fd_unknown_phase),
+		cmocka_unit_test(test_device_state_fd_while_running),
+		cmocka_unit_test(test_device_state_fd_without_fd),
+		cmocka_unit_test(test_check_device_state_not_negotiated),
+		cmocka_unit_test(test_check_device_state_with_payload),
+		cmocka_unit_test(test_features_changed_while_running),
+		cmocka_unit_test(test_vring_addr_moved_while_running),
 		cmocka_unit_test(test_vring_index_out_of_range),
 		cmocka_unit_test(test_vring_index_high_bits),
 		cmocka_unit_test(test_vring_fd_index_high_bits),

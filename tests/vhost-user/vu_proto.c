@@ -379,23 +379,6 @@ static void test_mem_table_replaced_and_slots_added_while_running(void **state)
 	vu_env_stop(&env);
 }
 
-struct traffic {
-	struct vqs_vu_frontend *f;
-	_Atomic bool stop;
-	int err;
-	unsigned rounds;
-};
-
-static void *traffic_thread(void *arg)
-{
-	struct traffic *t = arg;
-	while (!atomic_load(&t->stop) && t->err == 0) {
-		t->err = vu_echo_roundtrip(t->f, 0, 100, 512);
-		t->rounds++;
-	}
-	return NULL;
-}
-
 /* Issue 6 "Faults": the memory table replaced, and kick/call fds replaced (by other fds for the
  * same eventfds) and the old ones closed, while a thread keeps requests flowing. */
 static void test_mem_table_and_ring_fds_replaced_under_traffic(void **state)
@@ -405,7 +388,7 @@ static void test_mem_table_and_ring_fds_replaced_under_traffic(void **state)
 	struct vqs_vu_frontend_opts o;
 	vu_env_frontend_opts(&env, &o);
 	o.mem_size = 8u << 20;
-	struct traffic t = { 0 };
+	struct vu_traffic t = { .count = 100, .len = 512 };
 	assert_int_equal(vqs_vu_frontend_create(&t.f, &o), 0);
 	assert_int_equal(vqs_vu_frontend_connect(t.f), 0);
 	assert_int_equal(vqs_vu_frontend_setup(t.f), 0);
@@ -415,8 +398,7 @@ static void test_mem_table_and_ring_fds_replaced_under_traffic(void **state)
 		vqs_gmem_base(g), vqs_gmem_size(g),
 		(uint64_t)(uintptr_t)vqs_gmem_host(g, vqs_gmem_base(g), 1), 0 };
 	int memfd = vqs_gmem_fd(g);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, traffic_thread, &t), 0);
+	assert_int_equal(vu_traffic_start(&t), 0);
 	for (unsigned i = 0; i < (unsigned)vqs_test_scaled(60); i++) {
 		uint64_t idx = 0;
 		int fd;
@@ -444,9 +426,7 @@ static void test_mem_table_and_ring_fds_replaced_under_traffic(void **state)
 		}
 		usleep(2000);
 	}
-	atomic_store(&t.stop, true);
-	pthread_join(th, NULL);
-	assert_int_equal(t.err, 0);
+	assert_int_equal(vu_traffic_stop(&t), 0);
 	assert_true(t.rounds > 0);
 	vqs_vu_frontend_destroy(t.f);
 	vu_env_stop(&env);

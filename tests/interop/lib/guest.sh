@@ -4,6 +4,9 @@
 #   guest_setup TOOL...  -> installs QEMU and what the guest is built from, then sets
 #                           GUEST_KERNEL, GUEST_INITRD (cached) and GUEST_ACCEL (kvm or tcg);
 #                           fails when a TOOL the caller's guests run is not in the initramfs
+#   guest_net LOG N SOCK RUN [qemu args...] -> spawns a guest (after guest_setup; killed after
+#                           GUEST_TIMEOUT_S, default 240 s) at 169.254.0.N with one virtio-net
+#                           NIC on the vhost-user socket SOCK; SPAWNED is its pid
 #
 # Every guest is the same image, with every tool any script's guests run (GUEST_TOOLS), so which
 # script builds it first does not matter. The cache directory is named after a hash of what went
@@ -151,4 +154,16 @@ guest_qemu_accel() { # needs GUEST_KERNEL/GUEST_INITRD from guest_image
   else
     echo tcg
   fi
+}
+
+guest_net() { # guest_net LOG N SOCK RUN [qemu args...]: memfd memory shared with the backend
+  local log=$1 n=$2 sock=$3 run=$4
+  shift 4
+  spawn "$log" timeout "${GUEST_TIMEOUT_S:-240}" qemu-system-x86_64 -accel "$GUEST_ACCEL" -m 512 -smp 1 \
+    -nographic -monitor none -no-reboot -nic none \
+    -kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
+    -append "console=ttyS0 quiet vqs.ip=169.254.0.$n/16 vqs.run=\"$run\"" \
+    -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
+    -chardev socket,id=c0,path="$sock" -netdev vhost-user,id=n0,chardev=c0 \
+    -device virtio-net-pci,netdev=n0,mac=52:54:00:00:00:0$n,vectors=0 "$@"
 }

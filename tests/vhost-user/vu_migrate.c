@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live migration through the library's own frontend (issue 20): dirty page logging switched on
+ * and off while the queues run, marking exactly the pages the backend wrote; GET_VRING_BASE
+ * stopping a ring with every completion published and logged; a second backend resuming from
+ * SET_VRING_BASE with nothing lost or done twice.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vu_fixture.h"
+
+#define PAGE VQS_MEM_LOG_PAGE
+#define LOG_MAX 4096
+
+static struct vqs_vu_frontend *start(struct vu_env *env, bool packed)
+{
+	assert_int_equal(vu_env_start(env, 1, false), 0);
+	struct vqs_vu_frontend_opts o;
+	struct vqs_vu_frontend *f;
+	vu_env_frontend_opts(env, &o);
+	o.queue_size = 1024; /* room for INFLIGHT chains of two descriptors */
+	o.mem_size = 4u << 20;
+	if (packed)
+		o.features |= VQS_BIT(VQS_F_RING_PACKED);
+	assert_int_equal(vqs_vu_frontend_create(&f, &o), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	return f;
+}
+
+static void stop(struct vu_env *env, struct vqs_vu_frontend *f)
+{
+	vqs_vu_frontend_destroy(f);
+	vu_env_stop(env);
+}
+
+static void set_pages(uint8_t *want, uint64_t gpa, uint64_t len)
+{
+	for (uint64_t p = gpa / PAGE; p <= (gpa + len - 1) / PAGE; p++)
+		want[p / 8] |= (uint8_t)(1u << (p % 8));
+}
+
+static bool page_marked(const uint8_t *log, uint64_t gpa)
+{
+	uint64_t p = gpa / PAGE;
+	return log[p / 8] & (1u << (p % 8));
+}
+
+/* gpa of the area the backend writes for queue 0: split used ring, packed descriptor ring. */
+static uint64_t device_written_area(struct vqs_vu_frontend *f)
+{
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(vqs_vu_frontend_vq(f, 0), &desc, &drv, &dev);
+	return (vqs_vu_frontend_features(f) & VQS_BIT(VQS_F_RING_PACKED)) ? desc : dev;
+}
+
+static void kick(struct vqs_vu_frontend *f)
+{
+	uint64_t one = 1;
+	if (vqs_drv_kick_prepare(vqs_vu_frontend_vq(f, 0)))
+		assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
+}
+
+/* One echo request whose writable buffer straddles a page boundary: exactly its two pages and
+ * the used ring's are marked. */
+static void logs_exactly(bool packed)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, packed);
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	uint8_t log[LOG_MAX], want[LOG_MAX] = { 0 };
+	assert_int_equal(vu_echo_roundtrip(f, 0, 4, 64), 0); /* before logging: not marked */
+	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	size_t n = vqs_vu_frontend_log_sync(f, log, sizeof(log));
+	assert_true(n > 0 && n <= LOG_MAX);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(log[i], 0);
+
+	uint64_t out = vqs_gmem_alloc(g, 64, 64), in = vqs_gmem_alloc(g, 2 * PAGE, PAGE) + PAGE - 32;
+	memset(vqs_gmem_host(g, out, 64), 0x5a, 64);
+	struct vqs_drv_buf bufs[2] = { { out, 64 }, { in, 64 } };
+	int token;
+	assert_int_equal(vqs_drv_add(vqs_vu_frontend_vq(f, 0), bufs, 1, 1, &token, false), 0);
+	kick(f);
+	uint32_t len;
+	assert_ptr_equal(vu_wait_used(f, 0, &len), &token);
+	assert_int_equal(len, 64);
+	assert_int_equal(vqs_vu_frontend_log_sync(f, log, sizeof(log)), n);
+	set_pages(want, in, 64);
+	set_pages(want, device_written_area(f), 1);
+	assert_memory_equal(log, want, n);
+
+	/* Off, live: nothing marked any more. */
+	assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	vqs_vu_frontend_log_sync(f, log, sizeof(log));
+	memset(want, 0, sizeof(want));
+	assert_memory_equal(log, want, n);
+	stop(&env, f);
+}
+
+static void test_log_marks_written_pages_split(void **state) { logs_exactly(false); }
+static void test_log_marks_written_pages_packed(void **state) { logs_exactly(true); }
+
+/* ---- switching logging on and off while traffic runs (run under TSan too) ---- */
+
+static void test_log_switched_under_traffic(void **state)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, false);
+	struct vu_traffic t = { .f = f, .count = 20, .len = 256, .max_calls = 400 };
+	uint8_t log[LOG_MAX];
+	assert_int_equal(vu_traffic_start(&t), 0);
+	unsigned marked = 0;
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+		usleep(2000);
+		size_t n = vqs_vu_frontend_log_sync(f, log, sizeof(log));
+		for (size_t k = 0; k < n; k++)
+			marked += log[k] != 0;
+		assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+		usleep(1000);
+	}
+	assert_int_equal(vu_traffic_stop(&t), 0);
+	assert_true(t.rounds > 0);
+	assert_true(marked > 0);
+	stop(&env, f);
+}
+
+/* ---- moving the ring state to a second backend ---- */
+
+/* More than a scheduler turn takes (budget_pkts 256): the source stops with some never popped. */
+#define INFLIGHT 400
+
+static void migrates(bool packed)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, packed);
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
+	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	uint8_t log[LOG_MAX];
+	vqs_vu_frontend_log_sync(f, log, sizeof(log));
+
+	/* Requests in flight as the source stops, slow to complete. */
+	env.echo.delay_us = 300;
+	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
+	uint8_t *src = vqs_gmem_host(g, out, 64);
+	memset(src, 0xa5, 64);
+	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
+	for (unsigned i = 0; i < INFLIGHT; i++) {
+		in[i] = vqs_gmem_alloc(g, 64, 64);
+		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
+		assert_int_equal(vqs_drv_add(dq, bufs, 1, 1, &tokens[i], false), 0);
+	}
+	kick(f);
+	usleep(3000);
+	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
+
+	/* Stopped: every completion the source made is published and logged. */
+	vqs_vu_frontend_log_sync(f, log, sizeof(log));
+	unsigned done_by_source = 0;
+	for (unsigned i = 0; i < INFLIGHT; i++) {
+		if (memcmp(vqs_gmem_host(g, in[i], 64), src, 64) != 0)
+			continue;
+		done_by_source++;
+		assert_true(page_marked(log, in[i]));
+	}
+	struct vqs_drv_pos pos;
+	assert_int_equal(vqs_drv_position(dq, &pos), 0);
+	if (done_by_source)
+		assert_true(page_marked(log, device_written_area(f)));
+
+	/* The destination: another backend and device on the same socket path. */
+	uint64_t source_done = atomic_load(&env.echo.completed);
+	vqs_vu_backend_destroy(env.backend);
+	struct vu_echo dest;
+	vu_echo_init(&dest, 1, env.echo.ops.features);
+	struct vqs_vu_backend_opts bo;
+	vqs_vu_backend_opts_init(&bo);
+	bo.path = env.path;
+	bo.sched = env.sched;
+	bo.ops = &dest.ops;
+	bo.opaque = &dest;
+	assert_int_equal(vqs_vu_backend_create(&env.backend, &bo), 0);
+	assert_int_equal(vqs_vu_frontend_connect(f), 0);
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+
+	for (unsigned k = 0; k < INFLIGHT; k++) {
+		uint32_t len;
+		int *tok = vu_wait_used(f, 0, &len);
+		assert_non_null(tok);
+		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
+		assert_int_equal(len, 64);
+		assert_int_equal(seen[tok - tokens]++, 0);
+	}
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
+	/* Each request served once: by the source before it stopped, or by the destination. */
+	assert_int_equal(source_done + atomic_load(&dest.completed), 100 + INFLIGHT + 100);
+	assert_int_equal(atomic_load(&dest.completed), INFLIGHT - done_by_source + 100);
+	assert_true(done_by_source < INFLIGHT);
+	print_message("%s: %u of %u in flight done by the source\n", packed ? "packed" : "split",
+		      done_by_source, INFLIGHT);
+	stop(&env, f);
+}
+
+static void test_migrate_ring_state_split(void **state) { migrates(false); }
+static void test_migrate_ring_state_packed(void **state) { migrates(true); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_log_marks_written_pages_split),
+		cmocka_unit_test(test_log_marks_written_pages_packed),
+		cmocka_unit_test(test_log_switched_under_traffic),
+		cmocka_unit_test(test_migrate_ring_state_split),
+		cmocka_unit_test(test_migrate_ring_state_packed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
