@@ -227,6 +227,9 @@ struct sched_policy {
 	bool (*keep_polling)(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now);
 };
 const struct sched_policy *sched_policy_get(enum vqs_policy p);
+/* The start of a worker's awake span (sched_worker.awake_ns) after a sleep from asleep_ns to
+ * now_ns: the adaptive hold's measure of sustained load (policy.c, (c)). */
+uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;

@@ -221,6 +221,14 @@ static bool arrivals_poll(const struct vqs_sched *s, const struct adapt_arrivals
 	return now - a->last_arrival_ns < (window > hold ? window : hold);
 }
 
+/* The awake span so far less the time slept, so that one stall of the drivers shortens it
+ * instead of starting over ((c) above); a sleep that outlasts the span starts it over. */
+uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns)
+{
+	uint64_t slept = now_ns - asleep_ns;
+	return now_ns - awake_ns > 2 * slept ? awake_ns + 2 * slept : now_ns;
+}
+
 static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsigned n,
 			  unsigned backlog, uint64_t now)
 {

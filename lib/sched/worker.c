@@ -787,10 +787,8 @@ static void worker_sleep(struct sched_worker *w)
 	int n = epoll_wait(g->epfd, ev, 64, -1);
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
-	/* The adaptive hold's measure of sustained load (policy.c, (c)): the awake span so far less
-	 * the time slept, so that one stall of the drivers shortens it instead of starting over. */
 	uint64_t slept = now - t;
-	w->awake_ns = now - w->awake_ns > 2 * slept ? w->awake_ns + 2 * slept : now;
+	w->awake_ns = sched_awake_after_sleep(w->awake_ns, t, now);
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);

@@ -135,6 +135,88 @@ static void adaptive_single_queue_follows_its_rate(void **state)
 }
 
 /*
+ * The hold ((c) in policy.c). W = 50 us and spin_pct 200 here: a stream of a request every 10 us
+ * polls through an empty ring for 40 us by its rate alone (4 gaps), so a pause of 1 ms outlasts
+ * that 25 times over, and only the hold, a sixteenth of the worker's awake span up to the last
+ * arrival (at most 10 ms), rides it out. One queue: the worker's arrivals are the queue's.
+ */
+
+/* Requests every 10 us on queue 0 from `from` for `len`; returns the last arrival. */
+static uint64_t stream_10us(struct fake *f, uint64_t from, uint64_t len)
+{
+	uint64_t t = from;
+	for (; t < from + len; t += 10 * US)
+		arrive(f, 0, t);
+	return t - 10 * US;
+}
+
+/* Sustained load (a driver streaming for 300 ms) pauses: the worker rides out the pause. */
+static void adaptive_hold_rides_out_a_pause_after_a_long_stream(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t last = stream_10us(f, 1 * MS, 300 * MS);
+	assert_true(polled(f, 0, last + 1 * MS));
+	/* and the stream resumes at the rate it had */
+	last = stream_10us(f, last + 1 * MS, 1 * MS);
+	assert_true(polled(f, 0, last + 30 * US));
+	free(f);
+}
+
+/* The hold grows with the awake span: a worker woken by a burst of 10 requests (awake 90 us, a
+ * hold of under 6 us) sleeps through a 1 ms pause; one kept awake by 17 ms of stream (a hold of
+ * 1.06 ms) rides out 0.9 ms of it, not 2 ms. */
+static void adaptive_hold_not_after_a_short_burst(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t last = stream_10us(f, 1 * MS, 100 * US);
+	assert_true(polled(f, 0, last + 30 * US)); /* its rate alone polls through a gap */
+	assert_false(polled(f, 0, last + 1 * MS));
+	free(f);
+	f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	last = stream_10us(f, 1 * MS, 17 * MS);
+	assert_true(polled(f, 0, last + 900 * US));
+	assert_false(polled(f, 0, last + 2 * MS));
+	free(f);
+}
+
+/* The stream ends for good: polling stops at the hold's cap, 10 ms after the last arrival,
+ * however long the worker was awake. */
+static void adaptive_hold_ends_at_its_cap_after_the_stream(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t last = stream_10us(f, 1 * MS, 1000 * MS);
+	assert_true(polled(f, 0, last + 9900 * US));
+	assert_false(polled(f, 0, last + 10 * MS));
+	assert_false(polled(f, 0, last + 30 * MS));
+	free(f);
+}
+
+/* A sleep shortens the awake span by its length rather than starting it over: after 100 ms of
+ * stream, a driver stall of 8 ms (the worker held for 6.25 ms, then slept 1.75 ms) and 1 ms of
+ * stream again, a 1 ms pause is still ridden out (a span started over at the wake-up would hold
+ * for 62 us). A sleep longer than the span starts it over. */
+static void adaptive_sleep_shortens_the_hold_span(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t last = stream_10us(f, 1 * MS, 100 * MS);
+	uint64_t asleep = last + 6250 * US, woke = last + 8 * MS;
+	assert_false(polled(f, 0, asleep));
+	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke);
+	assert_int_equal(woke - f->w.awake_ns, (asleep - 1 * MS) - (woke - asleep));
+	last = stream_10us(f, woke, 1 * MS);
+	assert_true(polled(f, 0, last + 1 * MS));
+	/* then 200 ms asleep, longer than it had been awake: a burst after it does not hold */
+	asleep = last + 7 * MS;
+	assert_false(polled(f, 0, asleep));
+	woke = asleep + 200 * MS;
+	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke);
+	assert_int_equal(f->w.awake_ns, woke);
+	last = stream_10us(f, woke, 100 * US);
+	assert_false(polled(f, 0, last + 1 * MS));
+	free(f);
+}
+
+/*
  * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
  * the knob moves them. A steady queue with 60 us between requests is worth polling where a
  * wake-up costs 50 us (60 < 2 wake-ups) but not where it costs 20 us (bare metal: sleeping is
@@ -203,6 +285,10 @@ int main(void)
 		cmocka_unit_test(adaptive_many_queues_on_a_busy_worker_stay_polled),
 		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
 		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
+		cmocka_unit_test(adaptive_hold_rides_out_a_pause_after_a_long_stream),
+		cmocka_unit_test(adaptive_hold_not_after_a_short_burst),
+		cmocka_unit_test(adaptive_hold_ends_at_its_cap_after_the_stream),
+		cmocka_unit_test(adaptive_sleep_shortens_the_hold_span),
 		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
