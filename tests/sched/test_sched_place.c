@@ -186,27 +186,36 @@ static void test_place_auto_pinned_creator_avoids_busy_cpu(void **state)
 	vqs_sched_destroy(s);
 }
 
+/* A scheduler under policy p serves traffic on two queues and is destroyed with them attached. */
+static void serve_and_destroy(enum vqs_policy p)
+{
+	struct vqs_sched_opts o;
+	opts(&o, p, VQS_PLACE_AUTO, 2);
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &o), 0);
+	static struct traffic t;
+	struct traffic_cfg cfg = {.nqueues = 2, .total = 2000, .num = 64, .features = FEATURES,
+				  .mode = TRAFFIC_MIXED, .group = -1};
+	assert_int_equal(traffic_init(&t, s, &cfg), 0);
+	traffic_start(&t);
+	assert_int_equal(traffic_join(&t), 0);
+	/* Queues stay attached: destroy must detach them itself. */
+	for (unsigned i = 0; i < cfg.nqueues; i++)
+		atomic_store(&t.tq[i].q, NULL);
+	vqs_sched_destroy(s);
+	traffic_fini(&t);
+}
+
 static void test_destroy_leaves_no_thread_or_fd(void **state)
 {
+	/* The first round starts the one thread that outlives it by design: liburcu's call_rcu
+	 * thread, shared by the process, started by the first guest-memory table retired (mem.c)
+	 * and never stopped. The count is taken after it: whether the placement tests before this
+	 * one ran (they do not on one CPU) must not decide what it counts. */
+	serve_and_destroy(VQS_POLICY_DEDICATED);
 	unsigned threads = vqs_test_count_threads(), fds = vqs_test_count_fds();
-	for (unsigned p = 0; p < 4; p++) {
-		struct vqs_sched_opts o;
-		opts(&o, (enum vqs_policy)p, VQS_PLACE_AUTO, 2);
-		struct vqs_sched *s;
-		assert_int_equal(vqs_sched_create(&s, &o), 0);
-		static struct traffic t;
-		struct traffic_cfg cfg = {.nqueues = 2, .total = 2000, .num = 64,
-					  .features = FEATURES, .mode = TRAFFIC_MIXED,
-					  .group = -1};
-		assert_int_equal(traffic_init(&t, s, &cfg), 0);
-		traffic_start(&t);
-		assert_int_equal(traffic_join(&t), 0);
-		/* Queues stay attached: destroy must detach them itself. */
-		for (unsigned i = 0; i < cfg.nqueues; i++)
-			atomic_store(&t.tq[i].q, NULL);
-		vqs_sched_destroy(s);
-		traffic_fini(&t);
-	}
+	for (unsigned p = 0; p < 4; p++)
+		serve_and_destroy((enum vqs_policy)p);
 	assert_int_equal(vqs_test_count_threads(), threads);
 	assert_int_equal(vqs_test_count_fds(), fds);
 }
