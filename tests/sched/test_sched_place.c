@@ -186,21 +186,29 @@ static void test_place_auto_pinned_creator_avoids_busy_cpu(void **state)
 	vqs_sched_destroy(s);
 }
 
-/* A scheduler under policy p serves traffic on two queues and is destroyed with them attached. */
-static void serve_and_destroy(enum vqs_policy p)
+/* A scheduler with two workers serves `total` requests on two queues (t). */
+static struct vqs_sched *serve(struct traffic *t, enum vqs_policy p, enum vqs_placement pl,
+			       unsigned total, enum traffic_mode mode)
 {
 	struct vqs_sched_opts o;
-	opts(&o, p, VQS_PLACE_AUTO, 2);
+	opts(&o, p, pl, 2);
 	struct vqs_sched *s;
 	assert_int_equal(vqs_sched_create(&s, &o), 0);
+	struct traffic_cfg cfg = {.nqueues = 2, .total = total, .num = 64, .features = FEATURES,
+				  .mode = mode, .group = -1};
+	assert_int_equal(traffic_init(t, s, &cfg), 0);
+	traffic_start(t);
+	assert_int_equal(traffic_join(t), 0);
+	return s;
+}
+
+/* Serve under policy p, then destroy the scheduler with its queues attached. */
+static void serve_and_destroy(enum vqs_policy p)
+{
 	static struct traffic t;
-	struct traffic_cfg cfg = {.nqueues = 2, .total = 2000, .num = 64, .features = FEATURES,
-				  .mode = TRAFFIC_MIXED, .group = -1};
-	assert_int_equal(traffic_init(&t, s, &cfg), 0);
-	traffic_start(&t);
-	assert_int_equal(traffic_join(&t), 0);
+	struct vqs_sched *s = serve(&t, p, VQS_PLACE_AUTO, 2000, TRAFFIC_MIXED);
 	/* Queues stay attached: destroy must detach them itself. */
-	for (unsigned i = 0; i < cfg.nqueues; i++)
+	for (unsigned i = 0; i < t.cfg.nqueues; i++)
 		atomic_store(&t.tq[i].q, NULL);
 	vqs_sched_destroy(s);
 	traffic_fini(&t);
@@ -222,16 +230,8 @@ static void test_destroy_leaves_no_thread_or_fd(void **state)
 
 static void test_stats_json_and_getters(void **state)
 {
-	struct vqs_sched_opts o;
-	opts(&o, VQS_POLICY_POOL, VQS_PLACE_FLOAT, 2);
-	struct vqs_sched *s;
-	assert_int_equal(vqs_sched_create(&s, &o), 0);
 	static struct traffic t;
-	struct traffic_cfg cfg = {.nqueues = 2, .total = 5000, .num = 64, .features = FEATURES,
-				  .mode = TRAFFIC_SYNC, .group = -1};
-	assert_int_equal(traffic_init(&t, s, &cfg), 0);
-	traffic_start(&t);
-	assert_int_equal(traffic_join(&t), 0);
+	struct vqs_sched *s = serve(&t, VQS_POLICY_POOL, VQS_PLACE_FLOAT, 5000, TRAFFIC_SYNC);
 
 	int need = vqs_sched_stats_json(s, NULL, 0);
 	assert_true(need > 0);

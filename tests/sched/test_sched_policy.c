@@ -162,33 +162,34 @@ static void adaptive_hold_rides_out_a_pause_after_a_long_stream(void **state)
 	free(f);
 }
 
-/* The hold grows with the awake span: a worker woken by a burst of 10 requests (awake 90 us, a
- * hold of under 6 us) sleeps through a 1 ms pause; one kept awake by 17 ms of stream (a hold of
- * 1.06 ms) rides out 0.9 ms of it, not 2 ms. */
-static void adaptive_hold_not_after_a_short_burst(void **state)
+/* Does a worker woken at 1 ms that has seen `len` of stream since still poll `pause` after its
+ * last request? */
+static bool pause_polled(uint64_t len, uint64_t pause)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
-	uint64_t last = stream_10us(f, 1 * MS, 100 * US);
-	assert_true(polled(f, 0, last + 30 * US)); /* its rate alone polls through a gap */
-	assert_false(polled(f, 0, last + 1 * MS));
+	bool p = polled(f, 0, stream_10us(f, 1 * MS, len) + pause);
 	free(f);
-	f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
-	last = stream_10us(f, 1 * MS, 17 * MS);
-	assert_true(polled(f, 0, last + 900 * US));
-	assert_false(polled(f, 0, last + 2 * MS));
-	free(f);
+	return p;
+}
+
+/* The hold grows with the awake span: a worker woken by a burst of 10 requests (awake 90 us, a
+ * hold of under 6 us) sleeps through a 1 ms pause, though its rate alone polls through a gap;
+ * one kept awake by 17 ms of stream (a hold of 1.06 ms) rides out 0.9 ms of it, not 2 ms. */
+static void adaptive_hold_not_after_a_short_burst(void **state)
+{
+	assert_true(pause_polled(100 * US, 30 * US));
+	assert_false(pause_polled(100 * US, 1 * MS));
+	assert_true(pause_polled(17 * MS, 900 * US));
+	assert_false(pause_polled(17 * MS, 2 * MS));
 }
 
 /* The stream ends for good: polling stops at the hold's cap, 10 ms after the last arrival,
  * however long the worker was awake. */
 static void adaptive_hold_ends_at_its_cap_after_the_stream(void **state)
 {
-	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
-	uint64_t last = stream_10us(f, 1 * MS, 1000 * MS);
-	assert_true(polled(f, 0, last + 9900 * US));
-	assert_false(polled(f, 0, last + 10 * MS));
-	assert_false(polled(f, 0, last + 30 * MS));
-	free(f);
+	assert_true(pause_polled(1000 * MS, 9900 * US));
+	assert_false(pause_polled(1000 * MS, 10 * MS));
+	assert_false(pause_polled(1000 * MS, 30 * MS));
 }
 
 /* A sleep shortens the awake span by its length rather than starting it over: after 100 ms of
