@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Short runs of both reproductions. Mechanisms: the 4.13 variant keeps its batch and loses a
- * packet only now and then (no stall), the fixed variant and vqsched lose nothing, the task-mode
- * worker carries the vCPU's pin. Effects, as directions with a margin on the median of paired
- * repeats (the verdicts' own statistic, with half their margin): a single stream loses on 4.13,
- * many streams gain from its batching, a task-mode worker loses TCP_STREAM and TCP_RR. The
- * wall-clock timers (retransmission timeout, leak gap) are scaled down 4x so that 400 ms cells
- * hold several of them, and the runs fit a CI budget.
+ * Short runs of both reproductions: their mechanisms. The 4.13 variant keeps its batch and loses
+ * a packet only now and then (no stall), the fixed variant and vqsched lose nothing, the
+ * task-mode worker carries the vCPU's pin. The throughput effects are not asserted here: in
+ * CI-sized runs on a shared 2-vCPU machine they reproduced in 1 to 8 of 10 runs (a task-mode
+ * TCP_STREAM drop in 1 of 10, under ASan a 1.08x gain), so a test asserting them fails by
+ * chance; scripts/seed-verdicts.sh counts them over repeated full runs instead (docs/bench.md).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,53 +26,11 @@ enum {
 };
 enum { TASK = VQS_KSIM_SEED2023_TASK, KTHREAD = VQS_KSIM_SEED2023_KTHREAD,
        AUTO = VQS_KSIM_SEED2023_AUTO };
-enum { STREAM = VQS_KSIM_SEED2023_STREAM, RR = VQS_KSIM_SEED2023_RR };
-
-/* Half the verdicts' margin: the tests check directions, the presets the size. */
-#define MARGIN (VQS_KSIM_VERDICT_MARGIN / 2)
 
 static bool lossless(const struct vqs_ksim_cell *c)
 {
 	return !c->err && !c->drops_batch && !c->drops_ring && !c->retransmits && !c->timeouts &&
 	       c->delivered;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median over repeats of a's rate over b's in the same repeat. */
-static double paired(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b)
-{
-	double r[VQS_KSIM_MAX_REPEATS];
-	unsigned n = a->repeats < b->repeats ? a->repeats : b->repeats;
-	assert_true(n > 0);
-	for (unsigned i = 0; i < n; i++)
-		r[i] = b->run_rate[i] > 0 ? a->run_rate[i] / b->run_rate[i] : 0;
-	qsort(r, n, sizeof(*r), cmp_double);
-	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
-}
-
-/*
- * Whether the model got the machine: a CPU's worth in a cell that never stalls. With less, other
- * programs decide throughput (on a 2-CPU machine shared by builds it got 0.3): the effects are
- * then not judged, and the test says so.
- */
-static bool got_cpus(const struct vqs_ksim_cell *c)
-{
-	if (c->cpus_used >= 1.0)
-		return true;
-	printf("the model got %.2f CPUs: other load decides throughput, effects not judged\n",
-	       c->cpus_used);
-	return false;
-}
-
-/* Timers 4x shorter than the presets', so that a 400 ms cell holds several of them. */
-static void short_timers(struct vqs_ksim_costs *c)
-{
-	assert_int_equal(vqs_ksim_costs_parse(c, "rto=50000,leak=125000"), 0);
 }
 
 static void test_seed2017_413_keeps_its_batch_nothing_stalls(void **state)
@@ -101,27 +58,6 @@ static void test_seed2017_413_keeps_its_batch_nothing_stalls(void **state)
 		assert_true(lossless(&r.cell[row][FIXED_B64]));
 		assert_true(lossless(&r.cell[row][ADAPTIVE]));
 	}
-}
-
-static void test_seed2017_light_load_loses_heavy_load_gains(void **state)
-{
-	struct vqs_ksim_seed2017_opts o;
-	vqs_ksim_seed2017_opts_init(&o, true);
-	short_timers(&o.costs);
-	o.repeats = 3;
-	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
-	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
-	vqs_ksim_seed2017_print(stdout, &o, &r);
-	const struct vqs_ksim_cell *light = r.cell[0], *heavy = r.cell[VQS_KSIM_SEED2017_ROWS - 1];
-	assert_true(light[C413_B64].retransmits > 0);
-	if (!got_cpus(&light[FIXED_B1]) || !got_cpus(&heavy[FIXED_B1]))
-		vqs_test_skip();
-	double loss = paired(&light[C413_B64], &light[FIXED_B1]);
-	double gain = paired(&heavy[C413_B64], &heavy[FIXED_B1]);
-	if (loss > 1 - MARGIN || gain < 1 + MARGIN)
-		fail_msg("4.13 b64 vs fixed b1: %.2fx at 1 stream (want < %.2f), %.2fx at %u "
-			 "(want > %.2f)", loss, 1 - MARGIN, gain, r.streams[VQS_KSIM_SEED2017_ROWS - 1],
-			 1 + MARGIN);
 }
 
 static void test_seed2017_rejects_bad_options(void **state)
@@ -156,7 +92,7 @@ static bool two_cpus(int *a, int *b)
 	return *b >= 0;
 }
 
-static void test_seed2023_task_mode_worker_inherits_the_pin_and_loses(void **state)
+static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
 	int a = -1, b = -1;
 	if (!two_cpus(&a, &b))
@@ -183,17 +119,7 @@ static void test_seed2023_task_mode_worker_inherits_the_pin_and_loses(void **sta
 			assert_int_equal(r.cell[row][col].err, 0);
 			assert_true(r.cell[row][col].delivered > 0);
 		}
-	/* Blocking waits (this machine's costs): the task-mode worker shares the busy or
-	 * halt-polling vCPU's CPU and both workloads lose. */
 	assert_true(r.drop_expected);
-	if (!got_cpus(&r.cell[STREAM][KTHREAD]))
-		vqs_test_skip();
-	for (unsigned row = STREAM; row <= RR; row++) {
-		double ratio = paired(&r.cell[row][TASK], &r.cell[row][KTHREAD]);
-		if (ratio > 1 - MARGIN)
-			fail_msg("%s: task mode %.2fx of kthread mode (want < %.2f)",
-				 vqs_ksim_seed2023_row_name(row), ratio, 1 - MARGIN);
-	}
 }
 
 static void test_seed2023_rejects_unusable_cpu(void **state)
@@ -229,8 +155,7 @@ int main(void)
 		cmocka_unit_test(test_seed2017_rejects_bad_options),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
-		cmocka_unit_test(test_seed2017_light_load_loses_heavy_load_gains),
-		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_pin_and_loses),
+		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_vcpu_pin),
 	};
 	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
