@@ -75,11 +75,18 @@ run_case() { # run_case NAME VDEV-EXTRA SWITCH-EXTRA: --client in SWITCH-EXTRA m
   [ $((out1 + drops1)) -eq "$in0" ] || fail "$name: $in0 taken but $out1 delivered + $drops1 dropped"
   [ $((drops1 * 100)) -le "$in0" ] || fail "$name: $drops1 of $in0 frames dropped"
   [ "$rcvd" -eq "$out1" ] || fail "$name: switch delivered $out1, testpmd received $rcvd"
-  local bytes1 rbytes
+  # testpmd prints bytes only in its periodic port statistics ("RX-packets: N RX-missed: M
+  # RX-bytes: B", the last one up to a second before the end), not in its final totals: the
+  # frames it had counted by then must have come with 64 bytes each.
+  local bytes1 line rpk rbytes
   bytes1=$(switch_counter "$log" 1 tx_bytes)
-  rbytes=$(grep -a -oE "RX-bytes: *[0-9]+" "$dir/rx.log" | tail -1 | grep -oE '[0-9]+$')
-  [ "$bytes1" -eq $((out1 * 64)) ] && [ "$rbytes" -eq "$bytes1" ] ||
-    fail "$name: $out1 frames of 64 bytes delivered as $bytes1 bytes, testpmd received $rbytes"
+  line=$(grep -a -E "RX-packets: *[0-9]+ .*RX-bytes: *[0-9]+" "$dir/rx.log" | tail -1)
+  rpk=$(grep -oE "RX-packets: *[0-9]+" <<<"$line" | grep -oE '[0-9]+$')
+  rbytes=$(grep -oE "RX-bytes: *[0-9]+" <<<"$line" | grep -oE '[0-9]+$')
+  [ "$bytes1" -eq $((out1 * 64)) ] ||
+    fail "$name: $out1 frames of 64 bytes delivered as $bytes1 bytes"
+  [ -n "$rpk" ] && [ "$rpk" -gt 0 ] && [ "$rbytes" -eq $((rpk * 64)) ] ||
+    fail "$name: testpmd's last statistics: ${rpk:-no} frames received as ${rbytes:-no} bytes"
   [ "$rcvd" -gt 0 ] || fail "$name: nothing arrived"
   case $vdev in *packed_vq=1*) [ "$packed" = packed=1 ] || fail "$name: packed ring not negotiated" ;; esac
   # The scheduler's counters, printed with the ports' on SIGUSR1 as one JSON line, account for
