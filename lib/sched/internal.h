@@ -250,7 +250,7 @@ struct vqs_sched {
  * read-side sections release it before leaving, detach acquires it after synchronize_rcu. */
 extern char sched_tsan_grace;
 void *sched_worker_main(void *arg);
-/* Turns of q, which w owns (RUNNING), until the policy lets it go. */
+/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */
 void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
 
 /* ---- ready.c: ready lists ---- */
@@ -290,8 +290,6 @@ void sched_worker_sleep(struct sched_worker *w);
 void sched_check_events(struct sched_worker *w, uint64_t now);
 
 /* ---- poll.c: queues kept polled without a trip through the ready list ---- */
-bool sched_poll_again_here(struct sched_worker *w, struct vqs_queue *q);
-void sched_spin_for_work(struct sched_worker *w, struct vqs_queue *q);
 void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again);
 void sched_poll_held(struct sched_worker *w);
 

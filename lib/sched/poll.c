@@ -1,64 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Keeping a queue polled without a trip through the ready list: in place when it is its group's
- * only queue (light looks between turns), held by its worker otherwise (a light look at every
- * held queue between ready-list turns).
+ * Keeping queues polled without a trip through the ready list: a worker with a group of its own
+ * holds the queues that stay polled (RUNNING, owned by it) and, between ready-list turns, looks at
+ * them lightly until one has news. A group's only queue is the hold set with one member.
  */
 #include "sched/internal.h"
 
-/*
- * q stays polled and its worker could only take it again: it is the one queue of the group,
- * nothing else is listed, and no control thread waits for it. Then the next poll runs right here,
- * as part of the same turn: no trip through the ready list (lock, list and state RMWs), which is
- * most of what a busy-polling worker spends between two requests. A wake meanwhile only sets
- * PENDING (the queue is RUNNING), and each poll reaps handed-over completions itself.
- */
-bool sched_poll_again_here(struct sched_worker *w, struct vqs_queue *q)
-{
-	struct sched_group *g = w->g;
-	return atomic_load_explicit(&g->nqueues, memory_order_relaxed) <= 1 &&
-	       atomic_load_explicit(&g->nready, memory_order_relaxed) <= 0 &&
-	       !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ);
-}
-
-/* Light polls between two turns of a queue polled in place (see sched_spin_for_work). */
+/* Rounds of light looks at the held queues between two full turns of each (see
+ * sched_poll_held). */
 #define SPIN_POLLS 64u
 
 /*
- * Between two turns of a queue polled in place, poll it lightly: look at the avail index and the
- * handed-over completions only, up to SPIN_POLLS times, inside one read-side section (bounded: a
- * few microseconds, so a memory-table replacement waiting for a grace period is not held up).
- * A full turn costs a clock read (the poll timeout), a memory-table pin and the counters; doing
- * one per SPIN_POLLS empty polls instead of one per poll makes the loop that waits for the next
- * request a few loads long, which is what a request arriving at a polled queue waits for.
- * Returns when it saw work or something else to look at (a pause request, a listed queue), or
- * after SPIN_POLLS looks.
- */
-void sched_spin_for_work(struct sched_worker *w, struct vqs_queue *q)
-{
-	unsigned i = 0;
-	vqs_mem_read_lock();
-	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
-	 * pause-loop exit to the hypervisor. */
-	while (i < SPIN_POLLS && lf_empty(&q->done) && !ring_has(q) && sched_poll_again_here(w, q))
-		i++;
-	vqs_mem_read_unlock();
-	stat_add(&q->c.polls, i);
-	stat_add(&q->c.empty_polls, i);
-	stat_add(&w->c.polls, i);
-	stat_add(&w->c.empty_polls, i);
-}
-
-/*
- * End of a turn that wants the queue polled again (`again`). A worker with a group of its own
- * keeps it instead of requeueing it: held, still RUNNING, looked at lightly between ready-list
- * turns (sched_poll_held), so an empty poll of a held queue is a few loads where a requeue is a
- * list push, a lock, a take and two state CASes. A pool worker requeues, so that any worker may take
- * the queue next; so does a worker whose hold list is full, and one asked to pause the queue.
+ * End of a turn that wants the queue polled again (`again`). The worker keeps it instead of
+ * requeueing it when nobody else could take it next (its group is its own, or the queue is its
+ * group's only one): held, still RUNNING, looked at lightly between ready-list turns
+ * (sched_poll_held), so an empty poll of a held queue is a few loads where a requeue is a list
+ * push, a lock, a take and two state CASes. This is the one way a queue stays polled; a queue is
+ * requeued only when the worker cannot keep it: a pool worker with other queues in the shared
+ * group (any worker may take it next), a full hold list, a pause request.
  */
 void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again)
 {
-	if (again && w->own_group && w->nheld < SCHED_HELD_MAX &&
+	if (again && w->nheld < SCHED_HELD_MAX &&
+	    (w->own_group || atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) <= 1) &&
 	    !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ)) {
 		w->held[w->nheld++] = q;
 		return;
@@ -66,8 +30,9 @@ void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool agai
 	sched_finish(q, again);
 }
 
-/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request. */
-static bool held_has_news(struct vqs_queue *q)
+/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request.
+ * Inline: it is the loop of a worker that waits for work. */
+static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue *q)
 {
 	return (atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
 	       atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done) ||
@@ -75,41 +40,69 @@ static bool held_has_news(struct vqs_queue *q)
 }
 
 /*
- * Between ready-list turns, while queues are held: one light look at each (inside one read-side
- * section, no clock read), and a full turn for those with news. Every SPIN_POLLS rounds every held
- * queue gets a full turn anyway (its policy's timeout needs the clock, which may let it go idle),
- * and the worker looks for kicks of its group's other queues, which it would otherwise only see
- * when it sleeps.
+ * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
+ * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
+ * slot) inside one read-side section, until one has news, a queue gets on the ready list, or
+ * SPIN_POLLS rounds have passed since every held queue last had a full turn; then a full turn
+ * for those with news. The section and the loop are bounded (SPIN_POLLS rounds of at most
+ * SCHED_HELD_MAX looks, a few microseconds), so a memory-table replacement waiting for a grace
+ * period is not held up. Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
+ * policy's timeout needs the clock, which may let it go idle), and the worker looks for kicks of
+ * its group's other queues, which it would otherwise only see when it sleeps. With one held
+ * queue this is a spin on its avail index a few loads long, which is what a request arriving at
+ * a polled queue waits for; with several, an empty poll costs one look instead of a requeue.
  */
 void sched_poll_held(struct sched_worker *w)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
-	unsigned ndue = 0, kept = 0;
-	bool all = ++w->held_rounds >= SPIN_POLLS;
-	if (all)
-		w->held_rounds = 0;
+	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
+	unsigned rounds = w->held_rounds;
+	uint64_t looks = 0;
+	bool all;
 	vqs_mem_read_lock();
-	for (unsigned i = 0; i < w->nheld; i++) {
+	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
+	 * pause-loop exit to the hypervisor. */
+	while (!(all = ++rounds >= SPIN_POLLS)) {
+		for (first = 0; first < n && !held_has_news(w->held[first]); first++)
+			;
+		if (first < n)
+			break;
+		empty_rounds++;
+		if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
+			break;
+	}
+	w->held_rounds = all ? 0 : rounds;
+	if (all)
+		first = 0;
+	/* The round that ended the loop looked at held[0..first) and found nothing. */
+	for (unsigned i = 0; i < n; i++) {
 		struct vqs_queue *q = w->held[i];
-		if (all || held_has_news(q)) {
+		unsigned empty = empty_rounds + (!all && first < n && i < first);
+		if (i == first || (i > first && (all || held_has_news(q)))) {
 			due[ndue++] = q;
-			continue;
+		} else {
+			w->held[kept++] = q;
+			empty += i > first;
 		}
-		w->held[kept++] = q;
-		stat_add(&q->c.polls, 1);
-		stat_add(&q->c.empty_polls, 1);
-		stat_add(&w->c.polls, 1);
-		stat_add(&w->c.empty_polls, 1);
+		stat_add(&q->c.polls, empty);
+		stat_add(&q->c.empty_polls, empty);
+		looks += empty;
 	}
 	w->nheld = kept;
 	vqs_mem_read_unlock();
+	stat_add(&w->c.polls, looks);
+	stat_add(&w->c.empty_polls, looks);
 	if (all && atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0)
 		sched_check_events(w, w->now_ns);
 	for (unsigned i = 0; i < ndue; i++) {
 		struct vqs_queue *q = due[i];
 		/* acq_rel, as sched_take_turn's CAS: takes in what a waker published before it set
-		 * PENDING; this turn is the look again that PENDING asks for. */
-		uint32_t st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
+		 * PENDING; this turn is the look again that PENDING asks for. A plain load first:
+		 * without the flag there is nothing to take in (completions come through q->done's
+		 * exchange), and a flag set after it is seen by the next round. */
+		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+		if (st & (Q_PENDING | Q_PAUSE_REQ))
+			st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
 		if (st & Q_PAUSE_REQ)
 			sched_finish(q, true);
 		else

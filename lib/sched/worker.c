@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one worker loop every policy runs: take a ready queue and serve turns of it (turn.c) while
- * the policy keeps it polled (poll.c), look at held queues between ready-list turns, and sleep on
- * the group's epoll set (events.c) when nothing is ready.
+ * The one worker loop every policy runs: take a ready queue and serve a turn of it (turn.c), look
+ * at the queues the policy keeps polled (held, poll.c) between ready-list turns, and sleep on the
+ * group's epoll set (events.c) when nothing is ready or held.
  */
 #include <numa.h>
 #include <unistd.h>
@@ -18,16 +18,11 @@ char sched_tsan_grace;
  * that epoll_wait was a system call per request for a busy-polled queue. */
 #define EVENT_CHECK_TURNS 32u
 
-/* Turns of q, which this worker owns (RUNNING), until the policy lets it go. */
+/* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
 void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
 {
 	uint64_t now = w->now_ns, pkts;
-	bool again;
-	/* In place, no clock read when the light polls find work: `now` was read at the end of the
-	 * turn before them, at most SPIN_POLLS looks earlier, which is when the found requests'
-	 * latency (and the rate estimate's arrival) is taken to start. */
-	while ((again = sched_one_turn(w, q, &now, &pkts)) && sched_poll_again_here(w, q))
-		sched_spin_for_work(w, q);
+	bool again = sched_one_turn(w, q, &now, &pkts);
 	/* No queue of the group with notifications on: no kick could concern one (a late kick for
 	 * a polled queue waits in the epoll set for the next look). */
 	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
