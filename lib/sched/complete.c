@@ -86,6 +86,20 @@ void sched_reap(struct vqs_queue *q)
 	sched_flush_call(q);
 }
 
+/* Hand completed requests (a chain linked newest to oldest) over to q's worker from another
+ * thread: one push, one wake, whatever their number. */
+static void hand_over_done(struct vqs_queue *q, struct lf_node *newest, struct lf_node *oldest)
+{
+	/* The read-side section keeps q alive until the wake is done: detach frees q only after a
+	 * grace period (control.c), and may otherwise see the completion and free q first. */
+	urcu_bp_read_lock();
+	lf_push_chain(&q->done, newest, oldest);
+	atomic_fetch_add_explicit(&q->c.async_handovers, 1, memory_order_relaxed);
+	sched_queue_wake(q, vqs_now_ns());
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
 void vqs_req_complete(struct vqs_req *req, uint32_t written)
 {
 	struct req_slot *r = (struct req_slot *)req;
@@ -111,13 +125,30 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 		return;
 	}
 	r->written = written;
-	/* The read-side section keeps q alive until the wake is done: detach frees q only after a
-	 * grace period (control.c), and may otherwise see the completion and free q first. */
-	urcu_bp_read_lock();
-	lf_push(&q->done, &r->done);
-	sched_queue_wake(q, vqs_now_ns());
-	vqs_tsan_release(&sched_tsan_grace);
-	urcu_bp_read_unlock();
+	hand_over_done(q, &r->done, &r->done);
+}
+
+void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		struct req_slot *r = (struct req_slot *)reqs[i];
+		struct vqs_queue *q = r->q;
+		if (sched_running == q) {
+			vqs_req_complete(reqs[i], written[i]);
+			i++;
+			continue;
+		}
+		/* The run of q's requests from here: linked newest first, handed over at once. */
+		struct lf_node *oldest = &r->done, *newest = oldest;
+		r->written = written[i];
+		for (i++; i < n && ((struct req_slot *)reqs[i])->q == q; i++) {
+			struct req_slot *s = (struct req_slot *)reqs[i];
+			s->written = written[i];
+			s->done.next = newest;
+			newest = &s->done;
+		}
+		hand_over_done(q, newest, oldest);
+	}
 }
 
 struct vqs_queue *vqs_req_queue(const struct vqs_req *req)

@@ -88,6 +88,8 @@ struct req_slot {
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
 		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back, rearms;
+	/* Completers add to it (any thread, RMW): see vqs_queue_stats.async_handovers. */
+	_Atomic uint64_t async_handovers;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };
