@@ -252,8 +252,6 @@ struct vqs_sched {
  * read-side sections release it before leaving, detach acquires it after synchronize_rcu. */
 extern char sched_tsan_grace;
 void *sched_worker_main(void *arg);
-/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
 
 /* ---- ready.c: ready lists ---- */
 void group_push(struct sched_group *g, struct vqs_queue *q);
@@ -281,9 +279,8 @@ void sched_reap(struct vqs_queue *q);
 void sched_flush_call(struct vqs_queue *q);
 
 /* ---- turn.c: one turn ---- */
-/* Serve q, then let the policy decide; returns whether q stays polled. *now: the worker's latest
- * clock read, in and out; *pkts: requests served. Owner of q. */
-bool sched_one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts);
+/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
 
 /* ---- events.c: kick events ---- */
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */

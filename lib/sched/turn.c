@@ -2,7 +2,8 @@
 /*
  * One turn of a RUNNING queue: publish handed-over completions, pop batches into request slots,
  * run the handler, fill, flush and call, until the ring is empty or the budget spent; then the
- * policy decides whether the queue stays polled or re-arms its notifications.
+ * policy decides whether the queue stays polled or re-arms its notifications, the worker looks
+ * for kicks of its other queues if it is due to, and the queue is held, requeued or let go.
  */
 #include <errno.h>
 
@@ -378,7 +379,7 @@ static bool rearm_finds_more(struct vqs_queue *q)
 
 /* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
  * Returns whether the queue goes back on the list; *pkts: requests it served. */
-bool sched_one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
+static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
 {
 	uint64_t start = *now;
 	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
@@ -412,4 +413,28 @@ bool sched_one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, 
 	stat_add(&w->c.turns, 1);
 	*pkts = used.pkts;
 	return again;
+}
+
+/* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
+ * queues between turns: after every turn that served requests and goes back on the list (so a
+ * kicked queue gets on the list before it), and every EVENT_CHECK_TURNS turns otherwise (empty
+ * polls). A group with one queue has no other queue a kick could bring in, so it never looks:
+ * that epoll_wait was a system call per request for a busy-polled queue. */
+#define EVENT_CHECK_TURNS 32u
+
+/* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
+{
+	uint64_t now = w->now_ns, pkts;
+	bool again = one_turn(w, q, &now, &pkts);
+	/* No queue of the group with notifications on: no kick could concern one (a late kick for
+	 * a polled queue waits in the epoll set for the next look). */
+	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
+	    atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0 &&
+	    ((again && pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS)) {
+		w->turns_since_check = 0;
+		sched_check_events(w, now);
+	}
+	w->now_ns = now;
+	sched_hold_or_finish(w, q, again);
 }

@@ -11,30 +11,6 @@
 
 char sched_tsan_grace;
 
-/* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
- * queues between turns: after every turn that served requests and goes back on the list (so a
- * kicked queue gets on the list before it), and every EVENT_CHECK_TURNS turns otherwise (empty
- * polls). A group with one queue has no other queue a kick could bring in, so it never looks:
- * that epoll_wait was a system call per request for a busy-polled queue. */
-#define EVENT_CHECK_TURNS 32u
-
-/* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
-{
-	uint64_t now = w->now_ns, pkts;
-	bool again = sched_one_turn(w, q, &now, &pkts);
-	/* No queue of the group with notifications on: no kick could concern one (a late kick for
-	 * a polled queue waits in the epoll set for the next look). */
-	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
-	    atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0 &&
-	    ((again && pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS)) {
-		w->turns_since_check = 0;
-		sched_check_events(w, now);
-	}
-	w->now_ns = now;
-	sched_hold_or_finish(w, q, again);
-}
-
 static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
 	if (sched_take_turn(q))
