@@ -209,6 +209,16 @@ VQS_API int vqs_sched_set_policy(struct vqs_sched *s, enum vqs_policy p);
  * out-of-order completion needs the wait.
  */
 VQS_API void vqs_req_complete(struct vqs_req *r, uint32_t written);
+/*
+ * Complete n requests, reqs[i] with written[i] bytes, as n calls of vqs_req_complete would, in
+ * that order. From a thread other than a queue's worker, each run of consecutive requests of one
+ * queue is handed over together: one push on the queue's completion list and one wake, where
+ * vqs_req_complete costs one of each per request (an asynchronous device that finishes requests
+ * in bunches: a disk's I/O completions, a batch of offloaded packets). On a queue's worker inside
+ * its handler, each of its requests is completed as by vqs_req_complete. Threads: any.
+ */
+VQS_API void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written,
+				    unsigned n);
 /* The queue a request came from. Threads: any, until the request is completed. */
 VQS_API struct vqs_queue *vqs_req_queue(const struct vqs_req *r);
 /*

@@ -46,8 +46,12 @@ struct vqs_queue_stats {
 	 * as taken, never served again; the first one logs a warning. */
 	uint64_t completed_given_back;
 	/* Empty rings after which notifications were re-armed (the queue stopped being polled and
-	 * the driver may kick again). Last: a caller's older, shorter size copies a prefix. */
+	 * the driver may kick again). */
 	uint64_t rearms;
+	/* Hand-overs of completions from other threads to the queue's worker, each one push on its
+	 * list and one wake: one per vqs_req_complete, one per run of the queue's requests in a
+	 * vqs_req_complete_batch. Last: a caller's older, shorter size copies a prefix. */
+	uint64_t async_handovers;
 };
 
 struct vqs_worker_stats {

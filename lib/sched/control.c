@@ -19,6 +19,7 @@
 #include <urcu-bp.h>
 
 #include "sched/internal.h"
+#include "sched/slots.h"
 #include "util/log.h"
 #include "util/tsan.h"
 #include "util/alloc.h"
@@ -204,7 +205,8 @@ static void pause_locked(struct vqs_queue *q)
 			next = st | Q_PAUSE_REQ;
 			break;
 		}
-		/* acq_rel pairs with finish()/take_turn() on the worker and sched_queue_wake. */
+		/* acq_rel pairs with sched_finish()/sched_take_turn() on the worker and
+		 * sched_queue_wake. */
 		if (atomic_compare_exchange_weak_explicit(&q->state, &st, next, memory_order_acq_rel,
 							  memory_order_relaxed))
 			break;
@@ -227,7 +229,7 @@ static void resume_locked(struct vqs_queue *q)
 	atomic_store_explicit(&q->noticed_ns, vqs_now_ns(), memory_order_relaxed);
 	/* An RMW, not a store: acquire takes in what wakers published while the queue was paused
 	 * (their RMWs set PENDING), release hands that and the control thread's changes (group,
-	 * fds, vq) to the worker whose take_turn reads READY. */
+	 * fds, vq) to the worker whose sched_take_turn reads READY. */
 	atomic_exchange_explicit(&q->state, Q_READY, memory_order_acq_rel);
 	group_push(atomic_load_explicit(&q->group, memory_order_relaxed), q);
 }

@@ -47,7 +47,7 @@
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
 #define SCHED_SPIN_PCT_MAX 10000u /* cap of vqs_sched_opts.spin_pct */
-#define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (worker.c) */
+#define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (poll.c) */
 #define SCHED_BELL_KEY UINT64_MAX
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
@@ -88,6 +88,8 @@ struct req_slot {
 struct q_counters {
 	_Atomic uint64_t kicks, calls, calls_suppressed, polls, empty_polls, turns, budget_exhausted,
 		reqs, bytes, given_back, async_completions, busy_ns, completed_given_back, rearms;
+	/* Completers add to it (any thread, RMW): see vqs_queue_stats.async_handovers. */
+	_Atomic uint64_t async_handovers;
 	_Atomic uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	_Atomic uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 };
@@ -197,13 +199,13 @@ struct sched_worker {
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
 	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (see
-	 * worker_sleep); the adaptive policy's hold is a share of it. */
+	 * sched_worker_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
-	 * empty poll: RUNNING, owned by it (see hold_or_finish). */
+	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
@@ -215,7 +217,7 @@ struct sched_worker {
 	uint32_t fill_written[SCHED_BATCH_MAX];
 };
 
-/* A policy's decisions, plugged into the one worker loop (worker.c). */
+/* A policy's decisions, plugged into the one worker loop (turn.c, poll.c). */
 struct sched_policy {
 	enum vqs_policy id;
 	/* Chains to pop for the next handler call. */
@@ -248,23 +250,50 @@ struct vqs_sched {
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
-/* ---- worker.c ---- */
+/* ---- worker.c: the loop ---- */
 /* TSan stand-in for the RCU grace period that keeps a queue alive for wakers and kick events:
  * read-side sections release it before leaving, detach acquires it after synchronize_rcu. */
 extern char sched_tsan_grace;
 void *sched_worker_main(void *arg);
+
+/* ---- ready.c: ready lists ---- */
+void group_push(struct sched_group *g, struct vqs_queue *q);
+void group_ring(struct sched_group *g);
+/* The list's oldest queue, NULL when it is empty. A worker of g. */
+struct vqs_queue *group_take(struct sched_group *g);
+
+/* ---- state.c: the queue state machine ---- */
 /* Make q schedulable (kick, completion, wake, resume). Threads: any, inside an RCU read-side
  * section or while q cannot be freed. */
 void sched_queue_wake(struct vqs_queue *q, uint64_t now);
-void group_push(struct sched_group *g, struct vqs_queue *q);
-void group_ring(struct sched_group *g);
-/* Publish completions handed over from other threads. Owner of q. */
-void sched_reap(struct vqs_queue *q);
-/* Whether q must publish completions in pop order (its vq negotiated IN_ORDER); read at attach
- * and resume, while nothing is outstanding. Owner of q. */
-void sched_queue_order_init(struct vqs_queue *q);
+/* The end of q's turn on its worker: READY again (`again`, or PENDING), IDLE or PAUSED. */
+void sched_finish(struct vqs_queue *q, bool again);
+/* q taken off a ready list: true when it is now RUNNING, false when it went PAUSED. */
+bool sched_take_turn(struct vqs_queue *q);
 /* Signal control threads waiting in sched_wait_cond. */
 void sched_signal(struct vqs_sched *s);
+
+/* ---- complete.c: completion (request slots and pins: slots.h) ---- */
+/* The queue whose handler runs on this thread right now: completions for it fill directly. */
+extern _Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
+/* Publish completions handed over from other threads. Owner of q. */
+void sched_reap(struct vqs_queue *q);
+/* Publish what was filled and decide the call. Owner of q. */
+void sched_flush_call(struct vqs_queue *q);
+
+/* ---- turn.c: one turn ---- */
+/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
+
+/* ---- events.c: kick events ---- */
+/* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
+void sched_worker_sleep(struct sched_worker *w);
+/* Turn the group's pending kicks into wakes, without blocking. */
+void sched_check_events(struct sched_worker *w, uint64_t now);
+
+/* ---- poll.c: queues kept polled without a trip through the ready list ---- */
+void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again);
+void sched_poll_held(struct sched_worker *w);
 
 /* ---- cost.c ---- */
 /* A sleep/wake round trip through an eventfd between two threads, where it could not be
@@ -296,6 +325,14 @@ static inline unsigned stat_bucket(uint64_t v, unsigned n)
 {
 	unsigned b = v ? 63u - (unsigned)__builtin_clzll(v) : 0;
 	return b < n ? b : n - 1;
+}
+
+/* Chains to pop, from a cheap look at the avail index (no pop path): at least 1 when the ring is
+ * broken, so it goes to the pop that reports it. Inside the read-side section. */
+static inline unsigned ring_has(struct vqs_queue *q)
+{
+	unsigned n = vqs_vq_avail_count(q->vq);
+	return n || vqs_vq_error(q->vq) == VQS_VQ_OK ? n : 1;
 }
 
 #endif

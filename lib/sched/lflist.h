@@ -19,17 +19,24 @@ struct lf_list {
 	_Atomic(struct lf_node *) head;
 };
 
-/* Push n. True when the list was empty before. Threads: any. */
-static inline bool lf_push(struct lf_list *l, struct lf_node *n)
+/* Push a chain linked newest to oldest through next, as if its nodes were pushed one by one
+ * from oldest to newest, with one CAS. True when the list was empty before. Threads: any. */
+static inline bool lf_push_chain(struct lf_list *l, struct lf_node *newest, struct lf_node *oldest)
 {
 	struct lf_node *old = atomic_load_explicit(&l->head, memory_order_relaxed);
 	do
-		n->next = old;
-	/* release: n and whatever the pusher wrote before are visible to the taker (pairs with the
-	 * acquire exchange in lf_take_all). */
-	while (!atomic_compare_exchange_weak_explicit(&l->head, &old, n, memory_order_release,
+		oldest->next = old;
+	/* release: the chain and whatever the pusher wrote before are visible to the taker (pairs
+	 * with the acquire exchange in lf_take_all). */
+	while (!atomic_compare_exchange_weak_explicit(&l->head, &old, newest, memory_order_release,
 						      memory_order_relaxed));
 	return old == NULL;
+}
+
+/* Push n. True when the list was empty before. Threads: any. */
+static inline bool lf_push(struct lf_list *l, struct lf_node *n)
+{
+	return lf_push_chain(l, n, n);
 }
 
 /* Take every node, oldest first (NULL when empty). Threads: the list's consumer. */

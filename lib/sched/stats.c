@@ -27,6 +27,7 @@ static void queue_snapshot(struct vqs_queue *q, struct vqs_queue_stats *st)
 	st->async_completions = LOAD(q->c.async_completions);
 	st->busy_ns = LOAD(q->c.busy_ns);
 	st->rearms = LOAD(q->c.rearms);
+	st->async_handovers = LOAD(q->c.async_handovers);
 	for (unsigned i = 0; i < VQS_STATS_BATCH_BUCKETS; i++)
 		st->batch_hist[i] = LOAD(q->c.batch_hist[i]);
 	for (unsigned i = 0; i < VQS_STATS_LAT_BUCKETS; i++)
@@ -167,6 +168,7 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &st, given_back);
 		PUT_U64(&o, &st, completed_given_back);
 		PUT_U64(&o, &st, async_completions);
+		PUT_U64(&o, &st, async_handovers);
 		PUT_U64(&o, &st, busy_ns);
 		PUT_U64(&o, &st, rearms);
 		put_hist(&o, "batch_hist", st.batch_hist, VQS_STATS_BATCH_BUCKETS);

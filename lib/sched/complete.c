@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion: vqs_req_complete on the queue's worker (staged with its batch, or filled at once)
+ * or from any other thread (handed over on q->done and reaped by the queue's next turn), and the
+ * flush and call decision that publishes them. Also the handler-side queue calls.
+ */
+#include <errno.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+#include "sched/internal.h"
+#include "sched/slots.h"
+#include "util/log.h"
+#include "util/tsan.h"
+
+/* The queue whose handler runs on this thread right now: completions for it fill directly.
+ * Read once per completed request: initial-exec makes that a plain %fs-relative load instead of
+ * a __tls_get_addr call (the shared library's default model). The cost is one pointer of the
+ * static TLS surplus glibc keeps for libraries loaded with dlopen. */
+_Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
+
+/* Stage r's used entry. Owner of q. Latency is counted by the caller. */
+static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
+{
+	if (vqs_vq_fill(q->vq, &r->req.elem, checked_written(r, written)) < 0)
+		warn_rejected(&r->req.elem);
+	stat_add(&q->c.reqs, 1);
+}
+
+/* Publish the completed requests at the head of the order, oldest first, up to the first one
+ * still outstanding. After it, the head is never SLOT_HELD. Owner of q. */
+static void order_drain(struct vqs_queue *q)
+{
+	uint64_t now = 0;
+	while (q->ord_len) {
+		struct req_slot *r = q->order[q->ord_head];
+		if (r->st != SLOT_HELD)
+			break;
+		order_advance(q, 1);
+		fill(q, r, r->written);
+		if (!now)
+			now = vqs_now_ns();
+		stat_latency(q, r->t0_ns, now, 1);
+		slot_put(q, r);
+	}
+}
+
+/* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
+void sched_flush_call(struct vqs_queue *q)
+{
+	if (!vqs_vq_flush(q->vq))
+		return;
+	if (!vqs_vq_need_call(q->vq)) {
+		stat_add(&q->c.calls_suppressed, 1);
+		return;
+	}
+	int fd = atomic_load_explicit(&q->call_fd, memory_order_relaxed);
+	uint64_t one = 1;
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		vqs_warn("sched: call eventfd write failed: %d", errno);
+	stat_add(&q->c.calls, 1);
+}
+
+void sched_reap(struct vqs_queue *q)
+{
+	/* A plain load first: a polling worker reaps once per poll, and the list is nearly always
+	 * empty; no read-modify-write on a line completers write unless there is something. */
+	if (lf_empty(&q->done))
+		return;
+	struct lf_node *n = lf_take_all(&q->done);
+	uint64_t now = vqs_now_ns();
+	while (n) {
+		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
+		n = n->next;
+		stat_add(&q->c.async_completions, 1);
+		if (q->in_order) {
+			r->st = SLOT_HELD;
+			continue;
+		}
+		fill(q, r, r->written);
+		stat_latency(q, r->t0_ns, now, 1);
+		slot_put(q, r);
+	}
+	if (q->in_order)
+		order_drain(q);
+	sched_flush_call(q);
+}
+
+/* Hand completed requests (a chain linked newest to oldest) over to q's worker from another
+ * thread: one push, one wake, whatever their number. */
+static void hand_over_done(struct vqs_queue *q, struct lf_node *newest, struct lf_node *oldest)
+{
+	/* The read-side section keeps q alive until the wake is done: detach frees q only after a
+	 * grace period (control.c), and may otherwise see the completion and free q first. */
+	urcu_bp_read_lock();
+	lf_push_chain(&q->done, newest, oldest);
+	atomic_fetch_add_explicit(&q->c.async_handovers, 1, memory_order_relaxed);
+	sched_queue_wake(q, vqs_now_ns());
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+void vqs_req_complete(struct vqs_req *req, uint32_t written)
+{
+	struct req_slot *r = (struct req_slot *)req;
+	struct vqs_queue *q = r->q;
+	if (sched_running == q) {
+		/* On q's worker inside its handler: q is ours. A request of the current batch is
+		 * staged with the batch's others when the handler returns (one ring call) and
+		 * timed after the flush (one clock read per batch); an older one right away. */
+		if (r->st == SLOT_HANDED) {
+			r->written = written;
+			r->st = SLOT_DONE_HERE;
+		} else if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
+			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
+		} else if (q->in_order) {
+			r->written = written;
+			r->st = SLOT_HELD;
+			order_drain(q);
+		} else {
+			fill(q, r, written);
+			stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
+			slot_put(q, r);
+		}
+		return;
+	}
+	r->written = written;
+	hand_over_done(q, &r->done, &r->done);
+}
+
+void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		struct req_slot *r = (struct req_slot *)reqs[i];
+		struct vqs_queue *q = r->q;
+		if (sched_running == q) {
+			vqs_req_complete(reqs[i], written[i]);
+			i++;
+			continue;
+		}
+		/* The run of q's requests from here: linked newest first, handed over at once. */
+		struct lf_node *oldest = &r->done, *newest = oldest;
+		r->written = written[i];
+		for (i++; i < n && ((struct req_slot *)reqs[i])->q == q; i++) {
+			struct req_slot *s = (struct req_slot *)reqs[i];
+			s->written = written[i];
+			s->done.next = newest;
+			newest = &s->done;
+		}
+		hand_over_done(q, newest, oldest);
+	}
+}
+
+struct vqs_queue *vqs_req_queue(const struct vqs_req *req)
+{
+	return ((const struct req_slot *)req)->q;
+}
+
+uint64_t vqs_queue_clock_ns(const struct vqs_queue *q) { return q->clock_ns; }
+
+void vqs_queue_wake(struct vqs_queue *q)
+{
+	atomic_store_explicit(&q->wake_req, true, memory_order_relaxed);
+	/* From a handler (one queue's handler waking another, say), the time its worker read before
+	 * the call will do for when q was noticed, without a clock read: it only starts q's latency
+	 * a little early. */
+	struct vqs_queue *running = sched_running;
+	uint64_t now = running ? running->clock_ns : vqs_now_ns();
+	/* The flag is published by the acq_rel CAS in sched_queue_wake, or seen by the running
+	 * owner's exchange at its next turn (which PENDING guarantees). */
+	urcu_bp_read_lock();
+	sched_queue_wake(q, now);
+	vqs_tsan_release(&sched_tsan_grace);
+	urcu_bp_read_unlock();
+}

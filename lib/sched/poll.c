@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Keeping queues polled without a trip through the ready list: a worker with a group of its own
+ * holds the queues that stay polled (RUNNING, owned by it) and, between ready-list turns, looks at
+ * them lightly until one has news. A group's only queue is the hold set with one member.
+ */
+#include "sched/internal.h"
+
+/* Rounds of light looks at the held queues between two full turns of each (see
+ * sched_poll_held). */
+#define SPIN_POLLS 64u
+
+/*
+ * End of a turn that wants the queue polled again (`again`). The worker keeps it instead of
+ * requeueing it when nobody else could take it next (its group is its own, or the queue is its
+ * group's only one): held, still RUNNING, looked at lightly between ready-list turns
+ * (sched_poll_held), so an empty poll of a held queue is a few loads where a requeue is a list
+ * push, a lock, a take and two state CASes. This is the one way a queue stays polled; a queue is
+ * requeued only when the worker cannot keep it: a pool worker with other queues in the shared
+ * group (any worker may take it next), a full hold list, a pause request.
+ */
+void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again)
+{
+	if (again && w->nheld < SCHED_HELD_MAX &&
+	    (w->own_group || atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) <= 1) &&
+	    !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ)) {
+		w->held[w->nheld++] = q;
+		return;
+	}
+	sched_finish(q, again);
+}
+
+/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request.
+ * Inline: it is the loop of a worker that waits for work. */
+static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue *q)
+{
+	return (atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
+	       atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done) ||
+	       ring_has(q);
+}
+
+/*
+ * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
+ * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
+ * slot) inside one read-side section, until one has news, a queue gets on the ready list, or
+ * SPIN_POLLS rounds have passed since every held queue last had a full turn; then a full turn
+ * for those with news. The section and the loop are bounded (SPIN_POLLS rounds of at most
+ * SCHED_HELD_MAX looks, a few microseconds), so a memory-table replacement waiting for a grace
+ * period is not held up. Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
+ * policy's timeout needs the clock, which may let it go idle), and the worker looks for kicks of
+ * its group's other queues, which it would otherwise only see when it sleeps. With one held
+ * queue this is a spin on its avail index a few loads long, which is what a request arriving at
+ * a polled queue waits for; with several, an empty poll costs one look instead of a requeue.
+ */
+void sched_poll_held(struct sched_worker *w)
+{
+	struct vqs_queue *due[SCHED_HELD_MAX];
+	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
+	unsigned rounds = w->held_rounds;
+	uint64_t looks = 0;
+	bool all;
+	vqs_mem_read_lock();
+	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
+	 * pause-loop exit to the hypervisor. */
+	while (!(all = ++rounds >= SPIN_POLLS)) {
+		for (first = 0; first < n && !held_has_news(w->held[first]); first++)
+			;
+		if (first < n)
+			break;
+		empty_rounds++;
+		if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
+			break;
+	}
+	w->held_rounds = all ? 0 : rounds;
+	if (all)
+		first = 0;
+	/* The round that ended the loop looked at held[0..first) and found nothing. */
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_queue *q = w->held[i];
+		unsigned empty = empty_rounds + (!all && first < n && i < first);
+		if (i == first || (i > first && (all || held_has_news(q)))) {
+			due[ndue++] = q;
+		} else {
+			w->held[kept++] = q;
+			empty += i > first;
+		}
+		stat_add(&q->c.polls, empty);
+		stat_add(&q->c.empty_polls, empty);
+		looks += empty;
+	}
+	w->nheld = kept;
+	vqs_mem_read_unlock();
+	stat_add(&w->c.polls, looks);
+	stat_add(&w->c.empty_polls, looks);
+	if (all && atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0)
+		sched_check_events(w, w->now_ns);
+	for (unsigned i = 0; i < ndue; i++) {
+		struct vqs_queue *q = due[i];
+		/* acq_rel, as sched_take_turn's CAS: takes in what a waker published before it set
+		 * PENDING; this turn is the look again that PENDING asks for. A plain load first:
+		 * without the flag there is nothing to take in (completions come through q->done's
+		 * exchange), and a flag set after it is seen by the next round. */
+		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
+		if (st & (Q_PENDING | Q_PAUSE_REQ))
+			st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
+		if (st & Q_PAUSE_REQ)
+			sched_finish(q, true);
+		else
+			sched_run_taken(w, q);
+	}
+}

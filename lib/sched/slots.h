@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request slots and the memory-table pins their batches share, the IN_ORDER record of popped
+ * requests, and what the turn (turn.c) and the completion API (complete.c) both do to a request.
+ * Owner of the queue only. Inline: several run once per request.
+ */
+#ifndef VQS_SCHED_SLOTS_H
+#define VQS_SCHED_SLOTS_H
+
+#include "mem/pin.h"
+#include "sched/internal.h"
+#include "util/log.h"
+
+static inline struct req_slot *slot_get(struct vqs_queue *q)
+{
+	struct req_slot *r = q->free_slots;
+	q->free_slots = r->free_next;
+	q->nfree--;
+	return r;
+}
+
+/* Drop n of pin's references; the last one unpins the table. */
+static inline void pin_drop(struct vqs_queue *q, struct pin_ref *pin, unsigned n)
+{
+	if ((pin->refs -= n))
+		return;
+	vqs_mem_table_put(pin->t);
+	pin->next_free = q->free_pins;
+	q->free_pins = pin;
+}
+
+/* Free r, whose reference on its batch's pin (if any) the caller drops. */
+static inline void slot_free(struct vqs_queue *q, struct req_slot *r)
+{
+	r->pin = NULL;
+	r->st = SLOT_FREE;
+	r->free_next = q->free_slots;
+	q->free_slots = r;
+	q->nfree++;
+}
+
+static inline void slot_put(struct vqs_queue *q, struct req_slot *r)
+{
+	if (r->pin)
+		pin_drop(q, r->pin, 1);
+	slot_free(q, r);
+}
+
+/* Count the latency of n requests noticed at t0, from then to `now`. Owner of q. */
+static inline void stat_latency(struct vqs_queue *q, uint64_t t0, uint64_t now, unsigned n)
+{
+	stat_add(&q->c.latency_hist[stat_bucket(now - t0, VQS_STATS_LAT_BUCKETS)], n);
+}
+
+/* What a handler reported written, within r's writable bytes. */
+static inline uint32_t checked_written(const struct req_slot *r, uint32_t written)
+{
+	if (written > r->req.elem.in_len) {
+		vqs_warn("sched: handler reported %u bytes written into a %u-byte buffer", written,
+			 r->req.elem.in_len);
+		return r->req.elem.in_len;
+	}
+	return written;
+}
+
+static inline void sched_queue_order_init(struct vqs_queue *q)
+{
+	struct vqs_vq_config c;
+	/* Only while nothing is outstanding: the order holds every request popped since. */
+	if (q->nfree == q->nslots && vqs_vq_get_config(q->vq, &c) == 0)
+		q->in_order = c.features & VQS_BIT(VQS_F_IN_ORDER);
+}
+
+static inline unsigned order_at(const struct vqs_queue *q, unsigned i)
+{
+	unsigned k = q->ord_head + i;
+	return k < q->nslots ? k : k - q->nslots;
+}
+
+/* The m oldest requests left the order (published). */
+static inline void order_advance(struct vqs_queue *q, unsigned m)
+{
+	q->ord_head = order_at(q, m);
+	q->ord_len -= m;
+}
+
+static inline void warn_rejected(const struct vqs_elem *e)
+{
+	vqs_warn("sched: used entry for chain %u rejected (queue reset?)", e->id);
+}
+
+#endif

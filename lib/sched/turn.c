@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One turn of a RUNNING queue: publish handed-over completions, pop batches into request slots,
+ * run the handler, fill, flush and call, until the ring is empty or the budget spent; then the
+ * policy decides whether the queue stays polled or re-arms its notifications, the worker looks
+ * for kicks of its other queues if it is due to, and the queue is held, requeued or let go.
+ */
+#include <errno.h>
+
+#include "sched/internal.h"
+#include "sched/slots.h"
+#include "util/log.h"
+#include "util/prefetch.h"
+
+enum turn_end { TURN_DRAINED, TURN_BUDGET, TURN_STALLED };
+
+/* What one turn consumed of the queue's budget. */
+struct turn_budget {
+	uint64_t pkts, bytes;
+};
+
+/* Start fetching the lines holding the first prefetch_lines * 64 bytes of e's first buffer (see
+ * vqs_queue_opts.prefetch_lines): one line more when they straddle a line boundary, since a
+ * buffer rarely starts on one (a virtio-net header then puts the Ethernet header in the next). */
+static inline void prefetch_buffer(const struct vqs_elem *e, unsigned lines)
+{
+	if (!e->out_num && !e->in_num)
+		return;
+	const uint8_t *p = e->iov[0].iov_base;
+	size_t len = e->iov[0].iov_len < (size_t)lines * 64 ? e->iov[0].iov_len : (size_t)lines * 64;
+	if (!len)
+		return;
+	const uint8_t *l = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)63), *end = p + len;
+	if (e->out_num) {
+		do
+			__builtin_prefetch(l, 0);
+		while ((l += 64) < end);
+	} else {
+		do
+			vqs_prefetch_write(l);
+		while ((l += 64) < end);
+	}
+}
+
+/* The ring broke: stop serving q and tell the hook, once. */
+static void queue_broken(struct vqs_queue *q)
+{
+	if (q->broken)
+		return;
+	q->broken = true;
+	if (q->on_broken)
+		q->on_broken(q, vqs_vq_error(q->vq), q->on_broken_opaque);
+}
+
+/* Pop up to want chains (want <= what the ring had a moment ago, see serve) into free slots of
+ * the worker's batch, with one ring call. Returns how many; *empty when that was all the ring
+ * had. */
+static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			  uint64_t t0, bool *empty)
+{
+	for (unsigned i = 0; i < want; i++) {
+		struct req_slot *r = slot_get(q);
+		r->req.elem.iov = r->iov;
+		r->req.elem.iov_cap = q->iov_per_req;
+		w->batch[i] = r;
+		w->pop_elems[i] = &r->req.elem;
+	}
+	int rc = vqs_vq_pop_into(q->vq, w->pop_elems, want);
+	unsigned n = rc > 0 ? (unsigned)rc : 0;
+	for (unsigned i = want; i-- > n;)
+		slot_free(q, w->batch[i]);
+	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
+	 * that long chain waits until long chains in flight complete (-EBUSY, from the pop that
+	 * tries it first: not empty, and their completions wake the queue). */
+	if ((rc < 0 && rc != -EBUSY) || (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK))
+		queue_broken(q);
+	*empty = n < want && !q->broken && rc != -EBUSY;
+	for (unsigned i = 0; i < n; i++) {
+		struct req_slot *r = w->batch[i];
+		if (q->prefetch_lines)
+			prefetch_buffer(&r->req.elem, q->prefetch_lines);
+		r->st = SLOT_HANDED;
+		r->t0_ns = t0;
+		r->req.user = NULL;
+	}
+	if (q->in_order)
+		for (unsigned i = 0; i < n; i++)
+			q->order[order_at(q, q->ord_len++)] = w->batch[i];
+	return n;
+}
+
+/* Stage the used entries of the m requests collected in w->fill_elems/fill_written, in that
+ * order, with as few ring calls as the ring allows (one, unless it refuses one, which is reported
+ * and skipped as fill does). Owner of q. */
+static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned m)
+{
+	for (unsigned done = 0; done < m;) {
+		int k = vqs_vq_fill_batch(q->vq, w->fill_elems + done, w->fill_written + done,
+					  m - done);
+		if (k < 0) {
+			warn_rejected(w->fill_elems[done]);
+			k = 1;
+		}
+		done += (unsigned)k;
+	}
+	stat_add(&q->c.reqs, m);
+}
+
+/* Give batch[from..n) back to the ring unconsumed. */
+static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n)
+{
+	for (unsigned i = from; i < n; i++)
+		w->giveback[i - from] = w->batch[i]->req.elem;
+	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
+		vqs_err("sched: could not give back %u requests", n - from);
+	struct pin_ref *pin = w->batch[from]->pin; /* the batch's, or none before it is pinned */
+	for (unsigned i = from; i < n; i++)
+		slot_free(q, w->batch[i]);
+	if (pin)
+		pin_drop(q, pin, n - from);
+	if (q->in_order)
+		q->ord_len -= n - from; /* the newest popped */
+}
+
+/*
+ * pop_batch, with the batch's requests sharing one pin on the memory table their chains were
+ * translated through, so that the handler can run outside the read-side section: each pop
+ * translates through the table current at that moment, so if the table was replaced meanwhile,
+ * the chains go back and are popped again; then every iovec of the batch lies in the pinned
+ * table. One pin per batch (two atomic RMWs), not one per request. Inside vqs_mem_read_lock.
+ */
+static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
+			   uint64_t t0, bool *empty)
+{
+	struct vqs_mem *mem = q->mem;
+	for (;;) {
+		const struct vqs_mem_table *t = vqs_mem_current(mem);
+		unsigned n = pop_batch(w, q, want, t0, empty);
+		if (!n)
+			return 0;
+		/* t cannot be freed inside the section, so no newer table has its address */
+		if (vqs_mem_current(mem) == t) {
+			/* A free pin is there: each pin in use holds at least one request. */
+			struct pin_ref *pin = q->free_pins;
+			q->free_pins = pin->next_free;
+			vqs_mem_table_pin(t);
+			pin->t = t;
+			pin->refs = n;
+			for (unsigned i = 0; i < n; i++)
+				w->batch[i]->pin = pin;
+			return n;
+		}
+		give_back(w, q, 0, n);
+	}
+}
+
+/*
+ * The handler returned `taken` but completed a request at or after it: a request it completed is
+ * never given back (un-popping it would lose the completion and serve the chain twice), so the
+ * count is raised past the last one it completed; the requests before that one count as taken
+ * too. Counted, and warned once per queue. Returns the count to use.
+ */
+static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			       unsigned n)
+{
+	unsigned last = n;
+	while (last > taken && w->batch[last - 1]->st != SLOT_DONE_HERE)
+		last--;
+	if (last == taken)
+		return taken;
+	unsigned done = 0;
+	for (unsigned i = taken; i < last; i++)
+		done += w->batch[i]->st == SLOT_DONE_HERE;
+	stat_add(&q->c.completed_given_back, done);
+	if (!q->miscount_warned) {
+		q->miscount_warned = true;
+		vqs_warn("sched: handler returned %u of %u requests but completed request %u; "
+			 "counted as taken", taken, n, last - 1);
+	}
+	return last;
+}
+
+/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
+ * Those it completed during the call are staged here, together (IN_ORDER: those with no older
+ * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
+ * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
+ * buffers mapped, so a handler that blocks holds up no grace period. */
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
+{
+	sched_running = q;
+	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
+	sched_running = NULL;
+	if (taken > n) {
+		vqs_warn("sched: handler took %u of %u requests", taken, n);
+		taken = n;
+	}
+	if (taken < n)
+		taken = keep_completed(w, q, taken, n);
+	if (taken < n) {
+		give_back(w, q, taken, n);
+		stat_add(&q->c.given_back, n - taken);
+		q->parked = true;
+	}
+	/* IN_ORDER: the batch's completions go to the ring now only while nothing older is
+	 * outstanding (the batch is the newest in the order) and up to its first open request. */
+	bool now = !q->in_order || q->ord_len == taken;
+	unsigned m = 0;
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st == SLOT_DONE_HERE && now) {
+			w->fill_elems[m] = &r->req.elem;
+			w->fill_written[m++] = checked_written(r, r->written);
+			continue;
+		}
+		now = !q->in_order;
+		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
+		 * which only q's owner reaps, later), or completed behind an open request. */
+		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
+	}
+	if (m) {
+		if (q->in_order)
+			order_advance(q, m);
+		fill_collected(w, q, m);
+	}
+	return taken;
+}
+
+/* Count and free the requests of batch[0..taken) completed inside the handler call, published
+ * by now. They were noticed together (one t0, pop_batch), so they share a latency bucket. Owner
+ * of q. */
+static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			     uint64_t now)
+{
+	if (!taken)
+		return;
+	unsigned done = 0;
+	uint64_t t0 = w->batch[0]->t0_ns;
+	struct pin_ref *pin = w->batch[0]->pin; /* the batch's: dropped once for all of them */
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st == SLOT_DONE_HERE) {
+			done++;
+			slot_free(q, r);
+		}
+	}
+	if (done) {
+		pin_drop(q, pin, done);
+		stat_latency(q, t0, now, done);
+	}
+}
+
+/* Record whether q's notifications are on, in q and in its group's count of queues a kick can
+ * concern (see sched_group.armed). Owner of q. */
+static void set_notify_on(struct vqs_queue *q, bool on)
+{
+	if (q->notify_on == on)
+		return;
+	q->notify_on = on;
+	struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->armed, on ? 1 : -1, memory_order_relaxed);
+}
+
+/* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
+ * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
+ * latest clock read); on return, the latest read made (after the last handler call), so the caller
+ * reads the clock once per batch, not once per step. */
+static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
+			   struct turn_budget *used)
+{
+	struct vqs_sched *s = q->s;
+	const struct sched_policy *pol = s->pol;
+	/* Load first: set only by a wake that made the queue READY, so 0 on most polls. */
+	uint64_t noticed = atomic_load_explicit(&q->noticed_ns, memory_order_relaxed);
+	if (noticed)
+		atomic_store_explicit(&q->noticed_ns, 0, memory_order_relaxed);
+	uint64_t t = *now;
+	uint64_t t0 = noticed && noticed < t ? noticed : t;
+	uint64_t pkts = used->pkts, bytes = used->bytes;
+	enum turn_end end = TURN_STALLED;
+
+	sched_reap(q);
+	if (q->notify_on && !q->parked && !q->broken) {
+		vqs_vq_disable_notify(q->vq);
+		set_notify_on(q, false);
+	}
+	while (!q->parked && !q->broken) {
+		if (pkts >= s->o.budget_pkts || bytes >= s->o.budget_bytes) {
+			stat_add(&q->c.budget_exhausted, 1);
+			end = TURN_BUDGET;
+			break;
+		}
+		unsigned want = pol->batch(s, q);
+		if (want > s->o.budget_pkts - pkts)
+			want = (unsigned)(s->o.budget_pkts - pkts);
+		if (want > q->nfree)
+			want = q->nfree;
+		if (!want)
+			break; /* every slot is out: completions will wake the queue */
+		if (q->demand) {
+			unsigned d = q->demand(q, q->opaque);
+			if (!d) {
+				q->parked = true; /* as after a give-back: until vqs_queue_wake */
+				break;
+			}
+			if (want > d)
+				want = d;
+		}
+		/* A look at the avail index first: an empty poll costs no more, and no more slots are
+		 * taken than there are chains. The ring is read inside a read-side section that ends
+		 * before the handler runs. */
+		vqs_mem_read_lock();
+		unsigned has = ring_has(q);
+		bool empty = true;
+		unsigned n = 0;
+		if (has)
+			n = pop_pinned(w, q, want < has ? want : has, t0, &empty);
+		empty |= n == has; /* took all the look showed: the next turn looks again */
+		unsigned backlog = n && !empty ? vqs_vq_avail_count(q->vq) : 0;
+		vqs_mem_read_unlock();
+		stat_add(&q->c.polls, 1);
+		stat_add(&w->c.polls, 1);
+		if (!n) {
+			stat_add(&q->c.empty_polls, 1);
+			stat_add(&w->c.empty_polls, 1);
+			if (empty)
+				end = TURN_DRAINED;
+			break;
+		}
+		/* Found at t (the last clock read, just before this pop): what the rate estimate and
+		 * the poll timeout need, at poll-loop resolution. */
+		q->last_work_ns = t;
+		pol->observe(s, q, n, backlog, t);
+		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
+		for (unsigned i = 0; i < n; i++)
+			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+		q->clock_ns = t;
+		unsigned taken = hand_over(w, q, n);
+		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
+		 * are not on the way of the completions to the driver. */
+		sched_flush_call(q);
+		t = vqs_now_ns();
+		retire_done_here(w, q, taken, t);
+		/* Only what the handler took counts against the budget: given-back chains come again. */
+		uint64_t b = 0;
+		for (unsigned i = 0; i < taken; i++)
+			b += w->batch_bytes[i];
+		pkts += taken;
+		bytes += b;
+		stat_add(&q->c.bytes, b);
+		t0 = t;
+		if (empty && taken == n) {
+			end = TURN_DRAINED;
+			break;
+		}
+	}
+	used->pkts = pkts;
+	used->bytes = bytes;
+	*now = t;
+	return end;
+}
+
+/* Re-arm notifications on a ring found empty. A chain that slipped in while they were off
+ * would get no kick, so enable_notify re-checks: true means keep draining (notifications are off
+ * again). The event fields live in guest memory: inside the read-side section. */
+static bool rearm_finds_more(struct vqs_queue *q)
+{
+	vqs_mem_read_lock();
+	stat_add(&q->c.rearms, 1);
+	bool more = vqs_vq_enable_notify(q->vq);
+	if (more)
+		vqs_vq_disable_notify(q->vq);
+	set_notify_on(q, !more);
+	vqs_mem_read_unlock();
+	return more;
+}
+
+/* Re-arm races served within one turn before the queue goes back on the list. */
+#define MAX_REARMS 4u
+
+/* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
+ * Returns whether the queue goes back on the list; *pkts: requests it served. */
+static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
+{
+	uint64_t start = *now;
+	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
+	if (atomic_load_explicit(&q->wake_req, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&q->wake_req, false, memory_order_relaxed))
+		q->parked = false;
+	struct turn_budget used = {0, 0};
+	bool again;
+	for (unsigned rearms = 0;; rearms++) {
+		enum turn_end end = serve(w, q, now, &used);
+		if (end != TURN_DRAINED) {
+			again = end == TURN_BUDGET;
+			break;
+		}
+		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
+		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
+		 * that keeps saying "more" without yielding any goes back on the list instead. The
+		 * clock is read here, once per empty poll: poll timeouts need the present. */
+		*now = vqs_now_ns();
+		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
+			q->s->pol->keep_polling(q->s, q, *now); /* no kick fd: only polling sees work */
+		if (again || !rearm_finds_more(q))
+			break;
+		if (rearms == MAX_REARMS) {
+			again = true;
+			break;
+		}
+	}
+	stat_add(&q->c.turns, 1);
+	stat_add(&q->c.busy_ns, *now - start);
+	stat_add(&w->c.turns, 1);
+	*pkts = used.pkts;
+	return again;
+}
+
+/* While queues keep being requeued the worker never sleeps, so it looks for kicks of the other
+ * queues between turns: after every turn that served requests and goes back on the list (so a
+ * kicked queue gets on the list before it), and every EVENT_CHECK_TURNS turns otherwise (empty
+ * polls). A group with one queue has no other queue a kick could bring in, so it never looks:
+ * that epoll_wait was a system call per request for a busy-polled queue. */
+#define EVENT_CHECK_TURNS 32u
+
+/* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
+{
+	uint64_t now = w->now_ns, pkts;
+	bool again = one_turn(w, q, &now, &pkts);
+	/* No queue of the group with notifications on: no kick could concern one (a late kick for
+	 * a polled queue waits in the epoll set for the next look). */
+	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&
+	    atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0 &&
+	    ((again && pkts) || ++w->turns_since_check >= EVENT_CHECK_TURNS)) {
+		w->turns_since_check = 0;
+		sched_check_events(w, now);
+	}
+	w->now_ns = now;
+	sched_hold_or_finish(w, q, again);
+}
