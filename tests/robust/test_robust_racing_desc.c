@@ -138,7 +138,11 @@ static void race(bool packed, bool b_valid)
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, writer, &r), 0);
 	unsigned n = (unsigned)vqs_test_scaled(200000), seen_a = 0, seen_b = 0, broke = 0, mixed = 0;
-	for (unsigned i = 0; i < n; i++) {
+	/* At least n pops, and on until both contents were met: on a loaded machine the writer can
+	 * be off its CPU for all of the first n (a CI run saw 200000 pops of A alone); 30 s bound. */
+	uint64_t deadline = vqs_now_ns() + 30000000000ull;
+	unsigned i;
+	for (i = 0; i < n || ((!seen_a || !(seen_b + broke)) && vqs_now_ns() < deadline); i++) {
 		configure(&r);
 		struct iovec iov[4];
 		struct vqs_elem e = { .iov = iov, .iov_cap = 4 };
@@ -158,7 +162,7 @@ static void race(bool packed, bool b_valid)
 	atomic_store(&r.stop, true);
 	pthread_join(t, NULL);
 	print_message("%s, B %s: %u pops: %u A, %u B, %u broke, %u mixed\n",
-		      packed ? "packed" : "split", b_valid ? "valid" : "invalid", n, seen_a, seen_b,
+		      packed ? "packed" : "split", b_valid ? "valid" : "invalid", i, seen_a, seen_b,
 		      broke, mixed);
 	assert_int_equal(mixed, 0);
 	/* Both contents were really met, or the race proved nothing. */
