@@ -5,6 +5,7 @@
  *   vqs-blk --socket PATH --file DISK [--size BYTES] [--client] [--queues N] [--packed]
  *           [--policy dedicated|pool|poll|adaptive] [--workers N] [--io-threads N]
  *           [--latency-us N] [--blk-size N] [--serial ID] [--counters FILE]
+ *           [--test-log-unmarked]
  *
  * Requests run on the scheduler's workers, or with --io-threads on that many I/O threads, which
  * complete them out of order; --latency-us makes each I/O thread request wait 0..N us first, as
@@ -16,6 +17,9 @@
  * frontend reconnects and the requests the dead process had in flight are run again.
  * --counters keeps the device's counters (struct blk_counters: requests taken, done, taken per
  * queue) in FILE, reset at start, so that whoever killed the process can tell what it was doing.
+ * --test-log-unmarked (tests only: it breaks live migration) accepts dirty logging but marks no
+ * page (vqs_vu_backend_opts.test_log_unmarked), so that a migration test can show its checks fail
+ * when the pages the device wrote are not logged.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +36,7 @@
 struct args {
 	const char *socket, *file, *serial, *counters;
 	uint64_t size;
-	bool client, packed;
+	bool client, packed, log_unmarked;
 	unsigned queues, workers, io_threads, latency_us, blk_size;
 	enum vqs_policy policy;
 };
@@ -42,7 +46,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: vqs-blk --socket PATH --file DISK [--size BYTES] [--client] [--queues N]\n"
 		   "               [--packed] [--policy dedicated|pool|poll|adaptive] [--workers N]\n"
 		   "               [--io-threads N] [--latency-us N] [--blk-size N] [--serial ID]\n"
-		   "               [--counters FILE]\n");
+		   "               [--counters FILE] [--test-log-unmarked]\n");
 }
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -67,6 +71,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "io-threads", required_argument, NULL, 't' },
 		{ "latency-us", required_argument, NULL, 'L' },
 		{ "counters", required_argument, NULL, 'C' },
+		{ "test-log-unmarked", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },         { 0 }
 	};
 	*a = (struct args){ .queues = 1, .workers = 1, .blk_size = 512, .policy = VQS_POLICY_POOL,
@@ -81,6 +86,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'C': a->counters = optarg; break;
 		case 'c': a->client = true; break;
 		case 'P': a->packed = true; break;
+		case 'U': a->log_unmarked = true; break;
 		case 'S':
 			if (!parse_uint(optarg, INT64_MAX, &v))
 				return -EINVAL;
@@ -199,6 +205,7 @@ int main(int argc, char **argv)
 	vo.sched = sched;
 	vo.ops = &dev.ops;
 	vo.opaque = &dev;
+	vo.test_log_unmarked = a.log_unmarked;
 	struct vqs_vu_backend *backend;
 	if ((err = vqs_vu_backend_create(&backend, &vo)) < 0) {
 		vqs_sched_destroy(sched);

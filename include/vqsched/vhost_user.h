@@ -248,6 +248,11 @@ struct vqs_vu_backend_opts {
 	uint32_t reconnect_min_ms;  /* client: first retry delay (default 10) */
 	uint32_t reconnect_max_ms;  /* client: backoff cap (default 1000) */
 	uint32_t msg_timeout_ms;    /* rest of a started message must arrive within this (default 1000) */
+	/* TEST ONLY, never in a real deployment: dirty logging is offered and accepted as usual
+	 * (LOG_ALL, SET_LOG_BASE) but no page is ever marked, so a live migration silently leaves
+	 * stale guest memory wherever the device wrote. Lets a migration test show that its checks
+	 * catch exactly that (tests/interop/qemu_blk_migrate.sh). */
+	bool test_log_unmarked;
 };
 /* Fill defaults (size set, everything else 0 or its documented default). Threads: any. */
 VQS_API void vqs_vu_backend_opts_init(struct vqs_vu_backend_opts *o);

@@ -72,7 +72,6 @@ void vu_device_reset(struct vqs_vu_backend *b)
 	}
 	vu_state_drop(b);
 	vu_log_drop(b);
-	vqs_mem_set(b->mem, NULL, 0);
 	/* Every mapping released before the caller goes on (or acknowledges). */
 	vqs_mem_synchronize(b->mem);
 	vu_inflight_drop(b);
@@ -87,6 +86,8 @@ static void disconnect(struct vqs_vu_backend *b, bool serve_next)
 	if (b->conn_fd < 0)
 		return;
 	vu_device_reset(b);
+	vqs_mem_set(b->mem, NULL, 0);
+	vqs_mem_synchronize(b->mem);
 	epoll_ctl(b->epfd, EPOLL_CTL_DEL, b->conn_fd, NULL);
 	close(b->conn_fd);
 	b->conn_fd = -1;

@@ -84,11 +84,13 @@ struct vqs_vu_backend {
 	_Atomic uint64_t st_connections, st_disconnects, st_messages, st_bad, st_starts, st_stops;
 };
 
-/* Back to a device no frontend configured: rings stopped and forgotten (fds closed), memory,
- * dirty log and inflight region unmapped, features and status 0. Each ring's last position
- * stays for a GET_VRING_BASE after the reset (QEMU 7.2 stops a device with SET_STATUS 0 first,
- * then asks each ring's base, which it migrates); the next SET_VRING_BASE replaces it. The
- * connection and its protocol features stay (RESET_DEVICE, SET_STATUS 0). backend.c. */
+/* Back to a device no frontend configured: rings stopped and forgotten (fds closed), dirty log
+ * and inflight region unmapped, features and status 0. Each ring's last position stays for a
+ * GET_VRING_BASE after the reset (QEMU 7.2 stops a device with SET_STATUS 0 first, then asks
+ * each ring's base, which it migrates); the next SET_VRING_BASE replaces it. The connection, its
+ * protocol features and the guest memory table stay: QEMU 7.2 stops a device with SET_STATUS 0
+ * and starts it again without sending the regions it added with ADD_MEM_REG (it sends only
+ * changes), as when SeaBIOS hands a virtio-blk disk over to Linux. backend.c. */
 void vu_device_reset(struct vqs_vu_backend *b);
 
 /* state.c: SET_DEVICE_STATE_FD (fd not consumed; *reply its u64), CHECK_DEVICE_STATE (its

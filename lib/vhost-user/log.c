@@ -15,7 +15,8 @@
 
 int vu_log_update(struct vqs_vu_backend *b)
 {
-	bool on = b->log_set && (b->features & VQS_BIT(VQS_VU_F_LOG_ALL));
+	bool on = b->log_set && (b->features & VQS_BIT(VQS_VU_F_LOG_ALL)) &&
+		  !b->opts.test_log_unmarked;
 	return vqs_mem_log_enable(b->mem, on);
 }
 

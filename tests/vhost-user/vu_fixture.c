@@ -144,8 +144,8 @@ int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client)
 	return vu_env_start_with(env, num_queues, client, NULL);
 }
 
-int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
-		      void (*tweak)(struct vqs_vu_device_ops *ops))
+static int env_start(struct vu_env *env, uint16_t num_queues, bool client,
+		     void (*tweak)(struct vqs_vu_device_ops *ops), bool log_unmarked)
 {
 	static _Atomic unsigned seq;
 	memset(env, 0, sizeof(*env));
@@ -171,6 +171,7 @@ int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
 	bo.ops = &env->echo.ops;
 	bo.opaque = &env->echo;
 	bo.msg_timeout_ms = 300;
+	bo.test_log_unmarked = log_unmarked;
 	r = vqs_vu_backend_create(&env->backend, &bo);
 	if (r < 0) {
 		vqs_sched_destroy(env->sched);
@@ -178,6 +179,14 @@ int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
 	}
 	return r;
 }
+
+int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
+		      void (*tweak)(struct vqs_vu_device_ops *ops))
+{
+	return env_start(env, num_queues, client, tweak, false);
+}
+
+int vu_env_start_log_unmarked(struct vu_env *env) { return env_start(env, 1, false, NULL, true); }
 
 void vu_env_stop(struct vu_env *env)
 {

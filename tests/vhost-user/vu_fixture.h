@@ -50,6 +50,8 @@ int vu_env_start(struct vu_env *env, uint16_t num_queues, bool client);
 /* vu_env_start, with tweak(ops) applied to the device ops before the backend is created. */
 int vu_env_start_with(struct vu_env *env, uint16_t num_queues, bool client,
 		      void (*tweak)(struct vqs_vu_device_ops *ops));
+/* vu_env_start (one queue, listening) with vqs_vu_backend_opts.test_log_unmarked set. */
+int vu_env_start_log_unmarked(struct vu_env *env);
 void vu_env_stop(struct vu_env *env);
 /* Wait (bounded) until the backend counted `n` disconnects. */
 bool vu_env_wait_disconnects(struct vu_env *env, uint64_t n);

@@ -19,9 +19,9 @@
 #define PAGE VQS_MEM_LOG_PAGE
 #define LOG_MAX 4096
 
-static struct vqs_vu_frontend *start(struct vu_env *env, bool packed)
+/* A frontend set up on env's backend (already started). */
+static struct vqs_vu_frontend *connect_to(struct vu_env *env, bool packed)
 {
-	assert_int_equal(vu_env_start(env, 1, false), 0);
 	struct vqs_vu_frontend_opts o;
 	struct vqs_vu_frontend *f;
 	vu_env_frontend_opts(env, &o);
@@ -33,6 +33,12 @@ static struct vqs_vu_frontend *start(struct vu_env *env, bool packed)
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 	return f;
+}
+
+static struct vqs_vu_frontend *start(struct vu_env *env, bool packed)
+{
+	assert_int_equal(vu_env_start(env, 1, false), 0);
+	return connect_to(env, packed);
 }
 
 static void stop(struct vu_env *env, struct vqs_vu_frontend *f)
@@ -108,6 +114,23 @@ static void logs_exactly(bool packed)
 
 static void test_log_marks_written_pages_split(void **state) { logs_exactly(false); }
 static void test_log_marks_written_pages_packed(void **state) { logs_exactly(true); }
+
+/* test_log_unmarked, for migration tests that must show what logging protects: LOG_ALL and the
+ * log are accepted as usual, and no page is ever marked. */
+static void test_log_unmarked_accepts_and_marks_nothing(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start_log_unmarked(&env), 0);
+	struct vqs_vu_frontend *f = connect_to(&env, false);
+	uint8_t log[LOG_MAX];
+	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 20, 2 * PAGE), 0);
+	size_t n = vqs_vu_frontend_log_sync(f, log, sizeof(log));
+	assert_true(n > 0 && n <= LOG_MAX);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(log[i], 0);
+	stop(&env, f);
+}
 
 /* ---- switching logging on and off while traffic runs (run under TSan too) ---- */
 
@@ -222,6 +245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_marks_written_pages_split),
 		cmocka_unit_test(test_log_marks_written_pages_packed),
+		cmocka_unit_test(test_log_unmarked_accepts_and_marks_nothing),
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Device reset (issue 20): RESET_DEVICE (protocol feature RESET_DEVICE), SET_STATUS 0 and the
- * older RESET_OWNER stop the queues while requests are in flight, drop every ring, the memory
- * table, the dirty log and the inflight region (the process's fds and memfd mappings are back
- * where they were before the handshake), and leave the connection ready for a new negotiation
- * that serves requests again.
+ * older RESET_OWNER stop the queues while requests are in flight, drop every ring, the dirty log
+ * and the inflight region (the process's fds and memfd mappings are back where they were before
+ * the handshake, but for the guest memory table, which QEMU 7.2 does not send again after
+ * SET_STATUS 0 when it added its regions with ADD_MEM_REG), and leave the connection ready for a
+ * new negotiation that serves requests again.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -115,10 +116,11 @@ static void resets_with(uint32_t request, uint64_t value, uint32_t len)
 			assert_int_equal(rep.num, pos.used_idx);
 			assert_true(rep.num > 0);
 		}
-		/* Nothing of the session left in the backend: its fds and mappings are back. The
-		 * frontend's own dirty log (one fd, one mapping) stays with the frontend. */
+		/* Nothing of the session left in the backend but its map of guest memory (one
+		 * mapping, its fd closed once mapped): fds and mappings are back. The frontend's own
+		 * dirty log (one fd, one mapping) stays with the frontend. */
 		assert_int_equal(vu_wait_fds(fds0 + (round ? 0 : 1)), fds0 + (round ? 0 : 1));
-		assert_int_equal(vqs_test_count_maps(true), maps0 + (round ? 0 : 1));
+		assert_int_equal(vqs_test_count_maps(true), maps0 + 1 + (round ? 0 : 1));
 		if (round == 0) {
 			fds0++;
 			maps0++;
