@@ -11,8 +11,14 @@
 # block it wrote). VQS_BLK_MIGRATE_UNMARKED=1 runs both backends with --test-log-unmarked, which
 # accepts dirty logging but marks nothing: then the test must fail (the proof that it can).
 # TCG unless KVM truly works (tests/interop/lib/guest.sh); the kernel and initramfs are cached.
+#
+# Not in the interop stage (it lives outside tests/interop/*.sh): it fails today. In most runs
+# the destination guest's kernel crashes within a second of resuming (list corruption, stack
+# protector, junk instruction pointer, mostly in dd waiting on an O_DIRECT read), with logging
+# on and with --test-log-unmarked alike, while the destination vqs-blk has served nothing: the
+# damage came over with the migration. It is the reproduction of that open defect (issue 20).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 . tests/interop/lib/common.sh
 . tests/interop/lib/guest.sh
 interop_init qemu_blk_migrate
