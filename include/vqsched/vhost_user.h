@@ -355,7 +355,8 @@ VQS_API int vqs_vu_frontend_stop(struct vqs_vu_frontend *f);
 /*
  * Device state transfer (DEVICE_STATE negotiated, queues stopped): save takes the backend
  * device's state through a pipe (SET_DEVICE_STATE_FD, then CHECK_DEVICE_STATE) into a malloc'd
- * *blob of *len bytes; load sends a blob the same way to a backend whose device loads it.
+ * *blob of *len bytes, the caller's to free(); load sends a blob the same way to a backend
+ * whose device loads it (the blob stays the caller's). Threads: the frontend's owner, as above.
  * -ENOTSUP when not negotiated, -EIO when the backend reports failure, -EPROTO, -errno.
  */
 VQS_API int vqs_vu_frontend_save_state(struct vqs_vu_frontend *f, void **blob, size_t *len);
