@@ -196,8 +196,9 @@ static void test_log_switched_under_traffic(void **state)
 /* More than a scheduler turn takes (budget_pkts 256): the source stops with some never popped. */
 #define INFLIGHT 400
 
-/* The asynchronous source's echo device: its completer thread outlives the test. */
-static struct vu_env async_env;
+/* The asynchronous sources' echo devices (split, packed): their completer threads outlive the
+ * tests, so each keeps its own. */
+static struct vu_env async_env[2];
 
 /*
  * async: the source completes from another thread, newest first, so at the stop requests were
@@ -207,10 +208,11 @@ static struct vu_env async_env;
  */
 static void migrates(bool packed, bool async)
 {
-	struct vu_env local, *env = async ? &async_env : &local;
-	struct vqs_vu_frontend *f = start(env, packed);
-	if (async)
+	struct vu_env local, *env = async ? &async_env[packed] : &local;
+	assert_int_equal(vu_env_start(env, 1, false), 0);
+	if (async) /* before a ring runs */
 		assert_int_equal(vu_echo_start_async(&env->echo), 0);
+	struct vqs_vu_frontend *f = connect_to(env, packed);
 	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
 	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
