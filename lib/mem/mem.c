@@ -17,20 +17,6 @@
 #include "util/log.h"
 #include "util/tsan.h"
 
-struct vqs_mem {
-	pthread_mutex_t lock; /* serialises writers, guards `retiring`; readers never take it */
-	pthread_cond_t retired; /* signalled when `retiring` drops to 0 */
-	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
-	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
-	unsigned retiring;
-	/* The published table; the release store in replace_locked() pairs with the acquire load in
-	 * vqs_mem_current(), so a reader sees the table fully built. */
-	_Atomic(struct vqs_mem_table *) cur;
-	uint64_t gen; /* generation of the newest table; under lock */
-	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
-	bool log_on;             /* under lock */
-};
-
 /* TSan stand-in for the grace period: readers and retiring writers release it, deferred frees
  * acquire it (see util/tsan.h). */
 static char tsan_grace;
@@ -221,6 +207,7 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 	}
 	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
 	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
+	atomic_store_explicit(&m->logging, t->log != NULL, memory_order_relaxed);
 	if (old)
 		table_retire(m, old);
 	return 0;

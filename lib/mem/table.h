@@ -7,11 +7,43 @@
 #ifndef VQS_MEM_TABLE_H
 #define VQS_MEM_TABLE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/uio.h>
 #include <urcu-bp.h>
 #include <vqsched/mem.h>
+
+/* The replaceable map (mem.c is its writer). */
+struct vqs_mem {
+	pthread_mutex_t lock; /* serialises writers, guards `retiring`; readers never take it */
+	pthread_cond_t retired; /* signalled when `retiring` drops to 0 */
+	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
+	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
+	unsigned retiring;
+	/* The published table; the release store in replace_locked() pairs with the acquire load in
+	 * vqs_mem_current(), so a reader sees the table fully built. */
+	_Atomic(struct vqs_mem_table *) cur;
+	uint64_t gen; /* generation of the newest table; under lock */
+	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
+	bool log_on;             /* under lock */
+	/* Whether the published table logs, stored after it (vqs_mem_may_log). Relaxed: it
+	 * publishes nothing; a reader that finds it set reads the table in a read-side section. */
+	atomic_bool logging;
+};
+
+/*
+ * Whether the map may log: the data path's one test per batch before it marks anything, taken
+ * without a read-side section (a fill runs outside one). It mirrors the newest table's log as
+ * the table pointer does, one load of what the writer stored after building the table, so a
+ * batch that finds it clear could as well have read a table without a log: marks are promised
+ * for writes that begin after logging is switched on (vqs_mem_log_enable), not for those in
+ * flight. A set flag sends the reader to the current table, which decides.
+ */
+static inline bool vqs_mem_may_log(struct vqs_mem *m)
+{
+	return atomic_load_explicit(&m->logging, memory_order_relaxed);
+}
 
 /* A region as the map owns it: shared by every table that lists it, released with the last. */
 struct mem_region_obj {
