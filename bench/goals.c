@@ -4,6 +4,7 @@
  * measured in this run). A goal whose runs are not in the preset is reported "n/a", never guessed.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -11,7 +12,8 @@
 static bool plain(const struct result *r)
 {
 	const struct point *p = &r->pt;
-	return r->repeats && !p->shared_cpu && !p->driver_block && p->handler_ns == 0 &&
+	return r->repeats && p->transport == TRANSPORT_DIRECT && !p->shared_cpu &&
+	       !p->driver_block && p->handler_ns == 0 &&
 	       p->exit_ns == 0 && p->touch == TOUCH_NONE && p->poll_timeout_us == 0;
 }
 
@@ -211,6 +213,64 @@ static void goal_sweep(struct report *rep)
 	tally_report(k, &kicks, "more kicks");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The point that is r with logging off: the same key without the "-log" of its transport. */
+static const struct result *log_twin(const struct report *rep, const struct result *r)
+{
+	struct point off = r->pt;
+	off.transport = TRANSPORT_VHOST_USER;
+	char key[256];
+	point_key(&off, key, sizeof(key));
+	for (unsigned i = 0; i < rep->nresults; i++)
+		if (!strcmp(rep->results[i].key, key))
+			return &rep->results[i];
+	return NULL;
+}
+
+/*
+ * Dirty logging's cost as ops/s with logging on over off, per policy. Repeat i of both points
+ * ran back to back (the plan runs every point once per round), so each pair saw the same
+ * machine: the median of the pairs' ratios, their range and count, next to both medians.
+ */
+static void goal_log_cost(struct report *rep)
+{
+	struct goal *g = add(rep, "dirty-log-cost",
+			     "a vhost-user stream with dirty logging on keeps >= 50% of its ops/s "
+			     "with logging off (median of back-to-back pairs), each policy");
+	size_t off = 0;
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *on = &rep->results[i], *base;
+		if (!on->repeats || on->pt.transport != TRANSPORT_VHOST_USER_LOG ||
+		    !(base = log_twin(rep, on)) || !base->repeats)
+			continue;
+		unsigned n = on->nsamples < base->nsamples ? on->nsamples : base->nsamples, k = 0;
+		double ratio[64];
+		for (unsigned j = 0; j < n && k < 64; j++) {
+			double a = base->samples[(size_t)j * FIG__COUNT + FIG_OPS];
+			double b = on->samples[(size_t)j * FIG__COUNT + FIG_OPS];
+			if (a > 0)
+				ratio[k++] = b / a;
+		}
+		if (!k)
+			continue;
+		qsort(ratio, k, sizeof(ratio[0]), cmp_double);
+		double med = k % 2 ? ratio[k / 2] : (ratio[k / 2 - 1] + ratio[k / 2]) / 2;
+		bool ok = med >= 0.5;
+		g->status = g->status == -1 ? ok : (g->status && ok);
+		off += (size_t)snprintf(g->detail + off, off < sizeof(g->detail) ? sizeof(g->detail) - off : 0,
+					"%s%s %.2f (%.2f-%.2f, %u pairs; off %.2f Mops/s)", off ? "; " : "",
+					vqs_policy_name(on->pt.policy), med, ratio[0], ratio[k - 1],
+					k, base->med[FIG_OPS] / 1e6);
+		if (off >= sizeof(g->detail))
+			break;
+	}
+}
+
 static void goal_elapsed(struct report *rep)
 {
 	struct goal *g = add(rep, "run-time", "the default preset finishes in under 120 s");
@@ -227,5 +287,6 @@ void goals_evaluate(struct report *rep)
 	goal_stream_floor(rep);
 	goal_rr(rep);
 	goal_sweep(rep);
+	goal_log_cost(rep);
 	goal_elapsed(rep);
 }
