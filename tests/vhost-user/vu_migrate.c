@@ -240,6 +240,43 @@ static void migrates(bool packed)
 static void test_migrate_ring_state_split(void **state) { migrates(false); }
 static void test_migrate_ring_state_packed(void **state) { migrates(true); }
 
+/* A destination's frontend announces the migrated guest (SEND_RARP): the device gets the
+ * address, once per message, while its queues keep serving. */
+static void test_send_rarp_reaches_device_while_running(void **state)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, false);
+	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_RARP));
+	const uint8_t mac[8] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+	for (unsigned i = 1; i <= 3; i++) {
+		assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SEND_RARP, mac, sizeof(mac), NULL,
+							 0, true, NULL, 0, NULL),
+				 0);
+		assert_int_equal(atomic_load_explicit(&env.echo.rarps, memory_order_acquire), i);
+		assert_memory_equal(env.echo.rarp_mac, mac, VQS_VU_MAC_LEN);
+		assert_int_equal(vu_echo_roundtrip(f, 0, 16, 64), 0);
+	}
+	stop(&env, f);
+}
+
+static void without_rarp_hook(struct vqs_vu_device_ops *ops) { ops->send_rarp = NULL; }
+
+/* A device that cannot announce is not offered as one that can: RARP stays unoffered and the
+ * message is refused. */
+static void test_rarp_offered_only_with_the_hook(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start_with(&env, 1, false, without_rarp_hook), 0);
+	struct vqs_vu_frontend *f = connect_to(&env, false);
+	assert_false(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_RARP));
+	const uint8_t mac[8] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SEND_RARP, mac, sizeof(mac), NULL, 0,
+						 true, NULL, 0, NULL),
+			 -EPROTO);
+	assert_int_equal(atomic_load(&env.echo.rarps), 0);
+	stop(&env, f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +286,8 @@ int main(void)
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),
+		cmocka_unit_test(test_send_rarp_reaches_device_while_running),
+		cmocka_unit_test(test_rarp_offered_only_with_the_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
