@@ -198,6 +198,7 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 		atomic_fetch_add_explicit(&objs[i]->refs, 1, memory_order_relaxed);
 	t->gen = ++m->gen;
 	t->owner = m;
+	t->log_fd = m->log_fd;
 	if ((t->log_obj = m->log)) {
 		atomic_fetch_add_explicit(&m->log->refs, 1, memory_order_relaxed);
 		if (m->log_on) {
@@ -245,6 +246,7 @@ int vqs_mem_create(struct vqs_mem **out)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->retired, NULL);
+	m->log_fd = -1;
 	int rc = replace_locked(m, NULL, 0); /* m is not shared yet */
 	if (rc) {
 		pthread_cond_destroy(&m->retired);
@@ -390,6 +392,20 @@ int vqs_mem_log_enable(struct vqs_mem *m, bool on)
 	int rc = was == on ? 0 : republish_locked(m);
 	if (rc)
 		m->log_on = was;
+	pthread_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int vqs_mem_set_log_fd(struct vqs_mem *m, int fd)
+{
+	if (fd < -1)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	int was = m->log_fd;
+	m->log_fd = fd;
+	int rc = was == fd ? 0 : republish_locked(m);
+	if (rc)
+		m->log_fd = was;
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }

@@ -310,10 +310,12 @@ static void log_filled(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 {
 	vqs_mem_read_lock();
 	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
-	if (t->log)
+	if (t->log) {
 		for (unsigned k = 0; k < n; k++)
 			vqs_mem_log_iov(t, elems[k]->iov + elems[k]->out_num, elems[k]->in_num,
 					written[k]);
+		vqs_mem_log_signal(t);
+	}
 	vqs_mem_read_unlock();
 }
 
@@ -389,8 +391,10 @@ unsigned vqs_vq_flush(struct vqs_vq *vq)
 		if (log)
 			vq->ops->get_state(vq, &before);
 		n = vq->ops->flush(vq);
-		if (log && n)
+		if (log && n) {
 			log_flushed(vq, t, &before, n);
+			vqs_mem_log_signal(t);
+		}
 	}
 	vqs_mem_read_unlock();
 	return n;

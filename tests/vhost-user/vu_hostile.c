@@ -315,6 +315,15 @@ HOSTILE_CASE(test_log_fd_not_negotiated, STAGE_NEGOTIATED_BARE, {
 	close(fd);
 })
 
+/* Only an eventfd: a pipe's writer blocks once it is full, and the queues write to it. */
+HOSTILE_CASE(test_log_fd_not_an_eventfd, STAGE_NEGOTIATED, {
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	send_msg(f, VQS_VU_SET_LOG_FD, NEED, 0, NULL, 0, &p[1], 1);
+	close(p[0]);
+	close(p[1]);
+})
+
 HOSTILE_CASE(test_log_fd_payload_size_wrong, STAGE_NEGOTIATED, {
 	int fd = eventfd(0, EFD_CLOEXEC);
 	uint32_t v = 0;
@@ -657,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_log_base_too_small_for_memory),
 		cmocka_unit_test(test_log_base_without_fd),
 		cmocka_unit_test(test_log_fd_not_negotiated),
+		cmocka_unit_test(test_log_fd_not_an_eventfd),
 		cmocka_unit_test(test_log_fd_payload_size_wrong),
 		cmocka_unit_test(test_reset_device_not_negotiated),
 		cmocka_unit_test(test_reset_device_with_payload),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live migration through the library's own frontend (issue 20): dirty page logging switched on
- * and off while the queues run, marking exactly the pages the backend wrote; GET_VRING_BASE
+ * and off while the queues run, marking exactly the pages the backend wrote and signalling
+ * SET_LOG_FD's eventfd after; GET_VRING_BASE
  * stopping a ring with every completion published and logged; a second backend resuming from
  * SET_VRING_BASE with nothing lost or done twice.
  */
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -129,6 +131,39 @@ static void test_log_unmarked_accepts_and_marks_nothing(void **state)
 	assert_true(n > 0 && n <= LOG_MAX);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(log[i], 0);
+	stop(&env, f);
+}
+
+/* Pending signals of eventfd fd (non-blocking): read and cleared, 0 when none. */
+static uint64_t take_signals(int fd)
+{
+	uint64_t v = 0;
+	if (read(fd, &v, sizeof(v)) < 0)
+		assert_int_equal(errno, EAGAIN);
+	return v;
+}
+
+/* SET_LOG_FD's eventfd (the kernel's VHOST_SET_LOG_FD) is signalled after marks, only while
+ * logging; a replaced one is let go of (closed by the backend, so its reads see no writer). */
+static void test_log_fd_signalled_after_marks(void **state)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, false);
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_LOG_FD, NULL, 0, &efd, 1, true, NULL,
+						 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0); /* not logging: no signal */
+	assert_int_equal(take_signals(efd), 0);
+	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	assert_int_equal(take_signals(efd), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	assert_true(take_signals(efd) > 0);
+	assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	assert_int_equal(take_signals(efd), 0);
+	close(efd);
 	stop(&env, f);
 }
 
@@ -283,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_log_marks_written_pages_split),
 		cmocka_unit_test(test_log_marks_written_pages_packed),
 		cmocka_unit_test(test_log_unmarked_accepts_and_marks_nothing),
+		cmocka_unit_test(test_log_fd_signalled_after_marks),
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),
