@@ -384,30 +384,29 @@ int vqs_mem_set_log(struct vqs_mem *m, const struct vqs_mem_log *log)
 	return rc;
 }
 
-int vqs_mem_log_enable(struct vqs_mem *m, bool on)
+/* Set whether the map logs (on) and the eventfd it signals (fd), each unless NULL, and publish
+ * the result; nothing changes on failure. */
+static int log_update(struct vqs_mem *m, const bool *on, const int *fd)
 {
 	pthread_mutex_lock(&m->lock);
-	bool was = m->log_on;
-	m->log_on = on;
-	int rc = was == on ? 0 : republish_locked(m);
-	if (rc)
-		m->log_on = was;
+	bool was_on = m->log_on;
+	int was_fd = m->log_fd;
+	m->log_on = on ? *on : was_on;
+	m->log_fd = fd ? *fd : was_fd;
+	int rc = m->log_on == was_on && m->log_fd == was_fd ? 0 : republish_locked(m);
+	if (rc) {
+		m->log_on = was_on;
+		m->log_fd = was_fd;
+	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
 }
 
+int vqs_mem_log_enable(struct vqs_mem *m, bool on) { return log_update(m, &on, NULL); }
+
 int vqs_mem_set_log_fd(struct vqs_mem *m, int fd)
 {
-	if (fd < -1)
-		return -EINVAL;
-	pthread_mutex_lock(&m->lock);
-	int was = m->log_fd;
-	m->log_fd = fd;
-	int rc = was == fd ? 0 : republish_locked(m);
-	if (rc)
-		m->log_fd = was;
-	pthread_mutex_unlock(&m->lock);
-	return rc;
+	return fd < -1 ? -EINVAL : log_update(m, NULL, &fd);
 }
 
 unsigned vqs_mem_nregions(struct vqs_mem *m)
