@@ -275,6 +275,56 @@ static void migrates(bool packed)
 static void test_migrate_ring_state_split(void **state) { migrates(false); }
 static void test_migrate_ring_state_packed(void **state) { migrates(true); }
 
+/* The same backend stopped by GET_VRING_BASE with requests in flight and the inflight region
+ * negotiated, then resumed by a setup on the same connection (SET_INFLIGHT_FD with the same
+ * region, SET_VRING_BASE with the answer): every request is served exactly once, with its
+ * data, whether before the stop or after the resume. */
+static void stops_and_resumes(bool packed)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, packed);
+	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
+	env.echo.delay_us = 300;
+	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
+	uint8_t *src = vqs_gmem_host(g, out, 64);
+	memset(src, 0x3c, 64);
+	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
+	for (unsigned i = 0; i < INFLIGHT; i++) {
+		in[i] = vqs_gmem_alloc(g, 64, 64);
+		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
+		assert_int_equal(vqs_drv_add(dq, bufs, 1, 1, &tokens[i], false), 0);
+	}
+	kick(f);
+	usleep(3000);
+	assert_int_equal(vqs_vu_frontend_stop(f), 0);
+	uint64_t before_resume = atomic_load(&env.echo.completed);
+	assert_true(before_resume < INFLIGHT);
+	env.echo.delay_us = 0;
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	kick(f);
+	for (unsigned k = 0; k < INFLIGHT; k++) {
+		uint32_t len;
+		int *tok = vu_wait_used(f, 0, &len);
+		assert_non_null(tok);
+		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
+		assert_int_equal(len, 64);
+		assert_int_equal(seen[tok - tokens]++, 0);
+	}
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 50, 64), 0);
+	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT + 50);
+	print_message("%s: %llu of %u done before the stop\n", packed ? "packed" : "split",
+		      (unsigned long long)before_resume, INFLIGHT);
+	stop(&env, f);
+}
+
+static void test_stop_resume_with_inflight_split(void **state) { stops_and_resumes(false); }
+static void test_stop_resume_with_inflight_packed(void **state) { stops_and_resumes(true); }
+
 /* A destination's frontend announces the migrated guest (SEND_RARP): the device gets the
  * address, once per message, while its queues keep serving. */
 static void test_send_rarp_reaches_device_while_running(void **state)
@@ -322,6 +372,8 @@ int main(void)
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),
+		cmocka_unit_test(test_stop_resume_with_inflight_split),
+		cmocka_unit_test(test_stop_resume_with_inflight_packed),
 		cmocka_unit_test(test_send_rarp_reaches_device_while_running),
 		cmocka_unit_test(test_rarp_offered_only_with_the_hook),
 	};
