@@ -126,7 +126,7 @@ struct goal {
 	const char *name;
 	const char *rule;
 	int status; /* 1 pass, 0 fail, -1 not measured by this preset */
-	char detail[320];
+	char detail[400];
 };
 #define MAX_GOALS 10
 

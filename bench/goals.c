@@ -232,10 +232,35 @@ static const struct result *log_twin(const struct report *rep, const struct resu
 	return NULL;
 }
 
+/* The q-quantile of v[0..n) (sorted, n > 0), by linear interpolation. */
+static double quantile(const double *v, unsigned n, double q)
+{
+	double at = q * (n - 1);
+	unsigned i = (unsigned)at;
+	return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[i];
+}
+
+/* Ratios on/off of figure f over the pairs of repeats of on and off (off's figure > 0), sorted;
+ * how many. */
+static unsigned pair_ratios(const struct result *on, const struct result *off, enum fig f,
+			    double *out, unsigned cap)
+{
+	unsigned n = on->nsamples < off->nsamples ? on->nsamples : off->nsamples, k = 0;
+	for (unsigned j = 0; j < n && k < cap; j++) {
+		double a = off->samples[(size_t)j * FIG__COUNT + f];
+		if (a > 0)
+			out[k++] = on->samples[(size_t)j * FIG__COUNT + f] / a;
+	}
+	qsort(out, k, sizeof(out[0]), cmp_double);
+	return k;
+}
+
 /*
- * Dirty logging's cost as ops/s with logging on over off, per policy. Repeat i of both points
- * ran back to back (the plan runs every point once per round), so each pair saw the same
- * machine: the median of the pairs' ratios, their range and count, next to both medians.
+ * Dirty logging's cost, per policy: ops/s with logging on over off, and worker CPU time per op
+ * on over off. Repeat i of both points ran back to back (the plan runs every point once per
+ * round), so each pair saw the same machine: the median of the pairs' ratios, the quartiles of
+ * the ops/s ones (a window another program starved gives a wild ratio either way), the count.
+ * On a loaded machine the CPU per op moves less than ops/s for the policies that sleep.
  */
 static void goal_log_cost(struct report *rep)
 {
@@ -248,24 +273,19 @@ static void goal_log_cost(struct report *rep)
 		if (!on->repeats || on->pt.transport != TRANSPORT_VHOST_USER_LOG ||
 		    !(base = log_twin(rep, on)) || !base->repeats)
 			continue;
-		unsigned n = on->nsamples < base->nsamples ? on->nsamples : base->nsamples, k = 0;
-		double ratio[64];
-		for (unsigned j = 0; j < n && k < 64; j++) {
-			double a = base->samples[(size_t)j * FIG__COUNT + FIG_OPS];
-			double b = on->samples[(size_t)j * FIG__COUNT + FIG_OPS];
-			if (a > 0)
-				ratio[k++] = b / a;
-		}
+		double ops[64], cpu[64];
+		unsigned k = pair_ratios(on, base, FIG_OPS, ops, 64);
+		unsigned kc = pair_ratios(on, base, FIG_WCPU, cpu, 64);
 		if (!k)
 			continue;
-		qsort(ratio, k, sizeof(ratio[0]), cmp_double);
-		double med = k % 2 ? ratio[k / 2] : (ratio[k / 2 - 1] + ratio[k / 2]) / 2;
+		double med = quantile(ops, k, 0.5);
 		bool ok = med >= 0.5;
 		g->status = g->status == -1 ? ok : (g->status && ok);
 		off += (size_t)snprintf(g->detail + off, off < sizeof(g->detail) ? sizeof(g->detail) - off : 0,
-					"%s%s %.2f (%.2f-%.2f, %u pairs; off %.2f Mops/s)", off ? "; " : "",
-					vqs_policy_name(on->pt.policy), med, ratio[0], ratio[k - 1],
-					k, base->med[FIG_OPS] / 1e6);
+					"%s%s %.2f (%.2f-%.2f) cpu/op %.2f, %u pairs, off %.2f Mops/s",
+					off ? "; " : "", vqs_policy_name(on->pt.policy), med,
+					quantile(ops, k, 0.25), quantile(ops, k, 0.75),
+					kc ? quantile(cpu, kc, 0.5) : 0, k, base->med[FIG_OPS] / 1e6);
 		if (off >= sizeof(g->detail))
 			break;
 	}

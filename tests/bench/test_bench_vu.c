@@ -94,7 +94,7 @@ static void test_vu_log_cost_preset_pairs_repeats(void **state)
 	assert_non_null(g);
 	assert_string_not_equal(json_str_or(g, "status", "not_measured"), "not_measured");
 	assert_non_null(strstr(json_str_or(g, "detail", ""), "poll "));
-	assert_non_null(strstr(json_str_or(g, "detail", ""), ", 3 pairs;"));
+	assert_non_null(strstr(json_str_or(g, "detail", ""), ", 3 pairs,"));
 	json_free(&doc);
 }
 
