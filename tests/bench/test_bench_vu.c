@@ -92,9 +92,26 @@ static void test_vu_log_cost_preset_pairs_repeats(void **state)
 		if (!strcmp(json_str_or(&goals->items[i], "name", ""), "dirty-log-cost"))
 			g = &goals->items[i];
 	assert_non_null(g);
-	assert_string_not_equal(json_str_or(g, "status", "not_measured"), "not_measured");
-	assert_non_null(strstr(json_str_or(g, "detail", ""), "poll "));
-	assert_non_null(strstr(json_str_or(g, "detail", ""), ", 3 pairs,"));
+	/* A pair counts when the repeat without logging completed something: on a loaded machine a
+	 * 10 ms window may not, and the goal says so by its count. */
+	const struct json *off = json_get(json_get(&runs->items[0], "samples"), "ops_per_s");
+	const struct json *on = json_get(json_get(&runs->items[1], "samples"), "ops_per_s");
+	assert_non_null(off);
+	assert_non_null(on);
+	assert_int_equal(off->n, 3);
+	assert_int_equal(on->n, 3);
+	unsigned pairs = 0;
+	for (size_t i = 0; i < off->n; i++)
+		pairs += off->items[i].num > 0;
+	if (!pairs) {
+		assert_string_equal(json_str_or(g, "status", "?"), "not_measured");
+	} else {
+		char want[32];
+		snprintf(want, sizeof(want), ", %u pairs,", pairs);
+		assert_string_not_equal(json_str_or(g, "status", "not_measured"), "not_measured");
+		assert_non_null(strstr(json_str_or(g, "detail", ""), "poll "));
+		assert_non_null(strstr(json_str_or(g, "detail", ""), want));
+	}
 	json_free(&doc);
 }
 
