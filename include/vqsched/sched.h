@@ -65,6 +65,12 @@ struct vqs_sched_opts {
 	 * worker busy); larger: more CPU, fewer wake-ups. At most 10000.
 	 */
 	uint32_t spin_pct;
+	/*
+	 * adaptive: what one kick costs the driver, in ns (a VM exit for a real guest; vqs-bench's
+	 * --exit-ns stands for it). A queue that re-arms its notifications lets the driver kick, so
+	 * the cost model counts it against sleeping (docs/sched.md, "Cost model"). Default 0.
+	 */
+	uint32_t kick_ns;
 };
 /* Fill defaults (size set, every field its documented default). Threads: any. */
 VQS_API void vqs_sched_opts_init(struct vqs_sched_opts *o);

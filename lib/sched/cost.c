@@ -2,7 +2,8 @@
 /*
  * The cost model's one measured input: what a request pays when it finds its worker asleep, on
  * the machine the scheduler runs on, measured once at creation instead of a constant tuned to
- * one VM (the adaptive policy's thresholds are multiples of it, policy.c).
+ * one VM (the adaptive policy's thresholds are multiples of it, policy.c), with the CPU a
+ * sleep/wake costs the thread that sleeps (the model's price of a wake-up and of a nap).
  *
  * Two helper threads, pinned to two different CPUs of the process (a worker and a driver are
  * on different CPUs; on one CPU the round trip would be two context switches, 6 us on the
@@ -18,6 +19,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sched/internal.h"
@@ -31,6 +33,7 @@ struct pingpong {
 	int ping, pong;
 	uint64_t sample[COST_SAMPLES];
 	unsigned n;
+	uint64_t cpu_ns; /* the ping thread's CPU over the n counted round trips */
 };
 
 static void *pong_main(void *arg)
@@ -43,17 +46,26 @@ static void *pong_main(void *arg)
 	return NULL;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *ping_main(void *arg)
 {
 	struct pingpong *p = arg;
 	uint64_t one = 1, stop = COST_STOP, v, start = vqs_now_ns();
 	for (unsigned i = 0; p->n < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS; i++) {
-		uint64_t t0 = vqs_now_ns();
+		uint64_t t0 = vqs_now_ns(), c0 = thread_cpu_ns();
 		if (write(p->ping, &one, sizeof(one)) != sizeof(one) ||
 		    read(p->pong, &v, sizeof(v)) != sizeof(v))
 			break;
-		if (i) /* the first one warms up */
+		if (i) { /* the first one warms up */
 			p->sample[p->n++] = vqs_now_ns() - t0;
+			p->cpu_ns += thread_cpu_ns() - c0;
+		}
 	}
 	/* ends the pong side, blocked in read() or about to be */
 	if (write(p->ping, &stop, sizeof(stop)) != sizeof(stop))
@@ -83,7 +95,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-uint64_t sched_measure_wake_ns(void)
+uint64_t sched_measure_wake_ns(uint64_t *cpu_ns)
 {
 	/* the first two CPUs the process may use */
 	cpu_set_t allowed;
@@ -92,7 +104,7 @@ uint64_t sched_measure_wake_ns(void)
 		for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
 			if (CPU_ISSET(c, &allowed))
 				cpu[k++] = c;
-	struct pingpong p = {eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC), {0}, 0};
+	struct pingpong p = {eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC), {0}, 0, 0};
 	pthread_t pong, ping;
 	if (p.ping >= 0 && p.pong >= 0 && !start_on(&pong, cpu[1], pong_main, &p)) {
 		if (!start_on(&ping, cpu[0], ping_main, &p))
@@ -105,6 +117,10 @@ uint64_t sched_measure_wake_ns(void)
 		close(p.ping);
 	if (p.pong >= 0)
 		close(p.pong);
+	/* the ping side's CPU per round trip: a write, and a read that sleeps and wakes */
+	*cpu_ns = p.n ? p.cpu_ns / p.n : SCHED_WAKE_DEFAULT_NS / 5;
+	if (*cpu_ns > SCHED_WAKE_MAX_NS)
+		*cpu_ns = SCHED_WAKE_MAX_NS;
 	if (!p.n)
 		return SCHED_WAKE_DEFAULT_NS;
 	qsort(p.sample, p.n, sizeof(p.sample[0]), cmp_u64);

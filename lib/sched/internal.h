@@ -52,6 +52,8 @@
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
+/* Empty re-polls a napping queue rides out before it re-arms (policy.c, "Deferred re-poll"). */
+#define SCHED_NAP_MAX 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -95,7 +97,8 @@ struct q_counters {
 };
 
 struct w_counters {
-	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns;
+	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
+	_Atomic uint64_t wake_ns; /* sched_worker.wake_ns, published for the stats */
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -109,6 +112,9 @@ struct adapt_arrivals {
 struct adapt_state {
 	uint32_t batch;           /* adaptive: chains per handler call */
 	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	/* adaptive: stays polled by naps of its worker rather than by spinning (policy.c,
+	 * "Deferred re-poll"); its empty re-polls count in looks. */
+	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 };
 
@@ -204,6 +210,11 @@ struct sched_worker {
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
+	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
+	 * trip W, seeded with the creation-time measurement and learned from the worker's own timed
+	 * wake-ups; the overshoot of a timed wake-up; the nap to ask for next; and the gaps below
+	 * which spinning, then napping, costs less than sleeping, recomputed from them. */
+	uint64_t wake_ns, timer_ns, nap_ns, spin_max_ns, poll_max_ns;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -232,6 +243,10 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 /* The start of a worker's awake span (sched_worker.awake_ns) after a sleep from asleep_ns to
  * now_ns: the adaptive hold's measure of sustained load (policy.c, (c)). */
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
+/* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
+void sched_cost_init(struct sched_worker *w);
+/* w asked to sleep asked_ns and slept slept_ns, woken by its timer: learn the wake-up cost. */
+void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;
@@ -247,6 +262,7 @@ struct vqs_sched {
 	uint32_t table_gen[SCHED_MAX_QUEUES];
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
 	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
+	uint64_t wake_cpu_ns;           /* the CPU one sleep/wake costs its thread, measured with it */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
@@ -290,6 +306,9 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
 void sched_worker_sleep(struct sched_worker *w);
 /* Turn the group's pending kicks into wakes, without blocking. */
 void sched_check_events(struct sched_worker *w, uint64_t now);
+/* Held queues napping and nothing ready: sleep at most ns on the group's epoll set (a kick, a
+ * doorbell or a stop ends it sooner), then learn from the timed wake-up. */
+void sched_worker_nap(struct sched_worker *w, uint64_t ns);
 
 /* ---- poll.c: queues kept polled without a trip through the ready list ---- */
 void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again);
@@ -301,8 +320,9 @@ void sched_poll_held(struct sched_worker *w);
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
 #define SCHED_WAKE_MAX_NS 200000u
-/* Measure it now (about 15 round trips, at most ~5 ms). Threads: any; blocks. */
-uint64_t sched_measure_wake_ns(void);
+/* Measure it now (about 15 round trips, at most ~5 ms): the round trip, and in *cpu_ns the CPU
+ * one sleep/wake costs the sleeping thread. Threads: any; blocks. */
+uint64_t sched_measure_wake_ns(uint64_t *cpu_ns);
 
 /* ---- placement.c ---- */
 /* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory

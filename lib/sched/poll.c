@@ -39,6 +39,18 @@ static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue
 	       ring_has(q);
 }
 
+/* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
+ * policy's deferred re-poll) and nothing is listed or has news: then the worker naps. */
+static bool held_all_nap(struct sched_worker *w)
+{
+	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
+		return false;
+	for (unsigned i = 0; i < w->nheld; i++)
+		if (!w->held[i]->ad.nap || held_has_news(w->held[i]))
+			return false;
+	return true;
+}
+
 /*
  * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
  * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
@@ -56,6 +68,13 @@ void sched_poll_held(struct sched_worker *w)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
 	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
+	vqs_mem_read_lock(); /* held_has_news reads the rings */
+	bool nap = held_all_nap(w);
+	vqs_mem_read_unlock();
+	if (nap) {
+		sched_worker_nap(w, w->nap_ns);
+		w->held_rounds = SPIN_POLLS - 1; /* then a full turn of each */
+	}
 	unsigned rounds = w->held_rounds;
 	uint64_t looks = 0;
 	bool all;

@@ -65,6 +65,8 @@ static void worker_snapshot(struct sched_worker *w, struct vqs_worker_stats *st)
 	st->polls = LOAD(w->c.polls);
 	st->empty_polls = LOAD(w->c.empty_polls);
 	st->idle_ns = LOAD(w->c.idle_ns);
+	st->naps = LOAD(w->c.naps);
+	st->wake_ns = LOAD(w->c.wake_ns);
 	clockid_t cid;
 	struct timespec ts;
 	if (!pthread_getcpuclockid(w->th, &cid) && !clock_gettime(cid, &ts))
@@ -147,6 +149,8 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &w, empty_polls);
 		PUT_U64(&o, &w, cpu_ns);
 		PUT_U64(&o, &w, idle_ns);
+		PUT_U64(&o, &w, naps);
+		PUT_U64(&o, &w, wake_ns);
 		put(&o, "}");
 	}
 	put(&o, "],\"queues\":[");
