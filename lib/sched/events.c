@@ -57,7 +57,7 @@ static uint64_t wait_events(struct sched_worker *w, int64_t timeout_ns)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return 0;
 	}
-	uint64_t t = vqs_now_ns();
+	uint64_t t = vqs_now_ns(), c0 = timeout_ns >= 0 ? sched_thread_cpu_ns() : 0;
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
 	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
@@ -72,7 +72,7 @@ static uint64_t wait_events(struct sched_worker *w, int64_t timeout_ns)
 	if (n > 0)
 		dispatch(w, ev, n, now);
 	else if (!n && timeout_ns >= 0)
-		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept);
+		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
 	return slept;
 }
 

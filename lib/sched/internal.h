@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <vqsched/sched.h>
 #include <vqsched/stats.h>
 
@@ -211,10 +212,10 @@ struct sched_worker {
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
 	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
-	 * trip W, seeded with the creation-time measurement and learned from the worker's own timed
-	 * wake-ups; the overshoot of a timed wake-up; the nap to ask for next; and the gaps below
-	 * which spinning, then napping, costs less than sleeping, recomputed from them. */
-	uint64_t wake_ns, timer_ns, nap_ns, spin_max_ns, poll_max_ns;
+	 * trip W, the overshoot of a timed wake-up and a nap's CPU, seeded with the creation-time
+	 * measurements and learned from the worker's own naps; the nap to ask for next; and the
+	 * gaps below which spinning, then napping, costs less than sleeping, recomputed from them. */
+	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -245,8 +246,10 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
-/* w asked to sleep asked_ns and slept slept_ns, woken by its timer: learn the wake-up cost. */
-void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns);
+/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns): learn the
+ * wake-up cost from a timer wake-up. Owner of w. */
+void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
+			   uint64_t cpu_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;
@@ -263,6 +266,7 @@ struct vqs_sched {
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
 	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
 	uint64_t wake_cpu_ns;           /* the CPU one sleep/wake costs its thread, measured with it */
+	uint64_t timer_ns, timer_cpu_ns; /* how late a 10 us timed sleep wakes, and its CPU */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
@@ -320,9 +324,9 @@ void sched_poll_held(struct sched_worker *w);
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
 #define SCHED_WAKE_MAX_NS 200000u
-/* Measure it now (about 15 round trips, at most ~5 ms): the round trip, and in *cpu_ns the CPU
- * one sleep/wake costs the sleeping thread. Threads: any; blocks. */
-uint64_t sched_measure_wake_ns(uint64_t *cpu_ns);
+/* Measure s's wake_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round trips and 15 timed
+ * sleeps, at most ~10 ms). Threads: any; blocks. */
+void sched_measure_costs(struct vqs_sched *s);
 
 /* ---- placement.c ---- */
 /* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory
@@ -338,6 +342,14 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
 			      memory_order_relaxed);
+}
+
+/* The calling thread's CPU time (a system call in a VM: for the cost model's samples only). */
+static inline uint64_t sched_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* log2 bucket of v, capped at n-1. */

@@ -97,7 +97,8 @@
 /* Costs of the model ("Cost model" above), in ns, with latency priced at spin_pct/100 ns of CPU
  * per ns. A round trip W (learned, w->wake_ns) is what a request that finds its worker asleep
  * waits, c (s->wake_cpu_ns) what a sleep/wake costs the worker's CPU, K (kick_ns) what the kick
- * costs the driver. Sleeping through a gap costs k W + c + K; spinning through it costs the gap. */
+ * costs the driver. Sleeping through a gap costs k W + c + K; spinning through it costs the gap;
+ * napping, see nap_cost. */
 static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 {
 	return latency_ns * s->o.spin_pct / 100u;
@@ -122,20 +123,20 @@ static uint64_t isqrt(uint64_t v)
 	return r;
 }
 
-/* Napping through a gap g with period P (asked interval plus the timer's overshoot O): a request
- * waits P/2 on average, and each nap costs c. Cheapest at P = sqrt(2 c g / k), never shorter than
- * O + ADAPT_NAP_MIN_NS. */
+/* Napping through a gap g with period P (asked interval plus the timer's overshoot O, learned):
+ * a request waits P/2 on average, and each nap costs the worker c_n (learned). Cheapest at
+ * P = sqrt(2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
 #define ADAPT_NAP_MIN_NS 1000u
 static uint64_t nap_period(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
-	uint64_t p = isqrt(2u * s->wake_cpu_ns * g * 100u / s->o.spin_pct);
+	uint64_t p = isqrt(2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
 	return p > w->timer_ns + ADAPT_NAP_MIN_NS ? p : w->timer_ns + ADAPT_NAP_MIN_NS;
 }
 
 static uint64_t nap_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
 	uint64_t p = nap_period(s, w, g);
-	return price(s, p) / 2u + s->wake_cpu_ns * g / p;
+	return price(s, p) / 2u + w->nap_cpu_ns * g / p;
 }
 
 /* The largest g in [lo, hi) with below(g) (true up to some g, false after), lo if none. */
@@ -172,14 +173,15 @@ static void cost_update(struct sched_worker *w)
 	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
 	w->poll_max_ns = w->spin_max_ns;
 	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
-	if (s->o.spin_pct && s->wake_cpu_ns && nap_beats_sleep(s, w, w->spin_max_ns))
+	if (s->o.spin_pct && w->nap_cpu_ns && nap_beats_sleep(s, w, w->spin_max_ns))
 		w->poll_max_ns = last_below(s, w, w->spin_max_ns, 64u * sc, nap_beats_sleep);
 }
 
 void sched_cost_init(struct sched_worker *w)
 {
 	w->wake_ns = w->s->wake_ns;
-	w->timer_ns = w->s->wake_ns / 2u; /* one of the round trip's two wake-ups */
+	w->timer_ns = w->s->timer_ns;
+	w->nap_cpu_ns = w->s->timer_cpu_ns;
 	cost_update(w);
 }
 
@@ -190,15 +192,20 @@ static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
 	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
 }
 
-void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns)
+/* A timer wake-up is the path a kicked worker's wake-up takes too (a blocked thread woken on a
+ * CPU that may have halted), and the round trip W is two of them. */
+void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
+			   uint64_t cpu_ns)
 {
 	if (slept_ns < asked_ns)
 		return; /* an event ended it: no timer wake-up to learn from */
 	uint64_t over = slept_ns - asked_ns;
+	if (over > SCHED_WAKE_MAX_NS)
+		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
-	uint64_t rt = 2u * w->timer_ns;
-	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt > SCHED_WAKE_MAX_NS ?
-		     SCHED_WAKE_MAX_NS : rt;
+	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
+	uint64_t rt = ewma(w->wake_ns, 2u * over, ADAPT_COST_SHIFT);
+	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
 	cost_update(w);
 }
 

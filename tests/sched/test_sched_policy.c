@@ -34,7 +34,9 @@ static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
 	vqs_sched_opts_init(&f->s.o);
 	f->s.o.policy = p;
 	f->s.wake_ns = 50 * US; /* the 2-core development VM's round trip */
-	f->s.wake_cpu_ns = 10 * US; /* and the CPU a sleep/wake costs there */
+	f->s.wake_cpu_ns = 10 * US; /* the CPU a sleep/wake costs its thread */
+	f->s.timer_ns = 25 * US;    /* how late a timed sleep wakes, and its CPU */
+	f->s.timer_cpu_ns = 10 * US;
 	f->pol = f->s.pol = sched_policy_get(p);
 	assert_non_null(f->pol);
 	f->w.s = &f->s;
@@ -253,6 +255,7 @@ static enum mode steady_30us(uint64_t wake_ns, uint32_t spin_pct)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	f->s.wake_ns = wake_ns;
+	f->s.timer_ns = wake_ns / 2;
 	f->s.o.spin_pct = spin_pct;
 	sched_cost_init(&f->w);
 	enum mode m = steady_mode(f, 30 * US);
@@ -310,10 +313,10 @@ static void adaptive_cost_model_learns_the_wake_cost(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	uint64_t w0 = f->w.wake_ns;
-	sched_cost_timed_wake(&f->w, 20 * US, 5 * US);
+	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, 10 * US);
 	assert_int_equal(f->w.wake_ns, w0);
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&f->w, 20 * US, 25 * US);
+		sched_cost_timed_wake(&f->w, 20 * US, 25 * US, 10 * US);
 	assert_true(f->w.wake_ns < 12 * US);
 	assert_int_equal(steady_mode(f, 60 * US), SLEEP);
 	free(f);
@@ -323,7 +326,7 @@ static void adaptive_cost_model_learns_the_wake_cost(void **state)
 	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(h, 400 * US), SLEEP);
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&h->w, 20 * US, 120 * US);
+		sched_cost_timed_wake(&h->w, 20 * US, 120 * US, 10 * US);
 	assert_true(h->w.wake_ns > 190 * US);
 	assert_int_not_equal(steady_mode(h, 400 * US), SLEEP);
 	free(h);
