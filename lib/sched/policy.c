@@ -47,18 +47,22 @@
  *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
- *   (a) gap < k * W: a request that finds its worker asleep pays a wake-up (W, a sleep/wake
- *       round trip measured at creation: about 50 us on a 2-core VM, 50-110 us as the bench's
- *       eventfd floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so
- *       while requests come at most k wake-ups apart (the knob spin_pct = 100 k, default 200),
- *       polling through the gap buys a wake-up's latency for at most k wake-ups' CPU; sparser
- *       traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
- *   (b) the ring has been empty for less than window = 4 * gap, at least W / 2 and at most
- *       k * W. Four gaps ride out jitter of a steady stream; the floor keeps a
+ *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
+ *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g;
+ *       sleeping k W + c + K, with W what a request that finds its worker asleep waits (a
+ *       sleep/wake round trip, measured at creation, cost.c, and learned from the worker's naps:
+ *       sched_cost_timed_wake), c the CPU of a sleep/wake, K the driver's kick (kick_ns);
+ *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
+ *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
+ *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
+ *       Sparse traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
+ *   (b) spinning: the ring has been empty for less than window = 4 * gap, at least W / 2 and at
+ *       most spin_max. Four gaps ride out jitter of a steady stream; the floor keeps a
  *       very fast stream (rr: gap ~1 us) from sleeping on a hiccup of a few microseconds, which
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
- *       leaves polling within k * W and then costs no CPU until its next kick.
+ *       leaves polling within spin_max and then costs no CPU until its next kick. Napping: for
+ *       less than 4 * gap and at most SCHED_NAP_MAX empty re-polls.
  *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
@@ -78,6 +82,12 @@
  *       every sleep could not grow past the first stall longer than its hold. Holding costs at
  *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
  *       traffic is left to (a).
+ *   Deferred re-poll (NAPI's gro_flush_timeout / irq_suspend_timeout): while napping is
+ *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
+ *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
+ *   epoll set with a 1 ns timer slack, then polls them again (poll.c, events.c); each nap
+ *   teaches the worker O, c_n and W. A timed wake-up here costs about an eventfd wake-up
+ *   (~33 us late), so a nap saves the kick and the spin, not the wake-up latency.
  *   The gap estimates survive the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
  *   Rejected: the previous 20 us gap limit slept at 20k-100k requests/s (gaps 10-50 us, and a
