@@ -48,7 +48,9 @@
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
 #define SCHED_SPIN_PCT_MAX 10000u /* cap of vqs_sched_opts.spin_pct */
-#define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (poll.c) */
+/* Queues a worker keeps polling without requeueing (poll.c): at least the sweep's 50, whose
+ * requeued queues each cost a full turn per empty poll. */
+#define SCHED_HELD_MAX 64u
 #define SCHED_BELL_KEY UINT64_MAX
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
