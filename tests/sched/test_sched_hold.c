@@ -68,16 +68,22 @@ static void send_one(struct vqs_served_pair *sv)
 		;
 }
 
-static void test_worker_sleeps_after_a_long_stream(void **state)
+/* A queue with EVENT_IDX on an adaptive scheduler of its own, completing every request at once. */
+static void adaptive_pair(struct vqs_served_pair *sv)
 {
-	struct vqs_served_pair sv;
 	struct vqs_queue_opts qo;
 	vqs_queue_opts_init(&qo);
 	qo.handler = vqs_test_complete_all;
-	assert_int_equal(vqs_served_pair_init(&sv, NUM, VQS_BIT(VQS_F_VERSION_1) |
-							VQS_BIT(VQS_F_EVENT_IDX),
+	assert_int_equal(vqs_served_pair_init(sv, NUM, VQS_BIT(VQS_F_VERSION_1) |
+						       VQS_BIT(VQS_F_EVENT_IDX),
 					      BASE, ARENA, VQS_POLICY_ADAPTIVE, &qo),
 			 0);
+}
+
+static void test_worker_sleeps_after_a_long_stream(void **state)
+{
+	struct vqs_served_pair sv;
+	adaptive_pair(&sv);
 	uint64_t end = vqs_now_ns() + STREAM_MS * 1000000ull, next = vqs_now_ns();
 	while (vqs_now_ns() < end) {
 		while (vqs_now_ns() < next)
@@ -118,13 +124,7 @@ static void test_worker_sleeps_after_a_long_stream(void **state)
 static void test_naps_and_rearms_strand_nothing(void **state)
 {
 	struct vqs_served_pair sv;
-	struct vqs_queue_opts qo;
-	vqs_queue_opts_init(&qo);
-	qo.handler = vqs_test_complete_all;
-	assert_int_equal(vqs_served_pair_init(&sv, NUM, VQS_BIT(VQS_F_VERSION_1) |
-							VQS_BIT(VQS_F_EVENT_IDX),
-					      BASE, ARENA, VQS_POLICY_ADAPTIVE, &qo),
-			 0);
+	adaptive_pair(&sv);
 	uint32_t x = 12345;
 	for (unsigned i = 0; i < 1000; i++) {
 		x = x * 1103515245u + 12345u;

@@ -244,6 +244,15 @@ static enum mode steady_mode(struct fake *f, uint64_t gap)
 	return mode(f, 0, t + 5 * US);
 }
 
+/* steady_mode on a fresh scheduler with the development VM's costs. */
+static enum mode fresh_steady_mode(uint64_t gap)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	enum mode m = steady_mode(f, gap);
+	free(f);
+	return m;
+}
+
 /*
  * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
  * the knob moves them. A steady queue with 30 us between requests is worth a spin where a
@@ -294,12 +303,8 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 	/* and past 4 gaps after the last arrival it re-arms however few naps it had */
 	assert_int_equal(mode(f, 0, last + 120 * US + 5 * 120 * US), SLEEP);
 	free(f);
-	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	assert_int_equal(steady_mode(g, 500 * US), SLEEP);
-	free(g);
-	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	assert_int_equal(steady_mode(h, 10 * US), SPIN);
-	free(h);
+	assert_int_equal(fresh_steady_mode(500 * US), SLEEP);
+	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
 }
 
 /*
@@ -320,9 +325,7 @@ static void adaptive_cost_model_learns_the_wake_cost(void **state)
 	assert_true(f->w.wake_ns < 12 * US);
 	assert_int_equal(steady_mode(f, 60 * US), SLEEP);
 	free(f);
-	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	assert_int_equal(steady_mode(g, 60 * US), NAP);
-	free(g);
+	assert_int_equal(fresh_steady_mode(60 * US), NAP);
 	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(h, 400 * US), SLEEP);
 	for (unsigned i = 0; i < 100; i++)
