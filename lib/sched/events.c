@@ -46,8 +46,8 @@ static void dispatch(struct sched_worker *w, const struct epoll_event *ev, int n
 }
 
 /* Sleep on the group's epoll set at most timeout_ns (-1: until an event), then dispatch what woke
- * the worker. Returns how long it slept. */
-static uint64_t wait_events(struct sched_worker *w, int64_t timeout_ns)
+ * the worker; a timeout is a timed wake-up for the cost model to learn from. */
+static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 {
 	struct sched_group *g = w->g;
 	struct epoll_event ev[64];
@@ -55,7 +55,7 @@ static uint64_t wait_events(struct sched_worker *w, int64_t timeout_ns)
 	atomic_fetch_add(&g->sleepers, 1);
 	if (atomic_load(&g->nready) > 0 || atomic_load(&g->stop)) {
 		atomic_fetch_sub(&g->sleepers, 1);
-		return 0;
+		return;
 	}
 	uint64_t t = vqs_now_ns(), c0 = timeout_ns >= 0 ? sched_thread_cpu_ns() : 0;
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
@@ -73,7 +73,6 @@ static uint64_t wait_events(struct sched_worker *w, int64_t timeout_ns)
 		dispatch(w, ev, n, now);
 	else if (!n && timeout_ns >= 0)
 		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
-	return slept;
 }
 
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */

@@ -42,15 +42,21 @@ static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue
 }
 
 /* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
- * policy's deferred re-poll) and nothing is listed or has news: then the worker naps. */
+ * policy's deferred re-poll) and nothing is listed or has news: then the worker naps. The flags
+ * first: a spinning worker takes no read-side section for this. */
 static bool held_all_nap(struct sched_worker *w)
 {
+	for (unsigned i = 0; i < w->nheld; i++)
+		if (!w->held[i]->ad.nap)
+			return false;
 	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
 		return false;
-	for (unsigned i = 0; i < w->nheld; i++)
-		if (!w->held[i]->ad.nap || held_has_news(w->held[i]))
-			return false;
-	return true;
+	bool news = false;
+	vqs_mem_read_lock(); /* held_has_news reads the rings */
+	for (unsigned i = 0; i < w->nheld && !news; i++)
+		news = held_has_news(w->held[i]);
+	vqs_mem_read_unlock();
+	return !news;
 }
 
 /*
@@ -70,10 +76,7 @@ void sched_poll_held(struct sched_worker *w)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
 	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
-	vqs_mem_read_lock(); /* held_has_news reads the rings */
-	bool nap = held_all_nap(w);
-	vqs_mem_read_unlock();
-	if (nap) {
+	if (held_all_nap(w)) {
 		sched_worker_nap(w, w->nap_ns);
 		w->held_rounds = SPIN_POLLS - 1; /* then a full turn of each */
 	}
