@@ -49,9 +49,10 @@
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
  *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
  *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g;
- *       sleeping k W + c + K, with W what a request that finds its worker asleep waits (a
- *       sleep/wake round trip, measured at creation, cost.c, and learned from the worker's naps:
- *       sched_cost_timed_wake), c the CPU of a sleep/wake, K the driver's kick (kick_ns);
+ *       sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
+ *       (one wake-up: W is a sleep/wake round trip, measured at creation, cost.c, and learned
+ *       from the worker's naps: sched_cost_timed_wake), c the CPU of a sleep/wake, K the
+ *       driver's kick (kick_ns);
  *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
  *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
  *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
@@ -105,10 +106,11 @@
 #include "sched/internal.h"
 
 /* Costs of the model ("Cost model" above), in ns, with latency priced at spin_pct/100 ns of CPU
- * per ns. A round trip W (learned, w->wake_ns) is what a request that finds its worker asleep
- * waits, c (s->wake_cpu_ns) what a sleep/wake costs the worker's CPU, K (kick_ns) what the kick
- * costs the driver. Sleeping through a gap costs k W + c + K; spinning through it costs the gap;
- * napping, see nap_cost. */
+ * per ns. A request that finds its worker asleep waits one wake-up, half the learned round trip
+ * W (w->wake_ns; the call back to a halted guest is the other half, and the guest pays it
+ * whether the worker slept or polled); c (s->wake_cpu_ns) is what a sleep/wake costs the
+ * worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
+ * k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
 static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 {
 	return latency_ns * s->o.spin_pct / 100u;
@@ -116,7 +118,7 @@ static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 
 static uint64_t sleep_cost(const struct vqs_sched *s, const struct sched_worker *w)
 {
-	return price(s, w->wake_ns) + s->wake_cpu_ns + s->o.kick_ns;
+	return price(s, w->wake_ns / 2u) + s->wake_cpu_ns + s->o.kick_ns;
 }
 
 static uint64_t isqrt(uint64_t v)

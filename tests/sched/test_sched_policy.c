@@ -256,9 +256,9 @@ static enum mode fresh_steady_mode(uint64_t gap)
 /*
  * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
  * the knob moves them. A steady queue with 30 us between requests is worth a spin where a
- * wake-up round trip costs 50 us (30 us of CPU against 2 x 50 us of latency and 10 us of CPU,
- * or a nap's ~36 us) but not where it costs 5 us (sleeping is cheap: 2 x 5 + 10 us); at spin_pct
- * 800 it is spun there too, at 0 never polled.
+ * wake-up round trip costs 50 us (30 us of CPU against one wake-up, 25 us of latency priced 2x,
+ * and 10 us of CPU; or a nap's ~38 us) but not where it costs 5 us (sleeping is cheap:
+ * 2 x 2.5 + 10 us); at spin_pct 1000 it is spun there too, at 0 never polled.
  */
 static enum mode steady_30us(uint64_t wake_ns, uint32_t spin_pct)
 {
@@ -276,32 +276,32 @@ static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
 {
 	assert_int_equal(steady_30us(50 * US, 200), SPIN);
 	assert_int_equal(steady_30us(5 * US, 200), SLEEP);
-	assert_int_equal(steady_30us(5 * US, 800), SPIN);
+	assert_int_equal(steady_30us(5 * US, 1000), SPIN);
 	assert_int_equal(steady_30us(50 * US, 0), SLEEP);
 }
 
 /*
  * Deferred re-poll: between the gaps worth a spin and those worth a sleep, the queue stays with
- * notifications off and the worker naps. A request every 120 us (W 50 us, c 10 us, spin_pct
- * 200): spinning costs 120 us of CPU per gap, sleeping 2 x 50 us of latency + 10 us, napping
- * with the best period P = sqrt(2 c g / k) ~ 35 us costs P/2 of latency (priced 2x) and 10 us
- * per nap: ~69 us. The nap asked for is P less the timer's overshoot (25 us before any nap was
- * measured). After SCHED_NAP_MAX empty re-polls the queue re-arms; work found starts it over.
+ * notifications off and the worker naps. A request every 70 us (W 50 us, c 10 us, a nap 25 us
+ * late and 10 us of CPU, spin_pct 200): spinning costs 70 us of CPU per gap, sleeping 2 x 25 us
+ * of latency + 10 us, napping with the best period P = sqrt(2 c_n g / k) ~ 26.5 us costs P/2 of
+ * latency (priced 2x) and 10 us per nap: ~53 us. The nap asked for is P less the timer's
+ * overshoot. After SCHED_NAP_MAX empty re-polls the queue re-arms; work found starts it over.
  * Every 500 us sleeps, every 10 us spins.
  */
 static void adaptive_naps_between_spin_and_sleep(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	assert_int_equal(steady_mode(f, 120 * US), NAP);
-	assert_true(f->w.nap_ns > 8 * US && f->w.nap_ns < 12 * US);
+	assert_int_equal(steady_mode(f, 70 * US), NAP);
+	assert_true(f->w.nap_ns > 1 * US && f->w.nap_ns < 2 * US);
 	uint64_t last = f->q[0].ad.q.last_arrival_ns;
 	for (unsigned i = 1; i < SCHED_NAP_MAX; i++)
 		assert_int_equal(mode(f, 0, last + 10 * US + i), NAP);
 	assert_int_equal(mode(f, 0, last + 30 * US), SLEEP); /* the 17th empty re-poll */
-	arrive(f, 0, last + 120 * US);
-	assert_int_equal(mode(f, 0, last + 125 * US), NAP);
+	arrive(f, 0, last + 70 * US);
+	assert_int_equal(mode(f, 0, last + 75 * US), NAP);
 	/* and past 4 gaps after the last arrival it re-arms however few naps it had */
-	assert_int_equal(mode(f, 0, last + 120 * US + 5 * 120 * US), SLEEP);
+	assert_int_equal(mode(f, 0, last + 70 * US + 5 * 70 * US), SLEEP);
 	free(f);
 	assert_int_equal(fresh_steady_mode(500 * US), SLEEP);
 	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
