@@ -365,9 +365,9 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
  * (then every queue it keeps polled naps, through at most SCHED_NAP_MAX empty turns since it
- * last found work, and the worker's nap_ns says for how long), or not at all. A queue stays in its polled set while it
- * keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or by its own rate ((a)-(c)
- * above). (adaptive sets home for every queue.) */
+ * last found work, and the worker's nap_ns says for how long), or not at all. A queue stays in
+ * its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
+ * by its own rate ((a)-(c) above). (adaptive sets home for every queue.) */
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
