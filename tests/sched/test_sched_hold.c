@@ -2,9 +2,9 @@
 /*
  * The adaptive policy's ways of staying polled, end to end. The hold: after a long steady stream
  * (a worker awake long enough for the hold's cap) ends, the worker stops polling and sleeps, and
- * the next request wakes it through its kick. The hold's decisions themselves (which pauses it rides out, after which
- * traffic, for how long, how a sleep shortens the span) are asserted on a fake clock in
- * test_sched_policy; timing them here failed whenever the machine was loaded, since a
+ * the next request wakes it through its kick. The hold's decisions themselves (which pauses it
+ * rides out, after which traffic, for how long, how a sleep shortens the span) are asserted on a
+ * fake clock in test_sched_policy; timing them here failed whenever the machine was loaded, since a
  * descheduled driver or worker decides nothing. So nothing below depends on how fast anything
  * runs: every wait is bounded by a deadline far beyond any load.
  * The deferred re-poll: traffic with gaps between what is worth a spin and what is worth a sleep
