@@ -307,7 +307,7 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
 	/* Every 120 us sleeps: a nap (~69 us) costs more than a sleep's wake-up (2 x 25 + 10 us).
 	 * Priced at the whole round trip (2 x 50 + 10 us), sleeping looked twice as dear, and such
-	 * a queue napped at ~6 naps a request. */
+	 * a queue napped 3-4 times a request. */
 	assert_int_equal(fresh_steady_mode(120 * US), SLEEP);
 }
 
