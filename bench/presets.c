@@ -149,6 +149,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->handler_ns = (uint32_t)pick(o, SC_HANDLER_NS, 0);
 	pt->exit_ns = (uint32_t)pick(o, SC_EXIT_NS, 0);
 	pt->inject_pct = (uint32_t)pick(o, SC_INJECT_PCT, 0);
+	pt->interleave = (uint32_t)pick(o, SC_INTERLEAVE, 0);
 	pt->duration_ms = (uint32_t)pick(o, SC_DURATION,
 					 o->quick ? 60 : g->duration_ms ? g->duration_ms : 250);
 	pt->warmup_ms = (uint32_t)pick(o, SC_WARMUP, o->quick ? 20 : 60);

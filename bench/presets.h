@@ -36,15 +36,16 @@ struct preset {
 	unsigned repeat; /* default repeats (--quick: 1) */
 	/* Instead of groups: measure by a library call and append results (with the same keys and
 	 * figures as table-driven points) to rep. NULL for table-driven presets. */
-	int (*run)(const struct opts *o, struct report *rep);
+	/* base: NULL, or (--json-base) the report of the other variant's figures */
+	int (*run)(const struct opts *o, struct report *rep, struct report *base);
 };
 
 extern const struct preset bench_presets[];
 extern const unsigned bench_npresets;
 const struct preset *preset_find(const char *name);
 /* The ksim reproductions (bench/preset_ksim.c). */
-int preset_seed2017_run(const struct opts *o, struct report *rep);
-int preset_seed2023_run(const struct opts *o, struct report *rep);
+int preset_seed2017_run(const struct opts *o, struct report *rep, struct report *base);
+int preset_seed2023_run(const struct opts *o, struct report *rep, struct report *base);
 
 struct plan {
 	struct point *pts;

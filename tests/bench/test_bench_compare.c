@@ -233,7 +233,7 @@ static void test_ab_rounds_paired(void **state)
 		assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL),
 				 slow > 1);
 		if (slow > 1)
-			assert_non_null(strstr(output(), "paired by ab round"));
+			assert_non_null(strstr(output(), "paired by round"));
 		b.rounds = c.rounds = 0;
 		if (slow > 1)
 			assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL), 0);
@@ -414,7 +414,7 @@ static void test_ab_end_to_end(void **state)
 		}
 		json_free(&doc);
 	}
-	assert_non_null(strstr(output_of("ab.txt"), "paired by ab round"));
+	assert_non_null(strstr(output_of("ab.txt"), "paired by round"));
 }
 
 /* The injection refuses points it cannot size: an offered rate has no time per request to slow. */
