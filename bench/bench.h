@@ -166,11 +166,17 @@ struct report {
 /* The machine's 1-minute load average (other programs competing for the CPUs), -1 unknown. */
 double machine_loadavg(void);
 
-/* Run one repeat of a point. With pt->inject_pct, *inject_iters is where the calibration of the
- * injected busy work starts (0: from scratch) and what it ended at (the next repeat's start).
- * With pt->interleave, out is two samples: the slices without the injection, then with.
- * Threads: the main thread. */
-int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out);
+/* --inject-slowdown-pct across the repeats of a point: the busy turns per request (0: not sized
+ * yet) and the fastest time per request measured without them (ns, 0: none yet), which bounds
+ * the amount: a window that other programs starved measures stalls on both sides. */
+struct inject {
+	uint32_t iters;
+	double tpo_min;
+};
+/* Run one repeat of a point. With pt->inject_pct, *inj is where the calibration of the injected
+ * busy work starts and what it ended at (the next repeat's start). With pt->interleave, out is
+ * two samples: the slices without the injection, then with. Threads: the main thread. */
+int workload_run(const struct point *pt, struct inject *inj, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* Median of three figures. */

@@ -62,11 +62,11 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;
 	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
 	struct sample *sb = base ? calloc((size_t)plan.n * repeat, sizeof(*sb)) : NULL;
-	uint32_t *inject_iters = calloc(plan.n ? plan.n : 1, sizeof(*inject_iters));
-	if (!s || (base && !sb) || !inject_iters) {
+	struct inject *inject = calloc(plan.n ? plan.n : 1, sizeof(*inject));
+	if (!s || (base && !sb) || !inject) {
 		free(s);
 		free(sb);
-		free(inject_iters);
+		free(inject);
 		plan_free(&plan);
 		return -ENOMEM;
 	}
@@ -76,7 +76,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	 * more than its warm-up (as without injection): the repeats then only check it. */
 	for (unsigned i = 0; i < plan.n; i++) {
 		struct sample scratch[2]; /* two when interleaved */
-		if (plan.pts[i].inject_pct && workload_run(&plan.pts[i], &inject_iters[i], scratch))
+		if (plan.pts[i].inject_pct && workload_run(&plan.pts[i], &inject[i], scratch))
 			fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
 				strerror(-scratch[0].error));
 	}
@@ -87,7 +87,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
 				k * plan.n + i + 1, plan.n * repeat, key);
 			struct sample x[2];
-			int e = workload_run(&plan.pts[i], &inject_iters[i], x);
+			int e = workload_run(&plan.pts[i], &inject[i], x);
 			if (base) { /* x[0] the slices without the injection, x[1] those with it */
 				sb[(size_t)i * repeat + k] = x[0];
 				x[0] = x[1];
@@ -124,7 +124,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	}
 	free(s);
 	free(sb);
-	free(inject_iters);
+	free(inject);
 	plan_free(&plan);
 	return rc;
 }

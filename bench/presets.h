@@ -20,6 +20,7 @@ struct preset_group {
 	bool driver_block;
 	bool packed;                 /* packed ring layout (default split) */
 	unsigned outstanding;        /* rr in-flight per stream, 0 = default */
+	enum touch touch;            /* what the handler does with the payload (default none) */
 	/* Offered-rate points run long enough for this many latency samples per repeat (their
 	 * p99 rests on a hundred of them at 10^4), unless --duration-ms says otherwise; 0 = the
 	 * default duration. */

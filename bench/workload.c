@@ -677,9 +677,11 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
  * n itself when the slowdown is within a fifth of the target, or when it is implausible (one
  * side's median request came after a stall: the machine, not the work, made it), else n scaled
  * by wanted/achieved. */
-static double inject_rescale(struct run *r, double n, const double tpo[2])
+static double inject_rescale(struct run *r, struct inject *inj, double n, const double tpo[2])
 {
 	double want = r->pt->inject_pct / 100.0;
+	if (tpo[0] > 0 && (!inj->tpo_min || tpo[0] < inj->tpo_min))
+		inj->tpo_min = tpo[0];
 	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
 	if ((err < 0 ? -err : err) <= want / 5 || got < -want || got > 1 + 4 * want)
 		return n;
@@ -688,8 +690,9 @@ static double inject_rescale(struct run *r, double n, const double tpo[2])
 	/* A noisy round (another program's burst) must not grow the work without end; but on a
 	 * stream whose driver is the bottleneck, handler work is hidden until the worker becomes
 	 * the bottleneck, which takes up to a whole request's time (the worker's share of it is at
-	 * most all of it): allow that plus twice the wanted slowdown. */
-	double cap = (1 + 2 * want) * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
+	 * most all of it): allow that plus twice the wanted slowdown, of the fastest request
+	 * measured (a stall on both sides reads as nothing achieved, and must not double it). */
+	double cap = (1 + 2 * want) * (inj->tpo_min > 0 ? inj->tpo_min : 1000) / ns_per_busy_iter() + 1;
 	return n > cap ? cap : n < 1 ? 1 : n;
 }
 
@@ -702,11 +705,13 @@ static double inject_rescale(struct run *r, double n, const double tpo[2])
  * spin's clock reads alone are tens of ns), and what a nanosecond of handler time costs the whole
  * path depends on which side is the bottleneck.
  */
-static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, struct sample *out)
+static void inject_calibrate(struct run *r, struct inject *inj, unsigned rounds,
+			     struct sample *out)
 {
-	double want = r->pt->inject_pct / 100.0, tpo[2], n = *iters;
+	double want = r->pt->inject_pct / 100.0, tpo[2], n = inj->iters;
 	if (!n) {
 		slice_tpo(r, 0, tpo);
+		inj->tpo_min = tpo[0];
 		n = want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
 	}
 	for (unsigned round = 0; round < rounds; round++) {
@@ -716,12 +721,12 @@ static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, st
 			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
 			out->inject_achieved_pct = got * 100;
 		}
-		double next = inject_rescale(r, n, tpo);
+		double next = inject_rescale(r, inj, n, tpo);
 		if (next == n)
 			break;
 		n = next;
 	}
-	*iters = (uint32_t)n;
+	inj->iters = (uint32_t)n;
 }
 
 static int start_drivers(struct run *r)
@@ -782,7 +787,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	}
 }
 
-int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out)
+int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 {
 	memset(out, 0, (pt->interleave ? 2 : 1) * sizeof(*out));
 	struct run r = {.pt = pt};
@@ -862,10 +867,11 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 	sleep_ms(pt->warmup_ms);
 	/* The injection's amount comes sized from an earlier run of the point (run_plan's
 	 * calibration run, the only one that sizes it here), so that the measured window follows
-	 * the warm-up as it does without injection; each run checks it after its window. */
-	if (pt->inject_pct && !*inject_iters)
-		inject_calibrate(&r, inject_iters, 6, out);
-	uint32_t iters_used = *inject_iters;
+	 * the warm-up as it does without injection; each run checks it after its window (an
+	 * interleaved one with its window). */
+	if (pt->inject_pct && !inj->iters)
+		inject_calibrate(&r, inj, 6, out);
+	uint32_t iters_used = inj->iters;
 	if (pt->interleave) { /* the window starts on side 0, without the work */
 		r.side_iters = iters_used;
 		r.interleave_reqs = (uint64_t)pt->interleave *
@@ -892,9 +898,9 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 	atomic_store_explicit(&r.cal_side, 0, memory_order_relaxed);
 	tpo_medians(&r, tpo_start, tpo);
 	if (pt->inject_pct && pt->interleave) { /* the window measured the amount: correct it */
-		*inject_iters = (uint32_t)inject_rescale(&r, *inject_iters, tpo);
+		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo);
 	} else if (pt->inject_pct) { /* out of the window (no latencies recorded): check it */
-		inject_calibrate(&r, inject_iters, 2, out);
+		inject_calibrate(&r, inj, 2, out);
 	}
 	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 stop:
