@@ -674,19 +674,20 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
 }
 
 /* The busy turns for the next measurement after n made times per request tpo (without, with):
- * n itself when the slowdown is within a fifth of the target, or when it is implausible (one
- * side's median request came after a stall: the machine, not the work, made it), else n scaled
- * by wanted/achieved. */
-static double inject_rescale(struct run *r, struct inject *inj, double n, const double tpo[2])
+ * n when the slowdown is within a fifth of the target or implausible (one side's median request
+ * came after a stall: the machine, not the work, made it), else n scaled by wanted/achieved,
+ * by a factor within [1/step, step]; within the bound below either way. */
+static double inject_rescale(struct run *r, struct inject *inj, double n, const double tpo[2],
+			     double step)
 {
 	double want = r->pt->inject_pct / 100.0;
 	if (tpo[0] > 0 && (!inj->tpo_min || tpo[0] < inj->tpo_min))
 		inj->tpo_min = tpo[0];
 	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
-	if ((err < 0 ? -err : err) <= want / 5 || got < -want || got > 1 + 4 * want)
-		return n;
-	double scale = got > want / 10 ? want / got : 2;
-	n *= scale > 4 ? 4 : scale < 0.25 ? 0.25 : scale;
+	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= 1 + 4 * want) {
+		double scale = got > want / 10 ? want / got : 2;
+		n *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
+	}
 	/* A noisy round (another program's burst) must not grow the work without end; but on a
 	 * stream whose driver is the bottleneck, handler work is hidden until the worker becomes
 	 * the bottleneck, which takes up to a whole request's time (the worker's share of it is at
@@ -721,7 +722,7 @@ static void inject_calibrate(struct run *r, struct inject *inj, unsigned rounds,
 			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
 			out->inject_achieved_pct = got * 100;
 		}
-		double next = inject_rescale(r, inj, n, tpo);
+		double next = inject_rescale(r, inj, n, tpo, 4);
 		if (next == n)
 			break;
 		n = next;
@@ -897,8 +898,10 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
 	atomic_store_explicit(&r.cal_side, 0, memory_order_relaxed);
 	tpo_medians(&r, tpo_start, tpo);
-	if (pt->inject_pct && pt->interleave) { /* the window measured the amount: correct it */
-		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo);
+	/* The window measured the amount: correct it, by at most a quarter, so that one noisy
+	 * window does not make the next repeat's regression another one. */
+	if (pt->inject_pct && pt->interleave) {
+		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo, 1.25);
 	} else if (pt->inject_pct) { /* out of the window (no latencies recorded): check it */
 		inject_calibrate(&r, inj, 2, out);
 	}
