@@ -172,6 +172,7 @@ double machine_loadavg(void);
 struct inject {
 	uint32_t iters;
 	double tpo_min;
+	bool sizing; /* a run that only sizes it: an interleaved window corrects it fully */
 };
 /* Run one repeat of a point. With pt->inject_pct, *inj is where the calibration of the injected
  * busy work starts and what it ended at (the next repeat's start). With pt->interleave, out is

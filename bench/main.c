@@ -73,12 +73,25 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	uint64_t t0 = vqs_now_ns();
 	bool tty = isatty(STDERR_FILENO);
 	/* An injected slowdown is sized by a run of its own, so that no measured window comes after
-	 * more than its warm-up (as without injection): the repeats then only check it. */
+	 * more than its warm-up (as without injection): the repeats then only check it. An
+	 * interleaved point sizes it on whole windows too, up to four, until one measures it
+	 * within a fifth of the target: its short calibration slices are timed, and a stall
+	 * spoils them. */
 	for (unsigned i = 0; i < plan.n; i++) {
+		const struct point *pt = &plan.pts[i];
 		struct sample scratch[2]; /* two when interleaved */
-		if (plan.pts[i].inject_pct && workload_run(&plan.pts[i], &inject[i], scratch))
-			fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
-				strerror(-scratch[0].error));
+		inject[i].sizing = true;
+		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? 4 : 1); k++) {
+			if (workload_run(pt, &inject[i], scratch)) {
+				fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
+					strerror(-scratch[0].error));
+				break;
+			}
+			double err = scratch[1].inject_achieved_pct - pt->inject_pct;
+			if (pt->interleave && (err < 0 ? -err : err) <= pt->inject_pct / 5.0)
+				break;
+		}
+		inject[i].sizing = false;
 	}
 	for (unsigned k = 0; k < repeat; k++)
 		for (unsigned i = 0; i < plan.n; i++) {

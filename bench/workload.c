@@ -898,10 +898,10 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
 	atomic_store_explicit(&r.cal_side, 0, memory_order_relaxed);
 	tpo_medians(&r, tpo_start, tpo);
-	/* The window measured the amount: correct it, by at most a quarter, so that one noisy
-	 * window does not make the next repeat's regression another one. */
+	/* The window measured the amount: correct it, in a measured repeat by at most a quarter,
+	 * so that one noisy window does not make the next repeat's regression another one. */
 	if (pt->inject_pct && pt->interleave) {
-		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo, 1.25);
+		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo, inj->sizing ? 4 : 1.25);
 	} else if (pt->inject_pct) { /* out of the window (no latencies recorded): check it */
 		inject_calibrate(&r, inj, 2, out);
 	}
