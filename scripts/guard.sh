@@ -9,7 +9,8 @@
 #                                       without against slices without (must not); TRIALS (1)
 #   scripts/guard.sh --seeds            the seed presets, twice each: 4.12 -> 4.13 and kthread ->
 #                                       task within each run flagged, each variant against its
-#                                       own figures of the other run not (SEED_REPEAT, 10)
+#                                       own figures of the other run not (SEED_REPEAT, 10;
+#                                       SEED_ARGS, default --quick: 400 and 250 ms cells)
 #
 # Environment: VQS_BENCH (default build/bench/bench/vqs-bench, built like scripts/bench.sh when
 # missing), ROUNDS (default 10), GUARD_ARGS (flags for every guard run), COMPARE_ARGS (for compare).
@@ -70,8 +71,8 @@ case "${1:-}" in
 		[ "$got" = "$3" ] || rc=1
 	}
 	for p in 2017 2023; do
-		run s$p-1 --preset seed-$p ${SEED_ARGS:-}
-		run s$p-2 --preset seed-$p ${SEED_ARGS:-}
+		run s$p-1 --preset seed-$p ${SEED_ARGS---quick}
+		run s$p-2 --preset seed-$p ${SEED_ARGS---quick}
 		judge s$p-1-base s$p-1-new 1
 		judge s$p-2-base s$p-2-new 1
 		judge s$p-1-base s$p-2-base 0
@@ -80,11 +81,11 @@ case "${1:-}" in
 	echo "reports in $d"
 	;;
 -h | --help | "")
-	sed -n '2,17p' "$0"
+	sed -n '2,16p' "$0"
 	exit 2
 	;;
 *)
-	[ $# = 2 ] || { sed -n '2,17p' "$0"; exit 2; }
+	[ $# = 2 ] || { sed -n '2,16p' "$0"; exit 2; }
 	ab "$1" "$2" && rc=0 || rc=$?
 	;;
 esac
