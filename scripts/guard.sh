@@ -9,8 +9,8 @@
 #                                       without against slices without (must not); TRIALS (1)
 #   scripts/guard.sh --seeds            the seed presets, twice each: 4.12 -> 4.13 and kthread ->
 #                                       task within each run flagged, each variant against its
-#                                       own figures of the other run not (SEED_REPEAT, 10;
-#                                       SEED_ARGS, default --quick: 400 and 250 ms cells)
+#                                       own figures of the other run not (SEED2017_ARGS,
+#                                       SEED2023_ARGS: cells and repeats, see below)
 #
 # Environment: VQS_BENCH (default build/bench/bench/vqs-bench, built like scripts/bench.sh when
 # missing), ROUNDS (default 10), GUARD_ARGS (flags for every guard run), COMPARE_ARGS (for compare).
@@ -57,10 +57,15 @@ case "${1:-}" in
 	# its figures of the other run.
 	rc=0
 	d=$(mktemp -d /tmp/vqs-guard-seeds-XXXXXX)
+	# 32 repeats (ksim's most): 10 pairs cannot tell a 30% change from a model that other
+	# programs leave half a CPU. Cells as short as the effect allows: 2017's light-load loss
+	# is a leaked packet's retransmission, which a cell under 250 ms turns into a stall.
+	args2017=${SEED2017_ARGS---quick --duration-ms 250 --repeat 32}
+	args2023=${SEED2023_ARGS---quick --duration-ms 100 --repeat 32}
 	run() { # NAME ARGS...: $d/NAME-new.json (regressed variant), $d/NAME-base.json (good one)
 		local n=$1
 		shift
-		"$B" "$@" --repeat "${SEED_REPEAT:-10}" --no-floors --json "$d/$n-new.json" \
+		"$B" "$@" --no-floors --json "$d/$n-new.json" \
 			--json-base "$d/$n-base.json" >"$d/$n.txt" 2>/dev/null
 	}
 	judge() { # BASE NEW WANT
@@ -71,8 +76,9 @@ case "${1:-}" in
 		[ "$got" = "$3" ] || rc=1
 	}
 	for p in 2017 2023; do
-		run s$p-1 --preset seed-$p ${SEED_ARGS---quick}
-		run s$p-2 --preset seed-$p ${SEED_ARGS---quick}
+		a=args$p
+		run s$p-1 --preset seed-$p ${!a}
+		run s$p-2 --preset seed-$p ${!a}
 		judge s$p-1-base s$p-1-new 1
 		judge s$p-2-base s$p-2-new 1
 		judge s$p-1-base s$p-2-base 0
