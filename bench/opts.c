@@ -54,6 +54,12 @@ static const struct flag flags[] = {
 	{"--inject-slowdown-pct", "P", "slow every request by P% of its measured time (busy work "
 	 "calibrated in the run, achieved slowdown reported), NOT part of the run key: a regression "
 	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},
+	{"--interleave", "N", "alternate slices of N round trips of the queue (N x the requests in "
+	 "flight) without and with the injection inside each window (P may be 0): --json gets the "
+	 "slices with it, --json-base those without, paired by repeat for `compare`", K_SC,
+	 SC_INTERLEAVE},
+	{"--json-base", "FILE", "with --interleave: write the slices without the injection as "
+	 "JSON", K_STR, 6},
 	{"--duration-ms", "MS", "measured time per repeat (default 250, quick 60)", K_SC, SC_DURATION},
 	{"--warmup-ms", "MS", "unmeasured time before it (default 60, quick 20)", K_SC, SC_WARMUP},
 	{"--tx-batch", "N", "driver: most requests per kick (default: batch_max)", K_SC, SC_TX_BATCH},
@@ -193,7 +199,7 @@ int opts_parse(struct opts *o, int argc, char **argv)
 			break;
 		case K_STR: {
 			const char **dst[] = {&o->preset, &o->json, &o->csv, &o->plot, &o->variant,
-					      &o->worker};
+					      &o->worker, &o->json_base};
 			*dst[f->which] = arg;
 			break;
 		}
