@@ -36,7 +36,8 @@ struct cpu_list {
 /* vqs_sched_opts.spin_pct's default: points at it keep the keys they had before the knob. */
 #define BENCH_SPIN_PCT_DEFAULT 200u
 
-/* One measured configuration. Every field except inject_pct is part of its identity (key). */
+/* One measured configuration. Every field except inject_pct and interleave is part of its
+ * identity (key). */
 struct point {
 	enum workload workload;
 	enum vqs_policy policy;
@@ -62,6 +63,8 @@ struct point {
 	uint32_t exit_ns;     /* busy time per kick on the driver (simulated guest exit) */
 	uint32_t inject_pct;  /* slow each request by this % of its time, outside the key: a
 			       * regression of known size for `compare` to catch (workload.c) */
+	uint32_t interleave;  /* >0: the window alternates slices of this many round trips of the
+			       * queue without and with the injection, a sample of each per repeat */
 	uint32_t duration_ms, warmup_ms;
 	struct cpu_list worker_cpus, driver_cpus;
 };
@@ -69,7 +72,7 @@ struct point {
 /* The figures of one repeat of one point. */
 enum fig {
 	FIG_OPS, FIG_P50, FIG_P99, FIG_P999, FIG_WCPU, FIG_DCPU, FIG_KICKS, FIG_CALLS, FIG_BATCH,
-	FIG_WUTIL, FIG_DUTIL, FIG_REARMS, FIG_WAKES, FIG_SAMPLES, FIG__COUNT
+	FIG_WUTIL, FIG_DUTIL, FIG_REARMS, FIG_WAKES, FIG_SAMPLES, FIG_NSPO, FIG__COUNT
 };
 extern const char *const fig_names[FIG__COUNT];
 /* +1 when larger is better (throughput), -1 when smaller is, 0 when neither (counts). */
@@ -126,9 +129,9 @@ struct goal {
 	const char *name;
 	const char *rule;
 	int status; /* 1 pass, 0 fail, -1 not measured by this preset */
-	char detail[200];
+	char detail[400];
 };
-#define MAX_GOALS 8
+#define MAX_GOALS 10
 
 /*
  * A figure a preset measures by itself (the ksim reproductions), one sample per repeat, for
@@ -141,6 +144,8 @@ struct figure {
 	bool higher_better;
 	double samples[FIGURE_MAX_SAMPLES];
 	unsigned n;
+	bool by_repeat; /* sample i is of repeat i, as for the other figures of its run: compare
+			 * pairs two such figures by repeat */
 };
 #define MAX_FIGURES 8
 
@@ -161,10 +166,18 @@ struct report {
 /* The machine's 1-minute load average (other programs competing for the CPUs), -1 unknown. */
 double machine_loadavg(void);
 
-/* Run one repeat of a point. With pt->inject_pct, *inject_iters is where the calibration of the
- * injected busy work starts (0: from scratch) and what it ended at (the next repeat's start).
- * Threads: the main thread. */
-int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out);
+/* --inject-slowdown-pct across the repeats of a point: the busy turns per request (0: not sized
+ * yet) and the fastest time per request measured without them (ns, 0: none yet), which bounds
+ * the amount: a window that other programs starved measures stalls on both sides. */
+struct inject {
+	uint32_t iters;
+	double tpo_min;
+	bool sizing; /* a run that only sizes it: an interleaved window corrects it fully */
+};
+/* Run one repeat of a point. With pt->inject_pct, *inj is where the calibration of the injected
+ * busy work starts and what it ended at (the next repeat's start). With pt->interleave, out is
+ * two samples: the slices without the injection, then with. Threads: the main thread. */
+int workload_run(const struct point *pt, struct inject *inj, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* Median of three figures. */

@@ -5,6 +5,9 @@
  * merged reports of `vqs-bench ab`, whose samples carry their round, on the pairs of each round's
  * medians: what changed between rounds then moves both sides of a pair).
  *
+ * The reports of an interleaved run (--interleave: the slices without and with an injection,
+ * within each repeat's window) carry the repeat as the round: their pairs are repeats.
+ *
  * "Worse by X%" is in time per operation: for throughput X = base/new - 1, for latency and CPU per
  * op X = new/base - 1, so a halved throughput and a doubled latency are both +100%. X is the
  * Hodges-Lehmann estimate (the median of all NEW/BASE sample ratios) with its Mann-Whitney
@@ -47,7 +50,7 @@ static void compare_usage(FILE *f)
 		   "(default 5)\n"
 		   "  --alpha A        level of the one-sided rank test (default 0.01)\n"
 		   "  --metrics LIST   figures to judge (default "
-		   "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op)\n"
+		   "ops_per_s,ns_per_op,p50_ns,p99_ns,worker_cpu_ns_per_op)\n"
 		   "  --pair B=N       judge the one BASE run whose key matches glob B against the one "
 		   "NEW run matching N (repeatable; no other run is judged)\n"
 		   "  --quiet          print only regressions and failures\n"
@@ -183,8 +186,8 @@ static double *numbers(const struct json *a, unsigned *n)
 
 /*
  * Judge one figure from its BASE samples b and NEW samples v (either NULL: absent), larger being
- * better when better > 0; br and nr are the runs they come from, for their rounds (NULL: a
- * report-level figure). Prints its line (unless quiet and fine); frees b and v.
+ * better when better > 0; br and nr are the runs or report figures they come from, for their
+ * rounds. Prints its line (unless quiet and fine); frees b and v.
  */
 static void judge(struct cmp *c, const char *name, int better, double *b, unsigned m, double *v,
 		  unsigned n, const struct json *br, const struct json *nr, bool *header,
@@ -265,8 +268,8 @@ static void judge_run(struct cmp *c, const struct json *br, const struct json *n
 		printf("%s\n", title);
 		header = true;
 		if (paired(br, nr))
-			printf("  (paired by ab round: the counts are rounds, each a median of its "
-			       "repeats)\n");
+			printf("  (paired by round: the counts are ab rounds, each a median of its "
+			       "repeats, or the repeats of an interleaved run)\n");
 		double inj = json_num_or(nr, "inject_pct", 0);
 		if (inj > 0)
 			printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n", inj,
@@ -320,7 +323,8 @@ static void judge_figures(struct cmp *c, const struct json *bf, const struct jso
 		unsigned m, k;
 		double *x = numbers(json_get(b, "samples"), &m), *y = numbers(json_get(n, "samples"), &k);
 		c->matched++;
-		judge(c, name, dir[0] == 'h' ? 1 : -1, x, m, y, k, NULL, NULL, &header,
+		/* two columns of one seed run carry their repeats: paired like ab's rounds */
+		judge(c, name, dir[0] == 'h' ? 1 : -1, x, m, y, k, b, n, &header,
 		      "figures of the reports");
 	}
 }
@@ -333,7 +337,7 @@ static void missing(struct cmp *c, const char *what, const char *where)
 
 static int parse_args(struct cmp *c, int argc, char **argv)
 {
-	const char *metrics = "ops_per_s,p50_ns,p99_ns,worker_cpu_ns_per_op";
+	const char *metrics = "ops_per_s,ns_per_op,p50_ns,p99_ns,worker_cpu_ns_per_op";
 	unsigned nf = 0;
 	c->threshold = 0.05;
 	c->alpha = 0.01;

@@ -18,7 +18,26 @@
 #include "output.h"
 #include "presets.h"
 
-static int run_plan(const struct opts *o, const struct preset *p, struct report *rep)
+/* Fold the repeats of each point of plan, s[point * repeat + k], into rep's results. */
+static int fold(const struct plan *plan, struct sample *s, unsigned repeat, struct report *rep)
+{
+	int rc = 0;
+	rep->results = calloc(plan->n ? plan->n : 1, sizeof(*rep->results));
+	if (!rep->results)
+		return -ENOMEM;
+	for (unsigned i = 0; i < plan->n && !rc; i++) {
+		struct result *r = &rep->results[rep->nresults++];
+		r->pt = plan->pts[i];
+		rc = result_fold(r, &s[(size_t)i * repeat], repeat);
+		floors_attach(&rep->floors, r);
+	}
+	return rc;
+}
+
+/* Run the plan of preset p into rep; with --interleave, the slices without the injection
+ * into base (the same points with inject_pct 0). */
+static int run_plan(const struct opts *o, const struct preset *p, struct report *rep,
+		    struct report *base)
 {
 	struct plan plan;
 	int rc = plan_build(o, p, &plan);
@@ -42,22 +61,37 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	}
 	unsigned repeat = o->repeat ? o->repeat : o->quick ? 1 : p->repeat;
 	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
-	uint32_t *inject_iters = calloc(plan.n ? plan.n : 1, sizeof(*inject_iters));
-	rep->results = calloc(plan.n ? plan.n : 1, sizeof(*rep->results));
-	if (!s || !inject_iters || !rep->results) {
+	struct sample *sb = base ? calloc((size_t)plan.n * repeat, sizeof(*sb)) : NULL;
+	struct inject *inject = calloc(plan.n ? plan.n : 1, sizeof(*inject));
+	if (!s || (base && !sb) || !inject) {
 		free(s);
-		free(inject_iters);
+		free(sb);
+		free(inject);
 		plan_free(&plan);
 		return -ENOMEM;
 	}
 	uint64_t t0 = vqs_now_ns();
 	bool tty = isatty(STDERR_FILENO);
 	/* An injected slowdown is sized by a run of its own, so that no measured window comes after
-	 * more than its warm-up (as without injection): the repeats then only check it. */
+	 * more than its warm-up (as without injection): the repeats then only check it. An
+	 * interleaved point sizes it on whole windows too, up to four, until one measures it
+	 * within a fifth of the target: its short calibration slices are timed, and a stall
+	 * spoils them. */
 	for (unsigned i = 0; i < plan.n; i++) {
-		struct sample scratch;
-		if (plan.pts[i].inject_pct && workload_run(&plan.pts[i], &inject_iters[i], &scratch))
-			fprintf(stderr, "vqs-bench: calibrating the injection: %s\n", strerror(-scratch.error));
+		const struct point *pt = &plan.pts[i];
+		struct sample scratch[2]; /* two when interleaved */
+		inject[i].sizing = true;
+		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? 4 : 1); k++) {
+			if (workload_run(pt, &inject[i], scratch)) {
+				fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
+					strerror(-scratch[0].error));
+				break;
+			}
+			double err = scratch[1].inject_achieved_pct - pt->inject_pct;
+			if (pt->interleave && (err < 0 ? -err : err) <= pt->inject_pct / 5.0)
+				break;
+		}
+		inject[i].sizing = false;
 	}
 	for (unsigned k = 0; k < repeat; k++)
 		for (unsigned i = 0; i < plan.n; i++) {
@@ -65,8 +99,13 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			point_key(&plan.pts[i], key, sizeof(key));
 			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
 				k * plan.n + i + 1, plan.n * repeat, key);
-			struct sample *x = &s[(size_t)i * repeat + k];
-			int e = workload_run(&plan.pts[i], &inject_iters[i], x);
+			struct sample x[2];
+			int e = workload_run(&plan.pts[i], &inject[i], x);
+			if (base) { /* x[0] the slices without the injection, x[1] those with it */
+				sb[(size_t)i * repeat + k] = x[0];
+				x[0] = x[1];
+			}
+			s[(size_t)i * repeat + k] = x[0];
 			if (e && k == 0)
 				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
 		}
@@ -74,18 +113,31 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 		fprintf(stderr, "\r%-100s\r", "");
 	fprintf(stderr, "ran %u points x %u in %.1f s\n", plan.n, repeat,
 		(double)(vqs_now_ns() - t0) / 1e9);
-	for (unsigned i = 0; i < plan.n && !rc; i++) {
-		struct result *r = &rep->results[rep->nresults++];
-		r->pt = plan.pts[i];
-		rc = result_fold(r, &s[(size_t)i * repeat], repeat);
-		floors_attach(&rep->floors, r);
+	rc = fold(&plan, s, repeat, rep);
+	if (base && !rc) {
+		for (unsigned i = 0; i < plan.n; i++)
+			plan.pts[i].inject_pct = 0;
+		base->floors = rep->floors;
+		rc = fold(&plan, sb, repeat, base);
+		/* the slowdown the repeats measured together: their medians' ratio, which a few
+		 * repeats that other programs starved on one side cannot move */
+		for (unsigned i = 0; !rc && i < rep->nresults; i++) {
+			struct result *r = &rep->results[i];
+			double a = base->results[i].med[FIG_NSPO], b = r->med[FIG_NSPO];
+			r->inject_achieved_pct = a > 0 && b > 0 ? (b / a - 1) * 100 : 0;
+		}
+	}
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *r = &rep->results[i];
 		if (r->pt.inject_pct)
 			fprintf(stderr, "%s: injected %.0f ns per request for %u%%, achieved %.1f%% "
-					"(median of %u repeats)\n", r->key, r->inject_ns, r->pt.inject_pct,
-				r->inject_achieved_pct, r->nsamples);
+					"(%s of %u repeats)\n", r->key, r->inject_ns, r->pt.inject_pct,
+				r->inject_achieved_pct, base ? "ratio of the sides' medians" : "median",
+				r->nsamples);
 	}
 	free(s);
-	free(inject_iters);
+	free(sb);
+	free(inject);
 	plan_free(&plan);
 	return rc;
 }
@@ -116,6 +168,16 @@ int main(int argc, char **argv)
 				"presets\n");
 		return 2;
 	}
+	if (o.sc[SC_INTERLEAVE] > 0 && (p->run || !o.json_base || !o.json)) {
+		fprintf(stderr, "vqs-bench: --interleave needs --json and --json-base, and a preset "
+				"of vqs-bench's own points\n");
+		return 2;
+	}
+	if (o.json_base && (!o.json || (!p->run && o.sc[SC_INTERLEAVE] <= 0))) {
+		fprintf(stderr, "vqs-bench: --json-base needs --json, and --interleave or a seed "
+				"preset\n");
+		return 2;
+	}
 	if (p->run && o.sc[SC_INJECT_PCT] > 0) {
 		fprintf(stderr, "vqs-bench: --inject-slowdown-pct applies to vqs-bench's own points, "
 				"not to preset %s\n", p->name);
@@ -134,13 +196,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "measuring floors on CPUs %d and %d...\n", a, b);
 		floors_measure(&rep.floors, o.sc[SC_RING] > 0 ? (unsigned)o.sc[SC_RING] : 256, a, b, o.quick);
 	}
-	rc = p->run ? p->run(&o, &rep) : run_plan(&o, p, &rep);
+	struct report base = rep;
+	bool interleave = o.sc[SC_INTERLEAVE] > 0;
+	rc = p->run ? p->run(&o, &rep, o.json_base ? &base : NULL)
+		    : run_plan(&o, p, &rep, interleave ? &base : NULL);
 	if (rc) {
 		fprintf(stderr, "vqs-bench: preset %s: %s\n", p->name, strerror(-rc));
 		return 2;
 	}
-	rep.elapsed_s = (double)(vqs_now_ns() - t0) / 1e9;
-	rep.loadavg_end = machine_loadavg();
+	rep.elapsed_s = base.elapsed_s = (double)(vqs_now_ns() - t0) / 1e9;
+	rep.loadavg_end = base.loadavg_end = machine_loadavg();
+	if (interleave) {
+		goals_evaluate(&base);
+		printf("The slices without the injection (--json-base %s):\n", o.json_base);
+		output_table(stdout, &base);
+		printf("\nThe slices with it (--json %s):\n", o.json);
+	}
 	if (!p->run) { /* a preset with its own runner printed its own table */
 		goals_evaluate(&rep);
 		output_table(stdout, &rep);
@@ -156,6 +227,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vqs-bench: %s: %s\n", o.json, strerror(-rc));
 		status = 2;
 	}
+	if (o.json_base && (rc = output_json(o.json_base, &base))) {
+		fprintf(stderr, "vqs-bench: %s: %s\n", o.json_base, strerror(-rc));
+		status = 2;
+	}
 	if (o.csv && (rc = output_csv(o.csv, &rep))) {
 		fprintf(stderr, "vqs-bench: %s: %s\n", o.csv, strerror(-rc));
 		status = 2;
@@ -168,5 +243,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vqs-bench: some points lost, duplicated or corrupted requests, or "
 				"failed (see the loss column and the errors above)\n");
 	results_free(rep.results, rep.nresults);
+	if (interleave)
+		results_free(base.results, base.nresults);
 	return status;
 }

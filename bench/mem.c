@@ -6,6 +6,7 @@
  *    buffers that stay in one region (the per-queue hint hits) and buffers in a random region
  *    each (binary search every time);
  *  - log: a 64-chain batch popped, filled (1500 bytes written each) and flushed on one queue,
+ *    in the read-side sections a scheduler worker uses (the pop inside one, fill outside),
  *    with the dirty log off and on, so the cost logging adds per chain reads directly.
  * For instruction counts that repeat exactly, run one case under valgrind --tool=callgrind with
  * --quick --only CASE (CASE: 8-same, 8-random, 64-same, ..., 509-random, log-off, log-on).
@@ -140,13 +141,14 @@ static double chain_ns(struct vqs_gmem *g, struct vqs_mem *m, struct vqs_drv_vq 
 			pel[i] = &el[i];
 			written[i] = BUF;
 		}
-		/* one read-side section around the batch, as a scheduler worker holds it */
+		/* The sections of a scheduler worker's batch: the pop inside one, the handler and
+		 * the fill outside it (fill and flush take what they need themselves). */
 		vqs_mem_read_lock();
-		if (vqs_vq_pop_batch(dev, el, 64) != 64 ||
-		    vqs_vq_fill_batch(dev, pel, written, 64) != 64)
+		int popped = vqs_vq_pop_batch(dev, el, 64);
+		vqs_mem_read_unlock();
+		if (popped != 64 || vqs_vq_fill_batch(dev, pel, written, 64) != 64)
 			exit(1);
 		vqs_vq_flush(dev);
-		vqs_mem_read_unlock();
 		total += vqs_now_ns() - t0;
 		uint32_t len;
 		while (vqs_drv_get_used(drv, &len))

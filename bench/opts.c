@@ -46,14 +46,20 @@ static const struct flag flags[] = {
 	{"--workers", "N", "scheduler workers for pool/poll/adaptive (default 1)", K_SC, SC_WORKERS},
 	{"--poll-timeout-us", "US", "poll policy: idle spin before sleeping, 0 = forever (default 0)",
 	 K_SC, SC_POLL_TIMEOUT},
-	{"--spin-pct", "PCT", "adaptive: CPU it may spend to spare a wake-up, in % of one wake-up "
+	{"--spin-pct", "PCT", "adaptive: the price of latency, CPU time per unit of latency spared, in % "
 	 "(vqs_sched_opts.spin_pct, default 200)", K_SC, SC_SPIN_PCT},
 	{"--handler-ns", "NS", "busy time per request in the handler (default 0)", K_SC, SC_HANDLER_NS},
-	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit (default 0)", K_SC,
-	 SC_EXIT_NS},
+	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit, also the "
+	 "adaptive cost model's kick_ns (default 0)", K_SC, SC_EXIT_NS},
 	{"--inject-slowdown-pct", "P", "slow every request by P% of its measured time (busy work "
 	 "calibrated in the run, achieved slowdown reported), NOT part of the run key: a regression "
 	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},
+	{"--interleave", "N", "alternate slices of N round trips of the queue (N x the requests in "
+	 "flight) without and with the injection inside each window (P may be 0): --json gets the "
+	 "slices with it, --json-base those without, paired by repeat for `compare`", K_SC,
+	 SC_INTERLEAVE},
+	{"--json-base", "FILE", "with --interleave: write the slices without the injection as "
+	 "JSON", K_STR, 6},
 	{"--duration-ms", "MS", "measured time per repeat (default 250, quick 60)", K_SC, SC_DURATION},
 	{"--warmup-ms", "MS", "unmeasured time before it (default 60, quick 20)", K_SC, SC_WARMUP},
 	{"--tx-batch", "N", "driver: most requests per kick (default: batch_max)", K_SC, SC_TX_BATCH},
@@ -193,7 +199,7 @@ int opts_parse(struct opts *o, int argc, char **argv)
 			break;
 		case K_STR: {
 			const char **dst[] = {&o->preset, &o->json, &o->csv, &o->plot, &o->variant,
-					      &o->worker};
+					      &o->worker, &o->json_base};
 			*dst[f->which] = arg;
 			break;
 		}

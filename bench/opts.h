@@ -16,13 +16,15 @@ enum dim {
 enum scalar {
 	SC_RING, SC_OUTSTANDING, SC_PAYLOAD, SC_TOUCH, SC_DRIVERS, SC_WORKERS, SC_POLL_TIMEOUT,
 	SC_HANDLER_NS, SC_EXIT_NS, SC_INJECT_PCT, SC_DURATION, SC_WARMUP, SC_TX_BATCH, SC_PACKED,
-	SC_EVENT_IDX, SC_DRIVER_BLOCK, SC_SHARED_CPU, SC_TRANSPORT, SC_SPIN_PCT, SC__COUNT
+	SC_EVENT_IDX, SC_DRIVER_BLOCK, SC_SHARED_CPU, SC_TRANSPORT, SC_SPIN_PCT, SC_INTERLEAVE,
+	SC__COUNT
 };
 
 struct opts {
 	const char *preset;
 	bool quick, no_floors;
 	const char *json, *csv, *plot;
+	const char *json_base; /* --interleave: the report of the slices without the injection */
 	/* ksim presets: the kernel column whose figures the report carries (seed-2017: 4.12|4.13,
 	 * seed-2023: kthread|task; NULL = the regressed one), and bare-metal model costs. */
 	const char *variant, *worker;

@@ -291,7 +291,15 @@ static void json_run(FILE *f, const struct result *r)
 		}
 		fputc(']', f);
 	}
-	fprintf(f, "},\n     \"batch_hist\": [");
+	fputc('}', f);
+	/* both sides of an interleaved run come from the same repeats: compare pairs them */
+	if (pt->interleave) {
+		fprintf(f, ", \"interleave\": %u, \"sample_round\": [", pt->interleave);
+		for (unsigned i = 0; i < r->nsamples; i++)
+			fprintf(f, "%s%u", i ? ", " : "", i);
+		fputc(']', f);
+	}
+	fprintf(f, ",\n     \"batch_hist\": [");
 	for (unsigned b = 0; b < BATCH_BUCKETS; b++)
 		fprintf(f, "%s%llu", b ? ", " : "", (unsigned long long)r->batch_hist[b]);
 	fprintf(f, "], \"floor\": ");
@@ -338,7 +346,10 @@ int output_json(const char *path, const struct report *rep)
 			fprintf(f, "%s", k ? ", " : "");
 			json_write_num(f, g->samples[k]);
 		}
-		fprintf(f, "]}");
+		fputc(']', f);
+		for (unsigned k = 0; g->by_repeat && k < g->n; k++)
+			fprintf(f, "%s%u", k ? ", " : ", \"sample_round\": [", k);
+		fprintf(f, "%s}", g->by_repeat && g->n ? "]" : "");
 	}
 	fprintf(f, "\n  ],\n  \"goals\": [");
 	for (unsigned i = 0; i < rep->ngoals; i++) {

@@ -128,16 +128,19 @@ static int pick(const char *flag, const char *arg, const char *first, const char
 	return -EINVAL;
 }
 
-/* One report figure from a cell's runs; printed with its samples. */
+/* One report figure from a cell's runs (of `variant`); printed with its samples. The repeats
+ * run every cell in turn (ksim_table_run), so sample i of two columns ran at about the same time:
+ * when no run failed, the figure says so (by_repeat) and compare pairs the columns by repeat. */
 static void add_figure(struct report *rep, const char *name, const char *unit,
-		       const struct vqs_ksim_cell *c)
+		       const struct vqs_ksim_cell *c, const char *variant, unsigned repeats)
 {
 	struct figure *g = &rep->figures[rep->nfigures++];
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	g->unit = unit;
 	g->higher_better = true;
 	g->n = c->err ? 0 : c->repeats;
-	printf("figure %s %s:", name, unit);
+	g->by_repeat = g->n == repeats;
+	printf("figure %s %s (%s):", name, unit, variant);
 	for (unsigned i = 0; i < g->n; i++) {
 		g->samples[i] = c->run_rate[i];
 		printf(" %.0f", g->samples[i]);
@@ -168,7 +171,7 @@ static void seed2017_shape(unsigned col, unsigned streams, struct cell_shape *sh
 	};
 }
 
-int preset_seed2017_run(const struct opts *o, struct report *rep)
+int preset_seed2017_run(const struct opts *o, struct report *rep, struct report *base)
 {
 	/* The 4.13 path with its batch, or what 4.12 ran: the fixed path one packet at a time. */
 	static const unsigned variant_col[2] = {VQS_KSIM_SEED2017_413_B64,
@@ -189,13 +192,18 @@ int preset_seed2017_run(const struct opts *o, struct report *rep)
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2017_ROWS * VQS_KSIM_SEED2017_COLS)))
 		return rc;
 	vqs_ksim_seed2017_print(stdout, &ko, &kr);
-	printf("figures of variant %s (column %s), one sample per repeat:\n", variant_name[variant],
-	       vqs_ksim_seed2017_col_name(variant_col[variant]));
+	printf("figures of variant %s (column %s)%s, one sample per repeat:\n",
+	       variant_name[variant], vqs_ksim_seed2017_col_name(variant_col[variant]),
+	       base ? ", and of the other for --json-base" : "");
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
 		char name[64];
 		snprintf(name, sizeof(name), "goodput-%u-stream%s", kr.streams[row],
 			 kr.streams[row] > 1 ? "s" : "");
-		add_figure(rep, name, "Mbit/s", &kr.cell[row][variant_col[variant]]);
+		add_figure(rep, name, "Mbit/s", &kr.cell[row][variant_col[variant]],
+			   variant_name[variant], ko.repeats);
+		if (base)
+			add_figure(base, name, "Mbit/s", &kr.cell[row][variant_col[!variant]],
+				   variant_name[!variant], ko.repeats);
 	}
 	struct cell_costs k = {.costs = &ko.costs, .cell_ms = ko.cell_ms,
 			       .payload = ko.costs.pkt_bytes};
@@ -227,7 +235,7 @@ static void seed2023_shape(unsigned row, unsigned col, struct cell_shape *sh)
 	};
 }
 
-int preset_seed2023_run(const struct opts *o, struct report *rep)
+int preset_seed2023_run(const struct opts *o, struct report *rep, struct report *base)
 {
 	static const unsigned worker_col[2] = {VQS_KSIM_SEED2023_TASK, VQS_KSIM_SEED2023_KTHREAD};
 	static const char *const worker_name[2] = {"task", "kthread"};
@@ -252,10 +260,17 @@ int preset_seed2023_run(const struct opts *o, struct report *rep)
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS)))
 		return rc;
 	vqs_ksim_seed2023_print(stdout, &ko, &kr);
-	printf("figures of the %s-mode worker, one sample per repeat:\n", worker_name[worker]);
-	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
-		add_figure(rep, vqs_ksim_seed2023_row_name(row), row == 0 ? "Mbit/s" : "trans/s",
-			   &kr.cell[row][worker_col[worker]]);
+	printf("figures of the %s-mode worker%s, one sample per repeat:\n", worker_name[worker],
+	       base ? ", and of the other for --json-base" : "");
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		const char *unit = row == 0 ? "Mbit/s" : "trans/s";
+		add_figure(rep, vqs_ksim_seed2023_row_name(row), unit,
+			   &kr.cell[row][worker_col[worker]], worker_name[worker], ko.repeats);
+		if (base)
+			add_figure(base, vqs_ksim_seed2023_row_name(row), unit,
+				   &kr.cell[row][worker_col[!worker]], worker_name[!worker],
+				   ko.repeats);
+	}
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			struct cell_shape sh;

@@ -20,11 +20,13 @@ struct preset_group {
 	bool driver_block;
 	bool packed;                 /* packed ring layout (default split) */
 	unsigned outstanding;        /* rr in-flight per stream, 0 = default */
+	enum touch touch;            /* what the handler does with the payload (default none) */
 	/* Offered-rate points run long enough for this many latency samples per repeat (their
 	 * p99 rests on a hundred of them at 10^4), unless --duration-ms says otherwise; 0 = the
 	 * default duration. */
 	unsigned min_samples;
 	unsigned duration_ms; /* measured time per repeat, 0 = the default (250 ms) */
+	enum transport transport; /* default direct; --transport sets every group's */
 };
 
 #define PRESET_MAX_GROUPS 6
@@ -36,15 +38,16 @@ struct preset {
 	unsigned repeat; /* default repeats (--quick: 1) */
 	/* Instead of groups: measure by a library call and append results (with the same keys and
 	 * figures as table-driven points) to rep. NULL for table-driven presets. */
-	int (*run)(const struct opts *o, struct report *rep);
+	/* base: NULL, or (--json-base) the report of the other variant's figures */
+	int (*run)(const struct opts *o, struct report *rep, struct report *base);
 };
 
 extern const struct preset bench_presets[];
 extern const unsigned bench_npresets;
 const struct preset *preset_find(const char *name);
 /* The ksim reproductions (bench/preset_ksim.c). */
-int preset_seed2017_run(const struct opts *o, struct report *rep);
-int preset_seed2023_run(const struct opts *o, struct report *rep);
+int preset_seed2017_run(const struct opts *o, struct report *rep, struct report *base);
+int preset_seed2023_run(const struct opts *o, struct report *rep, struct report *base);
 
 struct plan {
 	struct point *pts;

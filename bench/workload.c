@@ -60,7 +60,7 @@ struct driver {
 	int cpu;
 	unsigned first, count; /* streams [first, first+count) */
 	uint64_t period_ns;    /* offered rate pacing, 0 = as fast as possible */
-	struct hist lat;
+	struct hist lat[2]; /* by run.side: [1] the slices with the injection (--interleave) */
 	/* written by this driver, read by main at phase boundaries (relaxed: counters only) */
 	atomic_uint_fast64_t done, kicks;
 	uint64_t dup, corrupt, lost;
@@ -71,6 +71,8 @@ struct driver {
 	uint64_t *cal_tpo[2];
 	atomic_uint cal_n[2];
 	uint64_t last_reap_ns;
+	uint64_t slice_done; /* --interleave, driver 0: completions in the current slice */
+	atomic_uint slice;   /* and the slices it finished (relaxed: main waits for a count) */
 };
 
 struct run {
@@ -81,6 +83,11 @@ struct run {
 	struct vu_link *vu; /* vhost-user transport: owns gmem, the driver queues and their fds */
 	atomic_uint inject_iters; /* --inject-slowdown-pct busy turns per request (relaxed: a knob) */
 	atomic_int cal_side;      /* calibrating: 1 injection off, 2 on; 0 not calibrating */
+	/* --interleave: the side the current slice measures and the injection's amount on side 1;
+	 * driver 0 switches sides every interleave_reqs completions (relaxed: knobs) */
+	atomic_int side;
+	uint32_t side_iters;
+	uint64_t interleave_reqs;
 	struct stream *st;
 	struct driver *drv;
 	unsigned buf_len;
@@ -160,6 +167,29 @@ static void count_calls(struct run *r, int fd)
 		atomic_fetch_add_explicit(&r->calls, v, memory_order_relaxed);
 }
 
+/*
+ * --interleave, on driver 0 as it reaps n requests in the window: after interleave_reqs of them,
+ * the next slice, in the order A B B A A B B A ... (a trend over the window lands on both sides
+ * alike); side 1 runs with the injected work, side 0 without. Slices count requests, not time:
+ * when another program takes the CPU for milliseconds, no slice is left empty; neighbouring
+ * slices share whatever the machine does (its load, where the host put the vCPUs), so a
+ * difference between the sides is the injection's, not drift between runs or processes. The
+ * requests in flight at a switch were worked on under the other side: a 1/N dilution.
+ */
+static void interleave_step(struct driver *d, unsigned n)
+{
+	struct run *r = d->run;
+	if ((d->slice_done += n) < r->interleave_reqs)
+		return;
+	d->slice_done = 0;
+	unsigned k = atomic_load_explicit(&d->slice, memory_order_relaxed) + 1;
+	atomic_store_explicit(&d->slice, k, memory_order_relaxed);
+	int side = (int)((k + 1) / 2 % 2);
+	atomic_store_explicit(&r->inject_iters, side ? r->side_iters : 0, memory_order_relaxed);
+	atomic_store_explicit(&r->side, side, memory_order_relaxed);
+	atomic_store_explicit(&r->cal_side, 1 + side, memory_order_relaxed);
+}
+
 /* Reap completions of one stream; returns how many. */
 static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 {
@@ -189,7 +219,8 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 		if (!now && (measuring || cal))
 			now = vqs_now_ns();
 		if (measuring)
-			hist_add(&d->lat, now - sl->t_submit);
+			hist_add(&d->lat[atomic_load_explicit(&s->run->side, memory_order_relaxed)],
+				 now - sl->t_submit);
 	}
 	if (cal && n) {
 		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
@@ -203,6 +234,8 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	if (n) /* outside the window too: the injection's calibration counts them */
 		atomic_store_explicit(&d->done, atomic_load_explicit(&d->done, memory_order_relaxed) + n,
 				      memory_order_relaxed);
+	if (n && measuring && s->run->interleave_reqs && d == s->run->drv)
+		interleave_step(d, n);
 	return n;
 }
 
@@ -432,6 +465,7 @@ static void sched_opts_for(const struct point *pt, struct vqs_sched_opts *o)
 	o->nworkers = pt->workers;
 	o->poll_timeout_us = pt->poll_timeout_us;
 	o->spin_pct = pt->spin_pct;
+	o->kick_ns = pt->exit_ns;
 	o->batch_max = pt->batch_max;
 	o->placement = pt->placement;
 	CPU_ZERO(&o->cpus);
@@ -576,29 +610,19 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * Time per request with and without `iters`, in ns: slices of CAL_SLICE_MS alternate between the
- * two, the drivers file the time between their reaps per request reaped under the side of the
- * slice, and tpo[1] / tpo[0] are the medians over requests with / without (0 when a side
- * completed nothing). In a closed loop that is the time per request, the inverse of throughput
- * (for rr with one request in flight, the round trip). Medians over requests, not one ratio of
- * counts over a window: when another program takes a CPU from a worker or a driver for a few
- * ms, a window's throughput drops with it, but only the one reap after the gap is slow, and the
- * median request still shows what the code costs. Alternating slices put drift on both sides.
- */
-static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
+/* Where each driver's entries of both sides stand now, for tpo_medians. */
+static void tpo_mark(struct run *r, unsigned start[][2])
 {
-	unsigned ndrv = r->pt->drivers, start[ndrv][2];
-	for (unsigned i = 0; i < ndrv; i++)
+	for (unsigned i = 0; i < r->pt->drivers; i++)
 		for (unsigned k = 0; k < 2; k++)
 			start[i][k] = atomic_load_explicit(&r->drv[i].cal_n[k], memory_order_relaxed);
-	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
-		unsigned on = k % 2 == 0;
-		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
-		atomic_store_explicit(&r->cal_side, 1 + on, memory_order_relaxed);
-		sleep_ms(CAL_SLICE_MS);
-	}
-	atomic_store_explicit(&r->cal_side, 0, memory_order_relaxed);
+}
+
+/* The median time per request (ns) over the requests each side's entries since start counted
+ * (0 for a side without any): the 1/16 ns per request of an entry, weighted by its requests. */
+static void tpo_medians(struct run *r, unsigned start[][2], double tpo[2])
+{
+	unsigned ndrv = r->pt->drivers;
 	/* A driver that read cal_side before it turned 0 may still file one entry past the count
 	 * read here: leave some of the ring unread. */
 	unsigned keep = CAL_MAX - 64;
@@ -627,6 +651,54 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
 }
 
 /*
+ * Time per request with and without `iters`, in ns: slices of CAL_SLICE_MS alternate between the
+ * two, the drivers file the time between their reaps per request reaped under the side of the
+ * slice, and tpo[1] / tpo[0] are the medians over requests with / without (0 when a side
+ * completed nothing). In a closed loop that is the time per request, the inverse of throughput
+ * (for rr with one request in flight, the round trip). Medians over requests, not one ratio of
+ * counts over a window: when another program takes a CPU from a worker or a driver for a few
+ * ms, a window's throughput drops with it, but only the one reap after the gap is slow, and the
+ * median request still shows what the code costs. Alternating slices put drift on both sides.
+ */
+static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
+{
+	unsigned start[r->pt->drivers][2];
+	tpo_mark(r, start);
+	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
+		unsigned on = k % 2 == 0;
+		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
+		atomic_store_explicit(&r->cal_side, 1 + on, memory_order_relaxed);
+		sleep_ms(CAL_SLICE_MS);
+	}
+	atomic_store_explicit(&r->cal_side, 0, memory_order_relaxed);
+	tpo_medians(r, start, tpo);
+}
+
+/* The busy turns for the next measurement after n made times per request tpo (without, with):
+ * n when the slowdown is within a fifth of the target or implausible (one side's median request
+ * came after a stall: the machine, not the work, made it), else n scaled by wanted/achieved,
+ * by a factor within [1/step, step]; within the bound below either way. */
+static double inject_rescale(struct run *r, struct inject *inj, double n, const double tpo[2],
+			     double step)
+{
+	double want = r->pt->inject_pct / 100.0;
+	if (tpo[0] > 0 && (!inj->tpo_min || tpo[0] < inj->tpo_min))
+		inj->tpo_min = tpo[0];
+	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
+	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= 1 + 4 * want) {
+		double scale = got > want / 10 ? want / got : 2;
+		n *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
+	}
+	/* A noisy round (another program's burst) must not grow the work without end; but on a
+	 * stream whose driver is the bottleneck, handler work is hidden until the worker becomes
+	 * the bottleneck, which takes up to a whole request's time (the worker's share of it is at
+	 * most all of it): allow that plus twice the wanted slowdown, of the fastest request
+	 * measured (a stall on both sides reads as nothing achieved, and must not double it). */
+	double cap = (1 + 2 * want) * (inj->tpo_min > 0 ? inj->tpo_min : 1000) / ns_per_busy_iter() + 1;
+	return n > cap ? cap : n < 1 ? 1 : n;
+}
+
+/*
  * Measure the slowdown that *iters of busy work make (slice_tpo) into out, then scale the amount
  * by wanted/achieved while they differ by more than a fifth of the target, measuring again, for
  * at most `rounds` measurements; *iters is left at the amount for the next window. With *iters 0
@@ -635,11 +707,13 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
  * spin's clock reads alone are tens of ns), and what a nanosecond of handler time costs the whole
  * path depends on which side is the bottleneck.
  */
-static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, struct sample *out)
+static void inject_calibrate(struct run *r, struct inject *inj, unsigned rounds,
+			     struct sample *out)
 {
-	double want = r->pt->inject_pct / 100.0, tpo[2], n = *iters;
+	double want = r->pt->inject_pct / 100.0, tpo[2], n = inj->iters;
 	if (!n) {
 		slice_tpo(r, 0, tpo);
+		inj->tpo_min = tpo[0];
 		n = want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
 	}
 	for (unsigned round = 0; round < rounds; round++) {
@@ -649,16 +723,12 @@ static void inject_calibrate(struct run *r, uint32_t *iters, unsigned rounds, st
 			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
 			out->inject_achieved_pct = got * 100;
 		}
-		double err = got - want;
-		if ((err < 0 ? -err : err) <= want / 5)
+		double next = inject_rescale(r, inj, n, tpo, 4);
+		if (next == n)
 			break;
-		double scale = got > want / 10 ? want / got : 2;
-		n *= scale > 4 ? 4 : scale < 0.25 ? 0.25 : scale;
-		/* a noisy round (another program's burst) must not grow the work without end */
-		double cap = 4 * want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
-		n = n > cap ? cap : n < 1 ? 1 : n;
+		n = next;
 	}
-	*iters = (uint32_t)n;
+	inj->iters = (uint32_t)n;
 }
 
 static int start_drivers(struct run *r)
@@ -672,7 +742,8 @@ static int start_drivers(struct run *r)
 		d->count = per + (i < extra);
 		first += d->count;
 		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
-		for (unsigned k = 0; pt->inject_pct && k < 2; k++)
+		/* time per request (FIG_NSPO, and the injection's calibration): closed loops */
+		for (unsigned k = 0; !pt->rate && k < 2; k++)
 			if (!(d->cal_tpo[k] = malloc(CAL_MAX * sizeof(uint64_t))))
 				return -ENOMEM;
 		if (pt->rate)
@@ -684,7 +755,7 @@ static int start_drivers(struct run *r)
 	return 0;
 }
 
-static void collect(struct run *r, const struct window *a, const struct window *b,
+static void collect(struct run *r, const struct window *a, const struct window *b, int side,
 		    struct sample *out)
 {
 	double wall = (double)(b->t - a->t);
@@ -709,7 +780,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 				      (double)(b->handler_calls - a->handler_calls);
 	if (lat) {
 		for (unsigned i = 0; i < r->pt->drivers; i++)
-			hist_merge(lat, &r->drv[i].lat);
+			hist_merge(lat, &r->drv[i].lat[side]);
 		out->fig[FIG_SAMPLES] = (double)lat->count;
 		out->fig[FIG_P50] = hist_quantile(lat, 0.5);
 		out->fig[FIG_P99] = hist_quantile(lat, 0.99);
@@ -718,9 +789,9 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	}
 }
 
-int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *out)
+int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 {
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, (pt->interleave ? 2 : 1) * sizeof(*out));
 	struct run r = {.pt = pt};
 	int rc;
 	uint64_t features = VQS_BIT(VQS_F_VERSION_1) | (pt->event_idx ? VQS_BIT(VQS_F_EVENT_IDX) : 0) |
@@ -730,7 +801,8 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 	size_t arena = ((per_stream * pt->streams + (1u << 20)) + 4095) & ~(size_t)4095;
 	r.st = calloc(pt->streams, sizeof(*r.st));
 	r.drv = calloc(pt->drivers, sizeof(*r.drv));
-	if (!r.st || !r.drv) {
+	unsigned (*tpo_start)[2] = calloc(pt->drivers, sizeof(*tpo_start));
+	if (!r.st || !r.drv || !tpo_start) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -791,24 +863,48 @@ int workload_run(const struct point *pt, uint32_t *inject_iters, struct sample *
 
 	worker_mask(r.sched, out->worker_cpus, sizeof(out->worker_cpus));
 	struct window a = {0}, b = {0};
+	double tpo[2] = {0};
 	if (pt->workload != WL_IDLE && (rc = start_drivers(&r)))
 		goto stop;
 	sleep_ms(pt->warmup_ms);
 	/* The injection's amount comes sized from an earlier run of the point (run_plan's
 	 * calibration run, the only one that sizes it here), so that the measured window follows
-	 * the warm-up as it does without injection; each run checks it after its window. */
-	if (pt->inject_pct && !*inject_iters)
-		inject_calibrate(&r, inject_iters, 6, out);
-	atomic_store_explicit(&r.inject_iters, *inject_iters, memory_order_relaxed);
+	 * the warm-up as it does without injection; each run checks it after its window (an
+	 * interleaved one with its window). */
+	if (pt->inject_pct && !inj->iters)
+		inject_calibrate(&r, inj, 6, out);
+	uint32_t iters_used = inj->iters;
+	if (pt->interleave) { /* the window starts on side 0, without the work */
+		r.side_iters = iters_used;
+		r.interleave_reqs = (uint64_t)pt->interleave *
+				    (pt->workload == WL_RR ? pt->outstanding : pt->ring / 2) * pt->streams;
+		atomic_store_explicit(&r.cal_side, 1, memory_order_relaxed);
+		iters_used = 0;
+	}
+	atomic_store_explicit(&r.inject_iters, iters_used, memory_order_relaxed);
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
-	sleep_ms(pt->duration_ms);
 	/* Mark before DRAIN: a driver with nothing in flight exits on DRAIN, and a finished thread's
 	 * CPU clock can no longer be read (its time would read as 0 and the difference underflow). */
+	tpo_mark(&r, tpo_start);
+	atomic_store_explicit(&r.cal_side, 1, memory_order_relaxed);
+	sleep_ms(pt->duration_ms);
+	/* An interleaved window lasts until each side had two slices (A B B A), when other
+	 * programs left the drivers too little of the CPU for that; at most 20 times longer. */
+	for (unsigned ms = 0; pt->interleave && pt->workload != WL_IDLE && ms < 20 * pt->duration_ms &&
+			      atomic_load_explicit(&r.drv[0].slice, memory_order_relaxed) < 4; ms++)
+		sleep_ms(1);
 	window_mark(&r, &b);
-	if (pt->inject_pct) { /* out of the window (no latencies recorded): check the amount */
-		atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
-		inject_calibrate(&r, inject_iters, 2, out);
+	/* Stops driver 0's switching (it reads the phase before it reaps), then the filing. */
+	atomic_store_explicit(&r.phase, PH_WARMUP, memory_order_release);
+	atomic_store_explicit(&r.cal_side, 0, memory_order_relaxed);
+	tpo_medians(&r, tpo_start, tpo);
+	/* The window measured the amount: correct it, in a measured repeat by at most a quarter,
+	 * so that one noisy window does not make the next repeat's regression another one. */
+	if (pt->inject_pct && pt->interleave) {
+		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo, inj->sizing ? 4 : 1.25);
+	} else if (pt->inject_pct) { /* out of the window (no latencies recorded): check it */
+		inject_calibrate(&r, inj, 2, out);
 	}
 	atomic_store_explicit(&r.phase, PH_DRAIN, memory_order_release); /* pairs with driver_main */
 stop:
@@ -819,8 +915,33 @@ stop:
 			out->duplicated += r.drv[i].dup;
 			out->corrupted += r.drv[i].corrupt;
 		}
-	if (!rc) /* after the joins: the drivers' histograms are theirs until then */
-		collect(&r, &a, &b, out);
+	/* after the joins: the drivers' histograms are theirs until then */
+	if (!rc && pt->interleave) {
+		/* Per side only what the driver files by side: latencies and the time per request.
+		 * The window's counts and CPU clocks cannot be split between sides that switch
+		 * thousands of times; a side's ops_per_s is the pace of its median request. */
+		for (int k = 0; k < 2; k++) {
+			struct sample *x = &out[k];
+			collect(&r, &a, &b, k, x);
+			double keep[] = {x->fig[FIG_P50], x->fig[FIG_P99], x->fig[FIG_P999],
+					 x->fig[FIG_SAMPLES]};
+			memset(x->fig, 0, sizeof(x->fig));
+			memset(x->batch_hist, 0, sizeof(x->batch_hist));
+			x->fig[FIG_P50] = keep[0];
+			x->fig[FIG_P99] = keep[1];
+			x->fig[FIG_P999] = keep[2];
+			x->fig[FIG_SAMPLES] = keep[3];
+			x->fig[FIG_NSPO] = tpo[k];
+			x->fig[FIG_OPS] = tpo[k] > 0 ? 1e9 / tpo[k] : 0;
+		}
+		/* what the injection made of the time per request, in this very window */
+		out[1].inject_ns = r.side_iters * ns_per_busy_iter();
+		out[1].inject_achieved_pct = tpo[0] > 0 && tpo[1] > 0 ? (tpo[1] / tpo[0] - 1) * 100 : 0;
+		memcpy(out[1].worker_cpus, out[0].worker_cpus, sizeof(out[1].worker_cpus));
+	} else if (!rc) {
+		collect(&r, &a, &b, 0, out);
+		out->fig[FIG_NSPO] = tpo[0];
+	}
 	for (unsigned i = 0; i < pt->streams; i++) {
 		if (r.st[i].q && !r.vu) /* the backend detaches its own queues */
 			vqs_sched_detach(r.st[i].q);
@@ -846,10 +967,17 @@ out:
 	if (r.gmem)
 		vqs_gmem_destroy(r.gmem);
 	free(r.st);
+	free(tpo_start);
 	for (unsigned i = 0; r.drv && i < pt->drivers; i++)
 		for (unsigned k = 0; k < 2; k++)
 			free(r.drv[i].cal_tpo[k]);
 	free(r.drv);
 	out->error = rc;
+	if (pt->interleave) { /* losses and errors are the run's: both sides carry them */
+		out[1].error = rc;
+		out[1].lost = out->lost;
+		out[1].duplicated = out->duplicated;
+		out[1].corrupted = out->corrupted;
+	}
 	return rc;
 }

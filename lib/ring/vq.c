@@ -301,18 +301,21 @@ int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
 
 /*
  * While the map logs, the buffers of filled chains are marked dirty up to the bytes written: the
- * handler wrote them before completing, so the marks follow the data. One test per batch when
- * logging is off.
+ * handler wrote them before completing, so the marks follow the data. The caller tests
+ * vqs_mem_may_log first: one predictable branch per batch while logging is off, no read-side
+ * section.
  */
 static void log_filled(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
 	vqs_mem_read_lock();
 	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
-	if (__builtin_expect(t->log != NULL, 0))
+	if (t->log) {
 		for (unsigned k = 0; k < n; k++)
 			vqs_mem_log_iov(t, elems[k]->iov + elems[k]->out_num, elems[k]->in_num,
 					written[k]);
+		vqs_mem_log_signal(t);
+	}
 	vqs_mem_read_unlock();
 }
 
@@ -366,7 +369,7 @@ int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	rc = n ? vq->ops->fill(vq, elems, written, n) : 0;
 	if (lock)
 		vqs_mem_read_unlock();
-	if (rc > 0)
+	if (__builtin_expect(vqs_mem_may_log(vq->cfg.mem), 0) && rc > 0)
 		log_filled(vq, elems, written, (unsigned)rc);
 	return rc;
 }
@@ -388,8 +391,10 @@ unsigned vqs_vq_flush(struct vqs_vq *vq)
 		if (log)
 			vq->ops->get_state(vq, &before);
 		n = vq->ops->flush(vq);
-		if (log && n)
+		if (log && n) {
 			log_flushed(vq, t, &before, n);
+			vqs_mem_log_signal(t);
+		}
 	}
 	vqs_mem_read_unlock();
 	return n;

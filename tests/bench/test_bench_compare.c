@@ -233,7 +233,7 @@ static void test_ab_rounds_paired(void **state)
 		assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL),
 				 slow > 1);
 		if (slow > 1)
-			assert_non_null(strstr(output(), "paired by ab round"));
+			assert_non_null(strstr(output(), "paired by round"));
 		b.rounds = c.rounds = 0;
 		if (slow > 1)
 			assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL), 0);
@@ -414,7 +414,45 @@ static void test_ab_end_to_end(void **state)
 		}
 		json_free(&doc);
 	}
-	assert_non_null(strstr(output_of("ab.txt"), "paired by ab round"));
+	assert_non_null(strstr(output_of("ab.txt"), "paired by round"));
+}
+
+/* One interleaved rr run (10 repeats, slices of 64 round trips): both reports carry every
+ * repeat as a round; the side with a 50% slowdown says so and measured it; compare flags it in
+ * the time per request; with nothing injected, the two sides of one run are not flagged. The
+ * sides share the machine slice by slice, so a 50% change stands clear of any load. */
+static void test_interleaved_sides(void **state)
+{
+	for (int inject = 0; inject < 2; inject++) {
+		const char *args[] = {"--preset", "guard", "--workloads", "rr", "--repeat", "10",
+				      "--duration-ms", "30", "--warmup-ms", "10", "--no-floors",
+				      "--interleave", "64", "--inject-slowdown-pct", inject ? "50" : "0",
+				      "--json", bench_path("il-b.json"), "--json-base",
+				      bench_path("il-a.json"), NULL};
+		assert_int_equal(bench_run(bench_path("il.txt"), args), 0);
+		for (int side = 0; side < 2; side++) {
+			struct json doc;
+			assert_int_equal(json_parse_file(bench_path(side ? "il-b.json" : "il-a.json"),
+							 &doc), 0);
+			const struct json *run = &json_get(&doc, "runs")->items[0];
+			const struct json *rounds = json_get(run, "sample_round");
+			assert_non_null(rounds);
+			assert_int_equal(rounds->n, 10);
+			for (size_t i = 0; i < rounds->n; i++)
+				assert_int_equal(rounds->items[i].num, i);
+			assert_int_equal(json_num_or(run, "inject_pct", -1), side && inject ? 50 : 0);
+			double got = json_num_or(run, "inject_achieved_pct", 0);
+			if (side && inject && (got < 25 || got > 100))
+				fail_msg("asked for 50%%, the run measured %.1f%%", got);
+			json_free(&doc);
+		}
+		const char *cmp[] = {"compare", bench_path("il-a.json"), bench_path("il-b.json"),
+				     "--metrics", "ns_per_op,p50_ns", NULL};
+		assert_int_equal(bench_run(bench_path("compare.txt"), cmp), inject);
+		assert_non_null(strstr(output(), "paired by round"));
+	}
+	const char *alone[] = {"--preset", "guard", "--interleave", "64", "--json", "x.json", NULL};
+	assert_int_equal(bench_run(NULL, alone), 2); /* without --json-base */
 }
 
 /* The injection refuses points it cannot size: an offered rate has no time per request to slow. */
@@ -443,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_input_is_usage_error),
 		cmocka_unit_test(test_ab_end_to_end),
 		cmocka_unit_test(test_inject_needs_closed_loop),
+		cmocka_unit_test(test_interleaved_sides),
 	};
 	return cmocka_run_group_tests(tests, setup, bench_cleanup);
 }

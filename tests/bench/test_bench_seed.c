@@ -195,6 +195,51 @@ static void test_seed2017_variant_412_carries_the_fixed_b1_column(void **state)
 	assert_int_equal(bench_run(NULL, args), 2);
 }
 
+/* The figures of one report as name -> samples, and their sample_round, checked to be 0..n-1. */
+static const struct json *figures_by_repeat(const struct json *doc, unsigned n, unsigned repeats)
+{
+	const struct json *figs = json_get(doc, "figures");
+	assert_non_null(figs);
+	assert_int_equal(figs->n, n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct json *rounds = json_get(&figs->items[i], "sample_round");
+		assert_non_null(rounds);
+		assert_int_equal(rounds->n, repeats);
+		assert_int_equal(json_get(&figs->items[i], "samples")->n, repeats);
+		for (unsigned k = 0; k < repeats; k++)
+			assert_int_equal(rounds->items[k].num, k);
+	}
+	return figs;
+}
+
+/* --json-base: the same run's other worker mode, by repeat, for compare to pair: both reports
+ * carry TCP_STREAM and TCP_RR with one sample per repeat, and the columns differ. */
+static void test_seed2023_json_base_carries_the_other_worker_by_repeat(void **state)
+{
+	const char *args[] = {"--preset", "seed-2023", "--quick", "--no-floors", "--repeat", "2",
+			      "--json", bench_path("2023-task.json"), "--json-base",
+			      bench_path("2023-kthread.json"), NULL};
+	assert_int_equal(bench_run(bench_path("2023-base.txt"), args), 0);
+	assert_true(text_has(bench_path("2023-base.txt"), "(kthread):"));
+	struct json task, kthread;
+	assert_int_equal(json_parse_file(bench_path("2023-task.json"), &task), 0);
+	assert_int_equal(json_parse_file(bench_path("2023-kthread.json"), &kthread), 0);
+	const struct json *t = figures_by_repeat(&task, 2, 2), *k = figures_by_repeat(&kthread, 2, 2);
+	bool differ = false;
+	for (unsigned i = 0; i < 2; i++) {
+		assert_string_equal(json_str_or(&t->items[i], "name", "?"),
+				    json_str_or(&k->items[i], "name", "!"));
+		for (unsigned r = 0; r < 2; r++)
+			differ |= json_get(&t->items[i], "samples")->items[r].num !=
+				  json_get(&k->items[i], "samples")->items[r].num;
+	}
+	assert_true(differ);
+	json_free(&task);
+	json_free(&kthread);
+	const char *alone[] = {"--preset", "seed-2023", "--quick", "--json-base", "x.json", NULL};
+	assert_int_equal(bench_run(NULL, alone), 2); /* without --json */
+}
+
 static bool list_has(const char *list, int cpu)
 {
 	for (const char *p = list; *p;) {
@@ -259,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_seed2017_413_drops_fixed_and_vqsched_lose_nothing),
 		cmocka_unit_test(test_seed2017_variant_412_carries_the_fixed_b1_column),
 		cmocka_unit_test(test_seed2023_task_worker_runs_on_the_vcpu_cpu),
+		cmocka_unit_test(test_seed2023_json_base_carries_the_other_worker_by_repeat),
 	};
 	return cmocka_run_group_tests(tests, NULL, bench_cleanup);
 }
