@@ -162,10 +162,13 @@ struct vqs_vq_config {
 	 * Dirty logging of the ring itself (vhost-user VRING_F_LOG): while the memory map logs
 	 * (vqs_mem_log_enable), flush marks the used entries and index it wrote, as guest physical
 	 * addresses from log_addr, the gpa of the area the device writes (split: the used ring;
-	 * packed: the descriptor ring). Buffers are logged whatever this says.
+	 * packed: the descriptor ring). Buffers are logged whatever this says. The notification
+	 * fields the device writes are marked too: split used flags or avail_event (in the used
+	 * ring, so from log_addr), packed device event suppression area (at log_event_addr).
 	 */
 	bool log_ring;
 	uint64_t log_addr;
+	uint64_t log_event_addr; /* packed: gpa of the device event suppression area */
 };
 
 /*

@@ -417,6 +417,17 @@ static bool packed_enable_notify(struct vqs_vq *vq)
 	return vqs_packed_desc_is_avail(vqs_packed_flags_acquire(&p->desc[p->last_avail_idx]), p->avail_wrap);
 }
 
+/* Both write the device event area when the driver gave one, except an enable that found
+ * chains to resubmit. */
+static bool packed_notify_written(const struct vqs_vq *vq, bool enable, uint64_t *off,
+				  uint32_t *len)
+{
+	const struct vqs_packed_ring *p = &vq->u.packed;
+	*off = 0;
+	*len = sizeof(struct vqs_vring_packed_event);
+	return p->device_event && !(enable && p->resubmit_pending);
+}
+
 static void packed_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)
 {
 	const struct vqs_packed_ring *p = &vq->u.packed;
@@ -464,6 +475,7 @@ const struct vqs_ring_ops vqs_packed_ops = {
 	.need_call = packed_need_call,
 	.disable_notify = packed_disable_notify,
 	.enable_notify = packed_enable_notify,
+	.notify_written = packed_notify_written,
 	.get_state = packed_get_state,
 	.set_state = packed_set_state,
 	.inflight_size = vqs_packed_inflight_size,

@@ -428,6 +428,20 @@ static bool split_enable_notify(struct vqs_vq *vq)
 	return idx != s->last_avail_idx || s->resubmit_pos < s->nresubmit;
 }
 
+/* Without EVENT_IDX both write used->flags; with it only enable writes, avail_event. */
+static bool split_notify_written(const struct vqs_vq *vq, bool enable, uint64_t *off,
+				 uint32_t *len)
+{
+	*len = sizeof(uint16_t);
+	if (!vq->u.split.event_idx) {
+		*off = offsetof(struct vqs_vring_used, flags);
+		return true;
+	}
+	*off = offsetof(struct vqs_vring_used, ring) +
+	       (uint64_t)vq->cfg.num * sizeof(struct vqs_vring_used_elem);
+	return enable;
+}
+
 static void split_get_state(const struct vqs_vq *vq, struct vqs_vq_state *st)
 {
 	st->last_avail_idx = vq->u.split.last_avail_idx;
@@ -458,6 +472,7 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.need_call = split_need_call,
 	.disable_notify = split_disable_notify,
 	.enable_notify = split_enable_notify,
+	.notify_written = split_notify_written,
 	.get_state = split_get_state,
 	.set_state = split_set_state,
 	.inflight_size = vqs_split_inflight_size,

@@ -408,18 +408,39 @@ bool vqs_vq_need_call(struct vqs_vq *vq)
 	return call;
 }
 
+/* After a notification switch: mark the field it wrote, as flush marks the used ring (the
+ * destination's driver reads it as this one left it). One test when not logging. */
+static void log_notify(struct vqs_vq *vq, const struct vqs_mem_table *t, bool enable)
+{
+	uint64_t off;
+	uint32_t len;
+	if (__builtin_expect(t->log == NULL, 1) || !vq->cfg.log_ring ||
+	    !vq->ops->notify_written(vq, enable, &off, &len))
+		return;
+	bool packed = vq->cfg.features & VQS_BIT(VQS_F_RING_PACKED);
+	vqs_mem_log_write(t, (packed ? vq->cfg.log_event_addr : vq->cfg.log_addr) + off, len);
+}
+
 void vqs_vq_disable_notify(struct vqs_vq *vq)
 {
+	const struct vqs_mem_table *t;
 	vqs_mem_read_lock();
-	if (!ring_ready(vq, NULL))
+	if (!ring_ready(vq, &t)) {
 		vq->ops->disable_notify(vq);
+		log_notify(vq, t, false);
+	}
 	vqs_mem_read_unlock();
 }
 
 bool vqs_vq_enable_notify(struct vqs_vq *vq)
 {
+	const struct vqs_mem_table *t;
+	bool more = false;
 	vqs_mem_read_lock();
-	bool more = !ring_ready(vq, NULL) && vq->ops->enable_notify(vq);
+	if (!ring_ready(vq, &t)) {
+		more = vq->ops->enable_notify(vq);
+		log_notify(vq, t, true);
+	}
 	vqs_mem_read_unlock();
 	return more;
 }

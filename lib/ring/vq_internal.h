@@ -35,6 +35,10 @@ struct vqs_ring_ops {
 	bool (*need_call)(struct vqs_vq *vq);
 	void (*disable_notify)(struct vqs_vq *vq);
 	bool (*enable_notify)(struct vqs_vq *vq);
+	/* The bytes the last disable_notify (enable false) or enable_notify wrote, as an offset in
+	 * the area logged for them (split: the used ring; packed: the device event area): false
+	 * when it wrote none. */
+	bool (*notify_written)(const struct vqs_vq *vq, bool enable, uint64_t *off, uint32_t *len);
 	void (*get_state)(const struct vqs_vq *vq, struct vqs_vq_state *st);
 	int (*set_state)(struct vqs_vq *vq, const struct vqs_vq_state *st);
 	size_t (*inflight_size)(unsigned num);

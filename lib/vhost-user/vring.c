@@ -82,7 +82,7 @@ void vu_vring_signal_errors(struct vqs_vu_backend *b)
 
 /*
  * VRING_F_LOG: the used ring is logged at log_guest_addr (vhost-user.rst). A packed ring's device
- * writes go to its descriptor ring, logged at that ring's gpa instead.
+ * writes go to its descriptor ring and device event area, logged at their gpas instead.
  */
 static int log_config(struct vqs_vu_backend *b, const struct vu_vring *r,
 		      struct vqs_vq_config *cfg)
@@ -94,8 +94,13 @@ static int log_config(struct vqs_vu_backend *b, const struct vu_vring *r,
 	if (!(b->features & VQS_BIT(VQS_F_RING_PACKED)))
 		return 0;
 	vqs_mem_read_lock();
-	int err = vqs_mem_uaddr_to_gpa(vqs_mem_current(b->mem), r->addr.desc_user_addr,
+	const struct vqs_mem_table *t = vqs_mem_current(b->mem);
+	int err = vqs_mem_uaddr_to_gpa(t, r->addr.desc_user_addr,
 				       vqs_vring_packed_desc_size(r->num), &cfg->log_addr);
+	if (err == 0)
+		err = vqs_mem_uaddr_to_gpa(t, r->addr.used_user_addr,
+					   sizeof(struct vqs_vring_packed_event),
+					   &cfg->log_event_addr);
 	vqs_mem_read_unlock();
 	return err;
 }

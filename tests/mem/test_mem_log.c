@@ -2,7 +2,8 @@
 /*
  * The dirty page log (issue 20): while the map logs, exactly the guest pages a queue's device
  * wrote are marked: the written bytes of its buffers (across pages and regions), and with
- * log_ring the used entries and index flush published. Nothing is marked while it is off, and
+ * log_ring the used entries and index flush published and the notification fields it switched
+ * (used flags, avail_event; packed device event area). Nothing is marked while it is off, and
  * nothing is ever written past the bitmap. Public API only: a driver queue and a device queue
  * over an arena split into two regions.
  */
@@ -29,6 +30,7 @@ struct fix {
 	struct vqs_vq *dev;
 	uint8_t *log; /* LOG_BYTES + GUARD bytes; the map sees LOG_BYTES */
 	uint64_t used_gpa;
+	uint64_t event_gpa; /* packed: the device event area */
 	bool packed;
 	int released;
 };
@@ -39,7 +41,8 @@ static void release_log(void *opaque, void *bitmap, uint64_t len)
 	x->released++;
 }
 
-static void fix_init(struct fix *x, bool packed, uint64_t log_len)
+static void fix_init_ring(struct fix *x, bool packed, uint64_t features, uint32_t num,
+			  uint64_t log_len)
 {
 	memset(x, 0, sizeof(*x));
 	x->packed = packed;
@@ -53,14 +56,15 @@ static void fix_init(struct fix *x, bool packed, uint64_t log_len)
 	r[1].host = (char *)r[1].host + HALF;
 	assert_int_equal(vqs_mem_create(&x->mem), 0);
 	assert_int_equal(vqs_mem_set(x->mem, r, 2), 0);
-	uint64_t f = VQS_BIT(VQS_F_VERSION_1) | (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
-	struct vqs_drv_vq_config dc = { .size = sizeof(dc), .num = 16, .features = f, .gmem = x->g };
+	uint64_t f = VQS_BIT(VQS_F_VERSION_1) | (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0) | features;
+	struct vqs_drv_vq_config dc = { .size = sizeof(dc), .num = num, .features = f, .gmem = x->g };
 	assert_int_equal(vqs_drv_vq_create(&x->drv, &dc), 0);
-	struct vqs_vq_config vc = { .size = sizeof(vc), .num = 16, .features = f,
+	struct vqs_vq_config vc = { .size = sizeof(vc), .num = num, .features = f,
 				    .addr_space = VQS_ADDR_GPA, .mem = x->mem, .log_ring = true };
 	vqs_drv_vq_addrs(x->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
 	/* split: the used ring; packed: the descriptor ring is where the device writes */
 	vc.log_addr = x->used_gpa = packed ? vc.desc_addr : vc.device_addr;
+	vc.log_event_addr = x->event_gpa = vc.device_addr;
 	assert_int_equal(vqs_vq_create(&x->dev), 0);
 	assert_int_equal(vqs_vq_configure(x->dev, &vc), 0);
 	x->log = calloc(1, LOG_BYTES + GUARD);
@@ -68,6 +72,11 @@ static void fix_init(struct fix *x, bool packed, uint64_t log_len)
 				 .release_opaque = x };
 	assert_int_equal(vqs_mem_set_log(x->mem, &l), 0);
 	assert_int_equal(vqs_mem_log_enable(x->mem, true), 0);
+}
+
+static void fix_init(struct fix *x, bool packed, uint64_t log_len)
+{
+	fix_init_ring(x, packed, 0, 16, log_len);
 }
 
 static void fix_fini(struct fix *x)
@@ -198,6 +207,48 @@ static void test_log_never_written_past_its_end(void **state)
 	fix_fini(&x);
 }
 
+/*
+ * Switching notifications marks the bytes the device wrote: used->flags without EVENT_IDX (on
+ * both switches), avail_event with it (on enable only; it lies past the 1024 used entries, on
+ * another page than the index), the packed device event area (on both). A destination's driver
+ * reads them as the source's device left them.
+ */
+static void marks_notify_fields(bool packed, bool event_idx)
+{
+	struct fix x;
+	fix_init_ring(&x, packed, event_idx ? VQS_BIT(VQS_F_EVENT_IDX) : 0, 1024, LOG_BYTES);
+	uint64_t field = packed ? x.event_gpa : x.used_gpa;
+	uint64_t len = packed ? sizeof(struct vqs_vring_packed_event) : 2;
+	if (!packed && event_idx) {
+		field += 4 + 1024 * sizeof(struct vqs_vring_used_elem);
+		assert_true(field / PAGE != (x.used_gpa + 2) / PAGE);
+	}
+	uint8_t want[LOG_BYTES + GUARD] = { 0 };
+	vqs_vq_disable_notify(x.dev);
+	if (packed || !event_idx)
+		set_pages(want, field, len);
+	expect_log(&x, want);
+
+	memset(x.log, 0, LOG_BYTES);
+	memset(want, 0, sizeof(want));
+	assert_false(vqs_vq_enable_notify(x.dev));
+	set_pages(want, field, len);
+	expect_log(&x, want);
+
+	/* Not logging: nothing. */
+	memset(x.log, 0, LOG_BYTES);
+	memset(want, 0, sizeof(want));
+	assert_int_equal(vqs_mem_log_enable(x.mem, false), 0);
+	vqs_vq_disable_notify(x.dev);
+	assert_false(vqs_vq_enable_notify(x.dev));
+	expect_log(&x, want);
+	fix_fini(&x);
+}
+
+static void test_log_marks_used_flags(void **state) { marks_notify_fields(false, false); }
+static void test_log_marks_avail_event(void **state) { marks_notify_fields(false, true); }
+static void test_log_marks_packed_device_event(void **state) { marks_notify_fields(true, true); }
+
 static void test_log_replaced_is_released(void **state)
 {
 	struct fix x;
@@ -224,6 +275,9 @@ int main(void)
 		cmocka_unit_test(test_log_off_marks_nothing),
 		cmocka_unit_test(test_log_never_written_past_its_end),
 		cmocka_unit_test(test_log_replaced_is_released),
+		cmocka_unit_test(test_log_marks_used_flags),
+		cmocka_unit_test(test_log_marks_avail_event),
+		cmocka_unit_test(test_log_marks_packed_device_event),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * stopping a ring with every completion published and logged; a second backend resuming from
  * SET_VRING_BASE with nothing lost or done twice.
  */
+#include <endian.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,6 +70,36 @@ static uint64_t device_written_area(struct vqs_vu_frontend *f)
 	return (vqs_vu_frontend_features(f) & VQS_BIT(VQS_F_RING_PACKED)) ? desc : dev;
 }
 
+/* gpa and size of the notification field the backend writes for queue 0 (queue size 1024):
+ * split avail_event (EVENT_IDX), packed device event area. */
+static uint64_t notify_field(struct vqs_vu_frontend *f, uint64_t *len)
+{
+	uint64_t desc, drv, dev;
+	vqs_drv_vq_addrs(vqs_vu_frontend_vq(f, 0), &desc, &drv, &dev);
+	bool packed = vqs_vu_frontend_features(f) & VQS_BIT(VQS_F_RING_PACKED);
+	*len = packed ? sizeof(struct vqs_vring_packed_event) : 2;
+	return packed ? dev : dev + 4 + 1024 * sizeof(struct vqs_vring_used_elem);
+}
+
+/* Wait (bounded) until the backend's last write to queue 0 is its re-enabling of notifications
+ * at the position the driver published: its turn is over. */
+static void settle(struct vqs_vu_frontend *f)
+{
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
+	bool packed = vqs_vu_frontend_features(f) & VQS_BIT(VQS_F_RING_PACKED);
+	uint64_t len, gpa = notify_field(f, &len);
+	const volatile uint16_t *p = vqs_gmem_host(vqs_vu_frontend_gmem(f), gpa, len);
+	for (unsigned i = 0; i < 4000; i++) {
+		struct vqs_drv_pos pos;
+		assert_int_equal(vqs_drv_position(dq, &pos), 0);
+		uint16_t want = (uint16_t)(pos.avail_idx | (packed && pos.avail_wrap ? 0x8000 : 0));
+		if (le16toh(p[0]) == want && (!packed || le16toh(p[1]) == VQS_RING_EVENT_FLAGS_DESC))
+			return;
+		usleep(1000);
+	}
+	fail_msg("the backend never re-enabled notifications");
+}
+
 static void kick(struct vqs_vu_frontend *f)
 {
 	uint64_t one = 1;
@@ -76,8 +107,8 @@ static void kick(struct vqs_vu_frontend *f)
 		assert_int_equal(write(vqs_vu_frontend_kick_fd(f, 0), &one, 8), 8);
 }
 
-/* One echo request whose writable buffer straddles a page boundary: exactly its two pages and
- * the used ring's are marked. */
+/* One echo request whose writable buffer straddles a page boundary: exactly its two pages, the
+ * used ring's and the notification field's are marked. */
 static void logs_exactly(bool packed)
 {
 	struct vu_env env;
@@ -86,10 +117,10 @@ static void logs_exactly(bool packed)
 	uint8_t log[LOG_MAX], want[LOG_MAX] = { 0 };
 	assert_int_equal(vu_echo_roundtrip(f, 0, 4, 64), 0); /* before logging: not marked */
 	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	/* The ring restarted logging (SET_VRING_ADDR) and switched notifications: cleared here. */
+	settle(f);
 	size_t n = vqs_vu_frontend_log_sync(f, log, sizeof(log));
 	assert_true(n > 0 && n <= LOG_MAX);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(log[i], 0);
 
 	uint64_t out = vqs_gmem_alloc(g, 64, 64), in = vqs_gmem_alloc(g, 2 * PAGE, PAGE) + PAGE - 32;
 	memset(vqs_gmem_host(g, out, 64), 0x5a, 64);
@@ -100,9 +131,12 @@ static void logs_exactly(bool packed)
 	uint32_t len;
 	assert_ptr_equal(vu_wait_used(f, 0, &len), &token);
 	assert_int_equal(len, 64);
+	settle(f);
 	assert_int_equal(vqs_vu_frontend_log_sync(f, log, sizeof(log)), n);
 	set_pages(want, in, 64);
 	set_pages(want, device_written_area(f), 1);
+	uint64_t field_len, field = notify_field(f, &field_len);
+	set_pages(want, field, field_len);
 	assert_memory_equal(log, want, n);
 
 	/* Off, live: nothing marked any more. */
@@ -197,10 +231,23 @@ static void test_log_switched_under_traffic(void **state)
 /* More than a scheduler turn takes (budget_pkts 256): the source stops with some never popped. */
 #define INFLIGHT 400
 
-static void migrates(bool packed)
+/* The asynchronous sources' echo devices (split, packed): their completer threads outlive the
+ * tests, so each keeps its own. */
+static struct vu_env async_env[2];
+
+/*
+ * async: the source completes from another thread, newest first, so at the stop requests were
+ * popped and wait for a completion that is no ring position's; GET_VRING_BASE must answer only
+ * after each of them is in the used ring, or the destination's driver would wait for them
+ * forever (their avail entries are behind the base it resumes from).
+ */
+static void migrates(bool packed, bool async)
 {
-	struct vu_env env;
-	struct vqs_vu_frontend *f = start(&env, packed);
+	struct vu_env local, *env = async ? &async_env[packed] : &local;
+	assert_int_equal(vu_env_start(env, 1, false), 0);
+	if (async) /* before a ring runs */
+		assert_int_equal(vu_echo_start_async(&env->echo), 0);
+	struct vqs_vu_frontend *f = connect_to(env, packed);
 	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
 	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
@@ -209,7 +256,7 @@ static void migrates(bool packed)
 	vqs_vu_frontend_log_sync(f, log, sizeof(log));
 
 	/* Requests in flight as the source stops, slow to complete. */
-	env.echo.delay_us = 300;
+	env->echo.delay_us = 300;
 	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
 	uint8_t *src = vqs_gmem_host(g, out, 64);
 	memset(src, 0xa5, 64);
@@ -232,23 +279,36 @@ static void migrates(bool packed)
 		done_by_source++;
 		assert_true(page_marked(log, in[i]));
 	}
+	/* The used ring as the driver sees it: one entry for each request the source took (100
+	 * before these), none missing, none yet to come. */
 	struct vqs_drv_pos pos;
 	assert_int_equal(vqs_drv_position(dq, &pos), 0);
+	if (!packed)
+		assert_int_equal(pos.used_idx, 100 + done_by_source);
+	usleep(2000);
+	struct vqs_drv_pos later;
+	assert_int_equal(vqs_drv_position(dq, &later), 0);
+	assert_int_equal(later.used_idx, pos.used_idx);
+	assert_int_equal(later.used_wrap, pos.used_wrap);
 	if (done_by_source)
 		assert_true(page_marked(log, device_written_area(f)));
 
-	/* The destination: another backend and device on the same socket path. */
-	uint64_t source_done = atomic_load(&env.echo.completed);
-	vqs_vu_backend_destroy(env.backend);
+	/* The destination: another backend and device on the same socket path. The source's
+	 * completer counts a request just after completing it: wait (bounded) for the count. */
+	uint64_t source_done = 100 + done_by_source;
+	for (unsigned i = 0; i < 1000 && atomic_load(&env->echo.completed) != source_done; i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&env->echo.completed), source_done);
+	vqs_vu_backend_destroy(env->backend);
 	struct vu_echo dest;
-	vu_echo_init(&dest, 1, env.echo.ops.features);
+	vu_echo_init(&dest, 1, env->echo.ops.features);
 	struct vqs_vu_backend_opts bo;
 	vqs_vu_backend_opts_init(&bo);
-	bo.path = env.path;
-	bo.sched = env.sched;
+	bo.path = env->path;
+	bo.sched = env->sched;
 	bo.ops = &dest.ops;
 	bo.opaque = &dest;
-	assert_int_equal(vqs_vu_backend_create(&env.backend, &bo), 0);
+	assert_int_equal(vqs_vu_backend_create(&env->backend, &bo), 0);
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 
@@ -266,14 +326,16 @@ static void migrates(bool packed)
 	/* Each request served once: by the source before it stopped, or by the destination. */
 	assert_int_equal(source_done + atomic_load(&dest.completed), 100 + INFLIGHT + 100);
 	assert_int_equal(atomic_load(&dest.completed), INFLIGHT - done_by_source + 100);
-	assert_true(done_by_source < INFLIGHT);
-	print_message("%s: %u of %u in flight done by the source\n", packed ? "packed" : "split",
-		      done_by_source, INFLIGHT);
-	stop(&env, f);
+	assert_true(async || done_by_source < INFLIGHT); /* async: popped at once, all in flight */
+	print_message("%s%s: %u of %u in flight done by the source\n", packed ? "packed" : "split",
+		      async ? " async" : "", done_by_source, INFLIGHT);
+	stop(env, f);
 }
 
-static void test_migrate_ring_state_split(void **state) { migrates(false); }
-static void test_migrate_ring_state_packed(void **state) { migrates(true); }
+static void test_migrate_ring_state_split(void **state) { migrates(false, false); }
+static void test_migrate_ring_state_packed(void **state) { migrates(true, false); }
+static void test_migrate_async_inflight_split(void **state) { migrates(false, true); }
+static void test_migrate_async_inflight_packed(void **state) { migrates(true, true); }
 
 /* The same backend stopped by GET_VRING_BASE with requests in flight and the inflight region
  * negotiated, then resumed by a setup on the same connection (SET_INFLIGHT_FD with the same
@@ -372,6 +434,8 @@ int main(void)
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),
+		cmocka_unit_test(test_migrate_async_inflight_split),
+		cmocka_unit_test(test_migrate_async_inflight_packed),
 		cmocka_unit_test(test_stop_resume_with_inflight_split),
 		cmocka_unit_test(test_stop_resume_with_inflight_packed),
 		cmocka_unit_test(test_send_rarp_reaches_device_while_running),
