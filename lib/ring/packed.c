@@ -218,17 +218,17 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	return 0;
 }
 
-static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		      struct vqs_elem *const *ptrs, unsigned max)
+static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		      struct vqs_elem *const *elems, unsigned max)
 {
 	unsigned n = 0;
 	int rc;
-	while (n < max && (rc = pop_one(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+	while (n < max && (rc = pop_one(vq, t, elems[n])) == 0)
 		n++;
 	return n ? (int)n : rc;
 }
 
-static unsigned packed_avail_count(struct vqs_vq *vq)
+static int packed_begin(struct vqs_vq *vq)
 {
 	/* An estimate from the flags alone: available descriptors that end a chain, looking at
 	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). The
@@ -257,7 +257,12 @@ static unsigned packed_avail_count(struct vqs_vq *vq)
 			p->scan_chains++;
 		vqs_packed_advance(&p->scan_idx, &p->scan_wrap, 1, num);
 	}
-	return p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
+	unsigned n = p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
+	/* Descriptors without a chain's end in sight (a chain longer than the look, or one the
+	 * driver never ends): one, so that a pop walks it and takes or refuses it. */
+	if (!n && seen)
+		n = 1;
+	return (int)n;
 }
 
 static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
@@ -456,8 +461,8 @@ static void packed_reset_state(struct vqs_vq *vq)
 
 const struct vqs_ring_ops vqs_packed_ops = {
 	.resolve = packed_resolve,
+	.begin = packed_begin,
 	.pop = packed_pop,
-	.avail_count = packed_avail_count,
 	.unpop = packed_unpop,
 	.fill = packed_fill,
 	.flush = packed_flush,

@@ -136,25 +136,19 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
  * default size in one pass, a bounded local array. */
 #define SPLIT_PASS 64u
 
-/* Avail entries published and not yet popped; reads avail->idx only when fewer than want are
- * known, so a batch looks at the index (the line the driver writes) once. -EIO when the driver
- * moved it by more than the queue size. */
-static int avail_entries(struct vqs_vq *vq, unsigned want)
+/* A session begins: read avail->idx, once for the batch. -EIO when the driver moved it by more
+ * than the queue size. */
+static int split_begin(struct vqs_vq *vq)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	uint16_t known = (uint16_t)(s->avail_idx - s->last_avail_idx);
-	if (known >= want)
-		return known;
 	/* Acquire pairs with the driver's release store of avail->idx, made after it wrote the
-	 * ring entries and descriptors we are about to read. */
+	 * ring entries and descriptors the session's pops read. */
 	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
 	uint16_t n = (uint16_t)(idx - s->last_avail_idx);
 	if (n > vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_AVAIL_IDX);
-	if (n == known)
-		return n;
 	s->avail_idx = idx;
-	return n;
+	return n + (s->nresubmit - s->resubmit_pos);
 }
 
 /*
@@ -248,40 +242,33 @@ static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, st
 }
 
 /* Chains the inflight region gave back come first, in their pop order, then the avail ring. */
-static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		     struct vqs_elem *const *ptrs, unsigned max)
+static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		     struct vqs_elem *const *elems, unsigned max)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && s->resubmit_pos < s->nresubmit &&
-	       (rc = pop_restored(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+	       (rc = pop_restored(vq, t, elems[n])) == 0)
 		n++;
 	if (n < max && rc == 0) {
-		rc = avail_entries(vq, max - n);
-		unsigned left = rc > 0 ? (unsigned)rc : 0;
-		rc = rc < 0 ? rc : -EAGAIN;
+		/* What begin read (an unpop since then makes it more, never past that index); none
+		 * in a session that did not begin (set_state and restore keep it at 0). */
+		unsigned left = (uint16_t)(s->avail_idx - s->last_avail_idx);
+		if (left > vq->cfg.num)
+			left = 0;
+		rc = -EAGAIN;
 		for (unsigned m; n < max && left; left -= m) {
 			uint16_t heads[SPLIT_PASS];
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			read_heads(s, heads, m);
 			for (unsigned i = 0; i < m; i++, n++)
-				if ((rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), heads[i])))
+				if ((rc = pop_avail(vq, t, elems[n], heads[i])))
 					return n ? (int)n : rc;
 		}
 	}
 	return n ? (int)n : rc;
-}
-
-static unsigned split_avail_count(struct vqs_vq *vq)
-{
-	struct vqs_split_ring *s = &vq->u.split;
-	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
-	unsigned n = (uint16_t)(idx - s->last_avail_idx);
-	if (n > vq->cfg.num)
-		n = vq->cfg.num;
-	return n + (unsigned)(s->nresubmit - s->resubmit_pos);
 }
 
 static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
@@ -320,37 +307,21 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 	return 0;
 }
 
-/* Write the staged used entries to the ring, after those already there. Inside the read-side
- * section. */
-static void write_staged(struct vqs_split_ring *s)
-{
-	uint16_t pos = (uint16_t)(s->used_idx + s->pending - s->nstaged);
-	/* Plain stores: the driver reads the entries only after the release store in flush. */
-	for (unsigned k = 0; k < s->nstaged; k++, pos++) {
-		struct vqs_vring_used_elem *u = &s->used->ring[pos & s->mask];
-		u->id = htole32(s->stage[k].id);
-		u->len = htole32(s->stage[k].len);
-	}
-	s->nstaged = 0;
-}
-
+/* The used entries go straight to the ring (the session is inside its section): plain stores,
+ * the driver reads them only after the release store of the index in flush. */
 static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	uint16_t pos = (uint16_t)(s->used_idx + s->pending);
 	unsigned k;
-	int err = -EINVAL;
 	for (k = 0; k < n; k++) {
 		uint16_t id = elems[k]->id;
 		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
 			break;
-		if (s->nstaged == VQS_SPLIT_STAGE) {
-			if ((err = vqs_vq_ring_lock(vq)))
-				break;
-			write_staged(s);
-			vqs_vq_ring_unlock();
-		}
-		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
+		struct vqs_vring_used_elem *u = &s->used->ring[(uint16_t)(pos + k) & s->mask];
+		u->id = htole32(id);
+		u->len = htole32(written[k]);
 		busy_set(s, id, false);
 		if (s->infl)
 			vqs_split_infl_filled(vq, id);
@@ -359,7 +330,7 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	s->inuse = (uint16_t)(s->inuse - k);
 	s->pending = (uint16_t)(s->pending + k);
 	vqs_long_release_filled(&vq->lg, elems, k);
-	return k ? (int)k : err;
+	return k ? (int)k : -EINVAL;
 }
 
 static unsigned split_flush(struct vqs_vq *vq)
@@ -368,7 +339,6 @@ static unsigned split_flush(struct vqs_vq *vq)
 	unsigned n = s->pending;
 	if (!n)
 		return 0;
-	write_staged(s);
 	uint16_t idx = (uint16_t)(s->used_idx + n);
 	/* Release pairs with the driver's acquire load of used->idx: the entries (and the data
 	 * written into the buffers) are visible before the index that publishes them. */
@@ -441,7 +411,6 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	s->avail_idx = st->last_avail_idx;
 	s->used_idx = st->used_idx;
 	s->pending = 0;
-	s->nstaged = 0;
 	s->inuse = 0;
 	s->signalled_valid = false;
 	memset(s->busy, 0, vq->cfg.num);
@@ -450,8 +419,8 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 
 const struct vqs_ring_ops vqs_split_ops = {
 	.resolve = split_resolve,
+	.begin = split_begin,
 	.pop = split_pop,
-	.avail_count = split_avail_count,
 	.unpop = split_unpop,
 	.fill = split_fill,
 	.flush = split_flush,
@@ -465,5 +434,4 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.inflight_pending = vqs_split_inflight_pending,
 	.reset_state = split_reset_state,
 	.id_state_size = sizeof(uint8_t),
-	.fill_is_local = true,
 };

@@ -19,16 +19,19 @@ struct vqs_ring_ops {
 	/* Resolve the ring areas of vq->cfg through table t into host pointers (split: desc,
 	 * avail, used; packed: desc, driver event, device event). VQS_VQ_OK or a break reason. */
 	enum vqs_vq_err (*resolve)(struct vqs_vq *vq, const struct vqs_mem_table *t);
-	/* Pop up to max (>= 1) chains into vqs_pop_slot(flat, ptrs, i): how many (> 0), else
-	 * -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or -EIO
-	 * after vqs_vq_break(). One call per batch, so the layout's per-batch work (the avail
-	 * index, resubmission state) is done once and each chain's pop is inlined in a loop. */
-	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		   struct vqs_elem *const *ptrs, unsigned max);
-	unsigned (*avail_count)(struct vqs_vq *vq);
+	/* A session begins (vqs_vq_session_begin): read the driver's side once and return the
+	 * chains available (>= 0), or -EIO after vqs_vq_break(). */
+	int (*begin)(struct vqs_vq *vq);
+	/* Pop up to max (>= 1) chains into *elems[i], no further than begin saw: how many (> 0),
+	 * else -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or
+	 * -EIO after vqs_vq_break(). One call per batch, so the layout's per-batch work is done
+	 * once and each chain's pop is inlined in a loop. */
+	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *const *elems,
+		   unsigned max);
 	int (*unpop)(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
-	/* Fill elems[0..n) (n >= 1) with written[0..n), in order, up to the first refused: how
-	 * many (> 0), else -EINVAL (the first refused) or -EIO. */
+	/* Write the used entries of elems[0..n) (n >= 1) with written[0..n), in order, up to the
+	 * first refused: how many (> 0), else -EINVAL (the first refused) or -EIO. Inside the
+	 * session's section. */
 	int (*fill)(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		    const uint32_t *written, unsigned n);
 	unsigned (*flush)(struct vqs_vq *vq);
@@ -44,17 +47,7 @@ struct vqs_ring_ops {
 	void (*reset_state)(struct vqs_vq *vq);
 	/* Bytes of per-id state the layout keeps (vqs_vq.id_state has cfg.num of them). */
 	size_t id_state_size;
-	/* fill only stages into the vq (no ring access), so vq.c calls it outside the memory
-	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
-	bool fill_is_local;
 };
-
-/* Element i of a pop batch: flat[i] (vqs_vq_pop_batch) or *ptrs[i] (vqs_vq_pop_into). */
-static inline struct vqs_elem *vqs_pop_slot(struct vqs_elem *flat, struct vqs_elem *const *ptrs,
-					    unsigned i)
-{
-	return flat ? &flat[i] : ptrs[i];
-}
 
 extern const struct vqs_ring_ops vqs_split_ops;
 extern const struct vqs_ring_ops vqs_packed_ops;
@@ -236,13 +229,6 @@ static inline void vqs_chain_end(struct vqs_chain *c)
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */
 int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
-
-/*
- * Enter the memory read-side section with the ring areas of vq resolved in the current table.
- * 0, or -EINVAL (unconfigured) / -EIO (broken, possibly just now) with the section already left.
- */
-int vqs_vq_ring_lock(struct vqs_vq *vq);
-void vqs_vq_ring_unlock(void);
 
 /*
  * Host pointer for the ring area [addr, addr+len) of vq in table t, translated in the address
