@@ -54,6 +54,38 @@ struct vqs_mem_table {
 };
 
 /*
+ * One slot's translation, copied out of the table for a batch of translations (the hinted region
+ * of a ring's pops): the table is read once, and each buffer costs a subtraction and two
+ * comparisons. An empty window (size 0) translates nothing.
+ */
+struct vqs_mem_win {
+	uint64_t gpa, size;
+	uint8_t *host;
+};
+
+static inline struct vqs_mem_win vqs_mem_win(const struct vqs_mem_table *t, unsigned hint)
+{
+	if (hint >= t->n)
+		return (struct vqs_mem_win){0, 0, NULL};
+	const struct mem_slot *s = &t->slots[hint];
+	return (struct vqs_mem_win){s->gpa, s->size, s->host};
+}
+
+/* [gpa, gpa + len) with len > 0 wholly inside the window, as one iovec; false otherwise (len 0
+ * too). off >= size covers gpa below the slot as well, since a slot never wraps; len - 1 wraps
+ * for len 0. */
+static inline bool vqs_mem_win_translate(const struct vqs_mem_win *w, uint64_t gpa, uint64_t len,
+					 struct iovec *iov)
+{
+	uint64_t off = gpa - w->gpa;
+	if (off >= w->size || len - 1 >= w->size - off)
+		return false;
+	iov->iov_base = w->host + off;
+	iov->iov_len = len;
+	return true;
+}
+
+/*
  * The translation most buffers need, inline: [gpa, gpa + len) lies wholly inside slot `hint` (the
  * region the previous buffer was in), as one iovec. false: take vqs_mem_translate (another slot,
  * several slots, or unmapped). len > 0; a slot never wraps, so neither does a range inside one.
@@ -61,15 +93,8 @@ struct vqs_mem_table {
 static inline bool vqs_mem_translate_hinted(const struct vqs_mem_table *t, uint64_t gpa,
 					    uint64_t len, struct iovec *iov, unsigned hint)
 {
-	if (hint >= t->n)
-		return false;
-	const struct mem_slot *s = &t->slots[hint];
-	uint64_t off = gpa - s->gpa;
-	if (gpa < s->gpa || off >= s->size || len > s->size - off)
-		return false;
-	iov->iov_base = s->host + off;
-	iov->iov_len = len;
-	return true;
+	struct vqs_mem_win w = vqs_mem_win(t, hint);
+	return vqs_mem_win_translate(&w, gpa, len, iov);
 }
 
 /* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */

@@ -152,7 +152,8 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 	}
 }
 
-static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t,
+			  struct vqs_mem_win *win, struct vqs_elem *e)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
@@ -181,10 +182,11 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	 * descriptor needs no walk only when there is nothing to record. */
 	if (cur.from_region || p->inflight ||
 	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
-	    !vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
+	    !vqs_chain_single(e, win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
 		struct vqs_chain ch;
 		vqs_chain_begin(&ch, e, vq);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
+		*win = vqs_mem_win(t, vq->hint); /* the walk may have moved the hint */
 		if (err)
 			return vqs_vq_break(vq, err);
 		if (ch.must_wait)
@@ -223,7 +225,8 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 {
 	unsigned n = 0;
 	int rc;
-	while (n < max && (rc = pop_one(vq, t, elems[n])) == 0)
+	struct vqs_mem_win win = vqs_mem_win(t, vq->hint);
+	while (n < max && (rc = pop_one(vq, t, &win, elems[n])) == 0)
 		n++;
 	return n ? (int)n : rc;
 }

@@ -81,12 +81,15 @@ static void split_reset_state(struct vqs_vq *vq)
 }
 
 /*
- * Walk the chain whose head descriptor is d (snapshotted) into e (2.7.5). Descriptors are counted
- * per table for loop detection (more steps than the table has entries means a revisit) and across
- * tables for the queue-size limit on chain length (2.7.5.3.1).
+ * Walk the chain whose head descriptor is d (snapshotted) into e (2.7.5). second: the snapshot of
+ * the descriptor d.next names, when the fast path already read it (d has NEXT and no INDIRECT,
+ * d.next < num), so that no descriptor is read twice. Descriptors are counted per table for loop
+ * detection (more steps than the table has entries means a revisit) and across tables for the
+ * queue-size limit on chain length (2.7.5.3.1).
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				  struct vqs_vring_desc d, struct vqs_chain *c)
+				  struct vqs_vring_desc d, const struct vqs_vring_desc *second,
+				  struct vqs_chain *c)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned num = vq->cfg.num;
@@ -125,6 +128,11 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 			break;
 		if (d.next >= size)
 			return VQS_VQ_ERR_NEXT_RANGE;
+		if (second) {
+			d = *second;
+			second = NULL;
+			continue;
+		}
 		desc_snapshot(&table[d.next], &d);
 	}
 	vqs_chain_end(c);
@@ -175,15 +183,16 @@ static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigne
 	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
 }
 
-/* take_chain beyond one descriptor in the hinted region: out of line, so that the common pop
- * keeps its state in registers. */
+/* take_chain beyond the fast paths: out of line, so that the common pop keeps its state in
+ * registers. */
 static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
 					       uint16_t head, const struct vqs_vring_desc *d,
+					       const struct vqs_vring_desc *second,
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
 	vqs_chain_begin(&c, e, vq);
-	enum vqs_vq_err err = walk_chain(vq, t, *d, &c);
+	enum vqs_vq_err err = walk_chain(vq, t, *d, second, &c);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
 	if (c.must_wait)
@@ -193,52 +202,97 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 	return 0;
 }
 
-/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
- * -EIO. A 0 commits the pop as far as the area is concerned. */
-static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
-							    const struct vqs_mem_table *t,
-							    uint16_t head, struct vqs_elem *e)
+/* What a batch of pops reads once: the table, the window of the hinted region, the device's
+ * iovec limit. */
+struct pop_ctx {
+	const struct vqs_mem_table *t;
+	struct vqs_mem_win win;
+	bool max_iov2;
+};
+
+static inline void pop_ctx_load(struct pop_ctx *p, const struct vqs_vq *vq,
+				const struct vqs_mem_table *t)
 {
-	struct vqs_vring_desc d;
-	desc_snapshot(&vq->u.split.desc[head], &d);
+	p->t = t;
+	p->win = vqs_mem_win(t, vq->hint);
+	p->max_iov2 = vq->cfg.max_iov >= 2;
+}
+
+/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
+ * -EIO. A 0 commits the pop as far as the area is concerned. One descriptor and two (not the
+ * head twice: the walk judges that) are straight lines; the rest is the general walk, which
+ * moves the hint, so the window follows. */
+static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
+							    struct pop_ctx *p, uint16_t head,
+							    struct vqs_elem *e)
+{
+	const struct vqs_vring_desc *desc = vq->u.split.desc;
+	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
+	struct vqs_vring_desc d, d1;
+	const struct vqs_vring_desc *second = NULL;
+	desc_snapshot(&desc[head], &d);
 	e->id = head;
-	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
-	    vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
-		return 0;
-	return take_long(vq, t, head, &d, e);
+	if (!(d.flags & chained)) {
+		if (vqs_chain_single(e, &p->win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
+			return 0;
+	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < vq->cfg.num &&
+		   d.next != head) {
+		desc_snapshot(&desc[d.next], &d1);
+		second = &d1;
+		if (!(d1.flags & chained) &&
+		    vqs_chain_pair(e, &p->win, p->max_iov2, d.addr, d.len,
+				   d.flags & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
+				   d1.flags & VQS_VRING_DESC_F_WRITE))
+			return 0;
+	}
+	int rc = take_long(vq, p->t, head, &d, second, e);
+	p->win = vqs_mem_win(p->t, vq->hint);
+	return rc;
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
-static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+static int pop_restored(struct vqs_vq *vq, struct pop_ctx *p, struct vqs_elem *e)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	int rc = take_chain(vq, t, s->resubmit[s->resubmit_pos].head, e);
+	int rc = take_chain(vq, p, s->resubmit[s->resubmit_pos].head, e);
 	if (rc == 0)
 		s->resubmit_pos++;
 	return rc;
 }
 
-/* Second pass: pop the chain of head, the snapshot of the avail entry at last_avail_idx. */
-static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e,
-			    uint16_t head)
+/* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
+ * last_avail_idx. Returns how many were popped (the bookkeeping of the batch is done once, for
+ * them), *rc the reason for stopping short. */
+static inline unsigned pop_avail(struct vqs_vq *vq, struct pop_ctx *p,
+				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
+				 int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (head >= vq->cfg.num)
-		return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
-	/* The driver may not offer a chain again before the device used it (2.7.13): its
-	 * in-flight records would be overwritten. */
-	if (busy_test(s, head))
-		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-	int rc = take_chain(vq, t, head, e);
-	if (rc)
-		return rc;
-	s->last_avail_idx++;
-	s->avail_since_restore += s->nresubmit != 0;
-	busy_set(s, head, true);
-	s->inuse++;
+	unsigned i;
+	for (i = 0; i < m; i++) {
+		uint16_t head = heads[i];
+		if (head >= vq->cfg.num) {
+			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
+			break;
+		}
+		/* The driver may not offer a chain again before the device used it (2.7.13):
+		 * its in-flight records would be overwritten. Set per chain: a batch may name a
+		 * head twice. */
+		if (busy_test(s, head)) {
+			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+			break;
+		}
+		if ((*rc = take_chain(vq, p, head, elems[i])))
+			break;
+		busy_set(s, head, true);
+	}
+	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
+	s->avail_since_restore += s->nresubmit ? i : 0;
+	s->inuse = (uint16_t)(s->inuse + i);
 	if (s->infl)
-		vqs_split_infl_popped(vq, head);
-	return 0;
+		for (unsigned k = 0; k < i; k++)
+			vqs_split_infl_popped(vq, heads[k]);
+	return i;
 }
 
 /* Chains the inflight region gave back come first, in their pop order, then the avail ring. */
@@ -246,10 +300,12 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		     struct vqs_elem *const *elems, unsigned max)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	struct pop_ctx p;
+	pop_ctx_load(&p, vq, t);
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && s->resubmit_pos < s->nresubmit &&
-	       (rc = pop_restored(vq, t, elems[n])) == 0)
+	       (rc = pop_restored(vq, &p, elems[n])) == 0)
 		n++;
 	if (n < max && rc == 0) {
 		/* What begin read (an unpop since then makes it more, never past that index); none
@@ -263,9 +319,10 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			read_heads(s, heads, m);
-			for (unsigned i = 0; i < m; i++, n++)
-				if ((rc = pop_avail(vq, t, elems[n], heads[i])))
-					return n ? (int)n : rc;
+			unsigned k = pop_avail(vq, &p, elems + n, heads, m, &rc);
+			n += k;
+			if (k < m)
+				return n ? (int)n : rc;
 		}
 	}
 	return n ? (int)n : rc;

@@ -199,24 +199,46 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 }
 
 /*
- * The chain most buffers are: one descriptor of len > 0 in the hinted region. Builds e (one
- * iovec, totals, ndescs) and returns true; false leaves the chain to vqs_chain_begin/add/end,
- * which give the same element for it. None of their rules can fail here: one descriptor has no
- * order, carries under 2^32 bytes, lies inside one region (which never wraps), and takes one
- * iovec (max_iov is at least 1). Without the
- * chain state in memory, the common pop stays in registers.
+ * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
+ * vqs_mem_win). Builds e (one iovec, totals, ndescs) and returns true; false leaves the chain to
+ * vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail here:
+ * one descriptor has no order, carries under 2^32 bytes, lies inside one region (which never
+ * wraps), and takes one iovec (max_iov is at least 1). Without the chain state in memory, the
+ * common pop stays in registers.
  */
-static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_table *t,
-				    unsigned hint, uint64_t addr, uint32_t len, bool write)
+static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w,
+				    uint64_t addr, uint32_t len, bool write)
 {
-	if (len == 0 || e->iov_cap == 0 ||
-	    !vqs_mem_translate_hinted(t, addr, len, &e->iov[0], hint))
+	if (e->iov_cap == 0 || !vqs_mem_win_translate(w, addr, len, &e->iov[0]))
 		return false;
 	e->out_num = !write;
 	e->in_num = write;
 	e->out_len = write ? 0 : len;
 	e->in_len = write ? len : 0;
 	e->ndescs = 1;
+	return true;
+}
+
+/*
+ * The other common chain: two descriptors (a request and its response buffer, or two halves of
+ * one), both of len > 0 in the window, readable before writable, together under 2^32 bytes, with
+ * room for two iovecs (max_iov2: the device limit allows two). Straight-line, as
+ * vqs_chain_single; false leaves it to the general walk, which gives the same element, or the
+ * reason the chain is malformed.
+ */
+static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win *w, bool max_iov2,
+				  uint64_t a0, uint32_t l0, bool w0, uint64_t a1, uint32_t l1,
+				  bool w1)
+{
+	if ((w0 && !w1) || !max_iov2 || e->iov_cap < 2 || (uint64_t)l0 + l1 > UINT32_MAX ||
+	    !vqs_mem_win_translate(w, a0, l0, &e->iov[0]) ||
+	    !vqs_mem_win_translate(w, a1, l1, &e->iov[1]))
+		return false;
+	e->out_num = (uint16_t)(!w0 + !w1);
+	e->in_num = (uint16_t)(w0 + w1);
+	e->out_len = (w0 ? 0 : l0) + (w1 ? 0 : l1);
+	e->in_len = (w0 ? l0 : 0) + (w1 ? l1 : 0);
+	e->ndescs = 2;
 	return true;
 }
 
