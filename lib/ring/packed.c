@@ -56,6 +56,11 @@ struct desc_cursor {
 	bool wrap;
 	uint16_t entry; /* region: next entry */
 	unsigned left;  /* region: descriptors the record says the chain has */
+	/* ring: the fast path of a two-descriptor chain looked at the next slot already
+	 * (NEXT_READ: its snapshot is `next`, the slot stepped over; NEXT_UNAVAIL: it was not
+	 * available), so that the walk reads no descriptor twice */
+	enum { NEXT_UNREAD, NEXT_READ, NEXT_UNAVAIL } pend;
+	struct vqs_vring_packed_desc next;
 };
 
 /* Snapshot of the cursor's next descriptor after the chain's first. VQS_VQ_OK or a reason. */
@@ -73,11 +78,16 @@ static enum vqs_vq_err cursor_next(struct vqs_vq *vq, struct desc_cursor *c,
 		c->entry = (uint16_t)next;
 		return VQS_VQ_OK;
 	}
+	if (c->pend == NEXT_READ) {
+		c->pend = NEXT_UNREAD;
+		*d = c->next;
+		return VQS_VQ_OK;
+	}
 	struct vqs_vring_packed_desc *slot = &p->desc[c->slot];
-	uint16_t flags = vqs_packed_flags_acquire(slot);
+	uint16_t flags = c->pend == NEXT_UNAVAIL ? 0 : vqs_packed_flags_acquire(slot);
 	/* 2.8.6: the driver makes a whole chain available before its head, so a descriptor in
 	 * the middle that is not available with the head's wrap counter is a corrupt ring. */
-	if (!vqs_packed_desc_is_avail(flags, c->wrap))
+	if (c->pend == NEXT_UNAVAIL || !vqs_packed_desc_is_avail(flags, c->wrap))
 		return VQS_VQ_ERR_WRAP;
 	snapshot(slot, flags, d);
 	vqs_packed_advance(&c->slot, &c->wrap, 1, vq->cfg.num);
@@ -178,11 +188,32 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t,
 
 	unsigned ndescs = 1;
 	bool in_area = false;
-	/* A walk records descriptors in the inflight region as it reads them; a single
-	 * descriptor needs no walk only when there is nothing to record. */
-	if (cur.from_region || p->inflight ||
-	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
-	    !vqs_chain_single(e, win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
+	/* A walk records descriptors in the inflight region as it reads them; one or two
+	 * descriptors (straight lines, as split's) need no walk only when there is nothing to
+	 * record. */
+	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
+	bool fast = !cur.from_region && !p->inflight;
+	if (fast && (d.flags & chained) == VQS_VRING_DESC_F_NEXT && vq->cfg.num >= 2) {
+		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
+		uint16_t f1 = vqs_packed_flags_acquire(slot);
+		cur.pend = NEXT_UNAVAIL;
+		if (vqs_packed_desc_is_avail(f1, cur.wrap)) {
+			snapshot(slot, f1, &cur.next);
+			vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
+			cur.pend = NEXT_READ;
+			if (!(f1 & chained) &&
+			    vqs_chain_pair(e, win, vq->cfg.max_iov >= 2, d.addr, d.len,
+					   d.flags & VQS_VRING_DESC_F_WRITE, cur.next.addr,
+					   cur.next.len, f1 & VQS_VRING_DESC_F_WRITE)) {
+				d = cur.next;
+				ndescs = 2;
+				fast = false; /* built */
+			}
+		}
+	}
+	if (ndescs == 1 &&
+	    (!fast || (d.flags & chained) ||
+	     !vqs_chain_single(e, win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))) {
 		struct vqs_chain ch;
 		vqs_chain_begin(&ch, e, vq);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
@@ -252,14 +283,24 @@ static int packed_begin(struct vqs_vq *vq)
 	unsigned seen = (vqs_packed_linear(p->scan_idx, p->scan_wrap, num) + 2 * num - from) %
 			(2 * num);
 	unsigned scan = num < AVAIL_SCAN ? num : AVAIL_SCAN;
+	/* in registers for the look; one flags load per descriptor: AVAIL and USED as the wrap
+	 * counter wants them (2.8.1) */
+	struct vqs_vring_packed_desc *desc = p->desc;
+	unsigned idx = p->scan_idx, chains = p->scan_chains;
+	uint16_t want = p->scan_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
 	for (; seen < scan; seen++) {
-		uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->scan_idx]);
-		if (!vqs_packed_desc_is_avail(flags, p->scan_wrap))
+		uint16_t flags = vqs_packed_flags_acquire(&desc[idx]);
+		if ((flags & (VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED)) != want)
 			break;
-		if (!(flags & VQS_VRING_DESC_F_NEXT))
-			p->scan_chains++;
-		vqs_packed_advance(&p->scan_idx, &p->scan_wrap, 1, num);
+		chains += !(flags & VQS_VRING_DESC_F_NEXT);
+		if (++idx == num) {
+			idx = 0;
+			want ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+		}
 	}
+	p->scan_idx = (uint16_t)idx;
+	p->scan_wrap = want == VQS_PACKED_F_AVAIL;
+	p->scan_chains = chains;
 	unsigned n = p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
 	/* Descriptors without a chain's end in sight (a chain longer than the look, or one the
 	 * driver never ends): one, so that a pop walks it and takes or refuses it. */
@@ -308,49 +349,83 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
-static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
+/* The staging state of a fill batch, in registers while the batch is filled (the used
+ * descriptor stores could alias any field of the queue), stored back once. */
+struct fill_state {
+	uint16_t idx, last, first_flags, staged;
+	bool wrap, last_wrap, last_empty;
+	uint32_t unfilled;
+};
+
+static inline int fill_one(struct vqs_vq *vq, struct fill_state *f, bool in_order,
+			   const struct vqs_elem *e, uint32_t written)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
+	const unsigned num = vq->cfg.num;
+	uint16_t id = e->id;
+	if (id >= num || p->ids[id] == VQS_PACKED_ID_FREE || e->ndescs < 1 ||
+	    e->ndescs > f->unfilled || written > e->in_len)
 		return -EINVAL;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by this fill instead of this fill taking a descriptor of its own. */
-	bool fold = has(vq, VQS_F_IN_ORDER) && p->staged && p->stage_last_empty;
-	if (!fold) {
-		p->stage_last = p->stage_idx;
-		p->stage_last_wrap = p->stage_wrap;
+	if (!(in_order && f->staged && f->last_empty)) {
+		f->last = f->idx;
+		f->last_wrap = f->wrap;
 	}
-	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_last];
+	struct vqs_vring_packed_desc *slot = &p->desc[f->last];
 	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
-	uint16_t flags = p->stage_last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
+	uint16_t flags = f->last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
 	if (written)
 		flags |= VQS_VRING_DESC_F_WRITE;
-	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id), memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(written),
 			      memory_order_relaxed);
-	if (p->stage_last == p->used_idx) /* the batch's first used descriptor */
-		p->stage_first_flags = flags;
+	if (f->last == p->used_idx) /* the batch's first used descriptor */
+		f->first_flags = flags;
 	else
 		/* Pairs with the driver's acquire load of these flags; the driver looks at this
 		 * slot only after the first staged one, published last by flush. */
 		vqs_packed_flags_release(slot, flags);
-	if (p->inflight)
-		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
-	p->ids[e->id] = VQS_PACKED_ID_FREE;
-	p->unfilled_descs -= e->ndescs;
-	p->staged++;
-	p->stage_last_empty = written == 0;
-	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
+	if (p->inflight) {
+		p->staged = f->staged; /* what the region's record of the batch goes by */
+		vqs_packed_inflight_stage(vq, p->ids[id] - VQS_PACKED_ID_INFLIGHT);
+	}
+	p->ids[id] = VQS_PACKED_ID_FREE;
+	f->unfilled -= e->ndescs;
+	f->staged++;
+	f->last_empty = written == 0;
+	unsigned i = f->idx + e->ndescs;
+	if (i >= num) {
+		i -= num;
+		f->wrap = !f->wrap;
+	}
+	f->idx = (uint16_t)i;
 	return 0;
 }
 
 static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
+	struct vqs_packed_ring *p = ring(vq);
+	if (!p->desc)
+		return -EINVAL;
+	struct fill_state f = {.idx = p->stage_idx, .last = p->stage_last,
+			       .first_flags = p->stage_first_flags, .staged = p->staged,
+			       .wrap = p->stage_wrap, .last_wrap = p->stage_last_wrap,
+			       .last_empty = p->stage_last_empty, .unfilled = p->unfilled_descs};
+	bool in_order = has(vq, VQS_F_IN_ORDER);
 	unsigned k = 0;
-	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
+	while (k < n && fill_one(vq, &f, in_order, elems[k], written[k]) == 0)
 		k++;
+	p->stage_idx = f.idx;
+	p->stage_last = f.last;
+	p->stage_first_flags = f.first_flags;
+	p->staged = f.staged;
+	p->stage_wrap = f.wrap;
+	p->stage_last_wrap = f.last_wrap;
+	p->stage_last_empty = f.last_empty;
+	p->unfilled_descs = f.unfilled;
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }

@@ -202,20 +202,21 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 	return 0;
 }
 
-/* What a batch of pops reads once: the table, the window of the hinted region, the device's
- * iovec limit. */
+/* What a batch of pops reads once, kept in registers (the element stores could alias any field
+ * of the queue): the table, the window of the hinted region, the descriptor table, the queue
+ * size, the device's iovec limit. */
 struct pop_ctx {
 	const struct vqs_mem_table *t;
 	struct vqs_mem_win win;
+	const struct vqs_vring_desc *desc;
+	unsigned num;
 	bool max_iov2;
 };
 
-static inline void pop_ctx_load(struct pop_ctx *p, const struct vqs_vq *vq,
-				const struct vqs_mem_table *t)
+static inline struct pop_ctx pop_ctx_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
 {
-	p->t = t;
-	p->win = vqs_mem_win(t, vq->hint);
-	p->max_iov2 = vq->cfg.max_iov >= 2;
+	return (struct pop_ctx){.t = t, .win = vqs_mem_win(t, vq->hint), .desc = vq->u.split.desc,
+				.num = vq->cfg.num, .max_iov2 = vq->cfg.max_iov >= 2};
 }
 
 /* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
@@ -226,18 +227,17 @@ static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
 							    struct pop_ctx *p, uint16_t head,
 							    struct vqs_elem *e)
 {
-	const struct vqs_vring_desc *desc = vq->u.split.desc;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	struct vqs_vring_desc d, d1;
 	const struct vqs_vring_desc *second = NULL;
-	desc_snapshot(&desc[head], &d);
+	desc_snapshot(&p->desc[head], &d);
 	e->id = head;
 	if (!(d.flags & chained)) {
 		if (vqs_chain_single(e, &p->win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
 			return 0;
-	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < vq->cfg.num &&
+	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < p->num &&
 		   d.next != head) {
-		desc_snapshot(&desc[d.next], &d1);
+		desc_snapshot(&p->desc[d.next], &d1);
 		second = &d1;
 		if (!(d1.flags & chained) &&
 		    vqs_chain_pair(e, &p->win, p->max_iov2, d.addr, d.len,
@@ -251,10 +251,11 @@ static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
-static int pop_restored(struct vqs_vq *vq, struct pop_ctx *p, struct vqs_elem *e)
+static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	int rc = take_chain(vq, p, s->resubmit[s->resubmit_pos].head, e);
+	struct pop_ctx p = pop_ctx_load(vq, t);
+	int rc = take_chain(vq, &p, s->resubmit[s->resubmit_pos].head, e);
 	if (rc == 0)
 		s->resubmit_pos++;
 	return rc;
@@ -263,28 +264,30 @@ static int pop_restored(struct vqs_vq *vq, struct pop_ctx *p, struct vqs_elem *e
 /* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
  * last_avail_idx. Returns how many were popped (the bookkeeping of the batch is done once, for
  * them), *rc the reason for stopping short. */
-static inline unsigned pop_avail(struct vqs_vq *vq, struct pop_ctx *p,
+static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
 				 int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	struct pop_ctx p = pop_ctx_load(vq, t);
+	uint8_t *busy = s->busy;
 	unsigned i;
 	for (i = 0; i < m; i++) {
 		uint16_t head = heads[i];
-		if (head >= vq->cfg.num) {
+		if (head >= p.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
 			break;
 		}
 		/* The driver may not offer a chain again before the device used it (2.7.13):
 		 * its in-flight records would be overwritten. Set per chain: a batch may name a
 		 * head twice. */
-		if (busy_test(s, head)) {
+		if (busy[head]) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 			break;
 		}
-		if ((*rc = take_chain(vq, p, head, elems[i])))
+		if ((*rc = take_chain(vq, &p, head, elems[i])))
 			break;
-		busy_set(s, head, true);
+		busy[head] = 1;
 	}
 	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
 	s->avail_since_restore += s->nresubmit ? i : 0;
@@ -300,12 +303,10 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		     struct vqs_elem *const *elems, unsigned max)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_ctx p;
-	pop_ctx_load(&p, vq, t);
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && s->resubmit_pos < s->nresubmit &&
-	       (rc = pop_restored(vq, &p, elems[n])) == 0)
+	       (rc = pop_restored(vq, t, elems[n])) == 0)
 		n++;
 	if (n < max && rc == 0) {
 		/* What begin read (an unpop since then makes it more, never past that index); none
@@ -319,7 +320,7 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			read_heads(s, heads, m);
-			unsigned k = pop_avail(vq, &p, elems + n, heads, m, &rc);
+			unsigned k = pop_avail(vq, t, elems + n, heads, m, &rc);
 			n += k;
 			if (k < m)
 				return n ? (int)n : rc;
@@ -370,20 +371,26 @@ static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	/* in registers: the entry stores could alias any field of the queue */
+	struct vqs_vring_used_elem *ring = s->used->ring;
+	uint8_t *busy = s->busy;
+	const unsigned num = vq->cfg.num, mask = s->mask;
 	uint16_t pos = (uint16_t)(s->used_idx + s->pending);
 	unsigned k;
 	for (k = 0; k < n; k++) {
-		uint16_t id = elems[k]->id;
-		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
+		const struct vqs_elem *e = elems[k];
+		uint16_t id = e->id;
+		if (id >= num || !busy[id] || written[k] > e->in_len)
 			break;
-		struct vqs_vring_used_elem *u = &s->used->ring[(uint16_t)(pos + k) & s->mask];
+		struct vqs_vring_used_elem *u = &ring[(uint16_t)(pos + k) & mask];
 		u->id = htole32(id);
 		u->len = htole32(written[k]);
-		busy_set(s, id, false);
-		if (s->infl)
-			vqs_split_infl_filled(vq, id);
+		busy[id] = 0;
 	}
-	/* once for the batch (the byte stores above may alias any field) */
+	if (s->infl)
+		for (unsigned i = 0; i < k; i++)
+			vqs_split_infl_filled(vq, elems[i]->id);
+	/* once for the batch */
 	s->inuse = (uint16_t)(s->inuse - k);
 	s->pending = (uint16_t)(s->pending + k);
 	vqs_long_release_filled(&vq->lg, elems, k);
