@@ -48,6 +48,48 @@ static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(voi
 	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, in, 34));
 }
 
+/* The chains of two descriptors a pop takes in a straight line give the element the general
+ * walk gives: two readable ones, a second of length 0 (no iovec), and a chain with room for one
+ * iovec only (built in the long-chain area). */
+static void test_device_two_descriptor_chains_as_the_walk_builds_them(void **state)
+{
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	uint64_t a = tmem_buf(&c->m, 12, 0x11), b = tmem_buf(&c->m, 34, 0x22);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	fx_desc(&c->r, 0, a, 12, VQS_VRING_DESC_F_NEXT, 3);
+	fx_desc(&c->r, 3, b, 34, 0, 0);
+	fx_publish(&c->r, 0);
+	pop_ok(&c->r, &e, iov, 4);
+	assert_int_equal(e.out_num, 2);
+	assert_int_equal(e.in_num, 0);
+	assert_int_equal(e.out_len, 46);
+	assert_int_equal(e.ndescs, 2);
+	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, b, 34));
+	complete(&c->r, &e, 0);
+
+	fx_desc(&c->r, 1, a, 12, VQS_VRING_DESC_F_NEXT, 2);
+	fx_desc(&c->r, 2, b, 0, VQS_VRING_DESC_F_WRITE, 0);
+	fx_publish(&c->r, 1);
+	pop_ok(&c->r, &e, iov, 4);
+	assert_int_equal(e.out_num, 1);
+	assert_int_equal(e.in_num, 0);
+	assert_int_equal(e.in_len, 0);
+	assert_int_equal(e.ndescs, 2);
+	complete(&c->r, &e, 0);
+
+	fx_desc(&c->r, 4, a, 12, VQS_VRING_DESC_F_NEXT, 5);
+	fx_desc(&c->r, 5, b, 34, VQS_VRING_DESC_F_WRITE, 0);
+	fx_publish(&c->r, 4);
+	pop_ok(&c->r, &e, iov, 1);
+	assert_ptr_not_equal(e.iov, iov);
+	assert_int_equal(e.out_num, 1);
+	assert_int_equal(e.in_num, 1);
+	assert_int_equal(e.in_len, 34);
+	assert_ptr_equal(e.iov[1].iov_base, tmem_host(&c->m, b, 34));
+	complete(&c->r, &e, 34);
+}
+
 /* 2.7.8: len counts bytes written into device-writable buffers: it cannot exceed them. */
 static void test_device_used_len_cannot_exceed_writable_bytes(void **state)
 {
@@ -431,6 +473,7 @@ int main(void)
 		T(test_device_ignores_write_flag_on_indirect_descriptor),
 		T(test_device_snapshot_is_not_affected_by_later_rewrites),
 		T(test_session_begin_counts_and_pop_takes_what_is_there),
+		T(test_device_two_descriptor_chains_as_the_walk_builds_them),
 		T(test_session_pops_no_further_than_begin_saw),
 		T(test_session_pop_into_scattered_elements),
 		T(test_session_fill_in_order_and_stops_at_a_refused_one),
