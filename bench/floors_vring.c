@@ -4,8 +4,8 @@
  * between two pinned polling threads with nothing in between (no scheduler, no handler, no
  * eventfd): answering one request at a time (split and packed), and streaming at the floors'
  * batch sizes (split, as vqs-bench's points: requests of a readable and a writable buffer, the
- * driver refilling in whole batches, the device publishing and deciding the call once per
- * batch). Not floors of the machine: they show what the ring format itself costs over the
+ * driver refilling as entries come back, the device running one ring session per batch:
+ * begin, pop, fill, end). Not floors of the machine: they show what the ring format itself costs over the
  * minimal ring, so a point's gap to the floor splits into the format's share and the
  * scheduler's.
  */
@@ -64,8 +64,9 @@ out:
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
 
-/* Streaming: keep the ring full in whole batches, reap everything, until the time is up; then
- * wait for what is in flight. */
+/* Streaming: keep the ring full, refilling up to a batch as entries come back (as the minimal
+ * ring's producer does), reap everything, until the time is up; then wait for what is in
+ * flight. */
 static void vref_driver_stream(void *p)
 {
 	struct vref *v = p;
@@ -87,18 +88,21 @@ static void vref_driver_stream(void *p)
 			}
 			continue;
 		}
-		if (vqs_drv_free_count(v->drv) / 2 < fill) { /* two descriptors a request */
+		unsigned n = vqs_drv_free_count(v->drv) / 2; /* two descriptors a request */
+		if (n > fill)
+			n = fill;
+		if (!n) {
 			cpu_relax();
 			continue;
 		}
-		for (unsigned i = 0; i < fill; i++) {
+		for (unsigned i = 0; i < n; i++) {
 			struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}};
 			if (vqs_drv_add(v->drv, b, 1, 1, &token, false)) {
 				v->failed = true;
 				goto out;
 			}
 		}
-		sent += fill;
+		sent += n;
 		vqs_drv_kick_prepare(v->drv); /* the device polls: its answer is not needed */
 	}
 out:
