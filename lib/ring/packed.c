@@ -349,83 +349,49 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
-/* The staging state of a fill batch, in registers while the batch is filled (the used
- * descriptor stores could alias any field of the queue), stored back once. */
-struct fill_state {
-	uint16_t idx, last, first_flags, staged;
-	bool wrap, last_wrap, last_empty;
-	uint32_t unfilled;
-};
-
-static inline int fill_one(struct vqs_vq *vq, struct fill_state *f, bool in_order,
-			   const struct vqs_elem *e, uint32_t written)
+static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	const unsigned num = vq->cfg.num;
-	uint16_t id = e->id;
-	if (id >= num || p->ids[id] == VQS_PACKED_ID_FREE || e->ndescs < 1 ||
-	    e->ndescs > f->unfilled || written > e->in_len)
+	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
 		return -EINVAL;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by this fill instead of this fill taking a descriptor of its own. */
-	if (!(in_order && f->staged && f->last_empty)) {
-		f->last = f->idx;
-		f->last_wrap = f->wrap;
+	bool fold = has(vq, VQS_F_IN_ORDER) && p->staged && p->stage_last_empty;
+	if (!fold) {
+		p->stage_last = p->stage_idx;
+		p->stage_last_wrap = p->stage_wrap;
 	}
-	struct vqs_vring_packed_desc *slot = &p->desc[f->last];
+	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_last];
 	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
-	uint16_t flags = f->last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
+	uint16_t flags = p->stage_last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
 	if (written)
 		flags |= VQS_VRING_DESC_F_WRITE;
-	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id), memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(written),
 			      memory_order_relaxed);
-	if (f->last == p->used_idx) /* the batch's first used descriptor */
-		f->first_flags = flags;
+	if (p->stage_last == p->used_idx) /* the batch's first used descriptor */
+		p->stage_first_flags = flags;
 	else
 		/* Pairs with the driver's acquire load of these flags; the driver looks at this
 		 * slot only after the first staged one, published last by flush. */
 		vqs_packed_flags_release(slot, flags);
-	if (p->inflight) {
-		p->staged = f->staged; /* what the region's record of the batch goes by */
-		vqs_packed_inflight_stage(vq, p->ids[id] - VQS_PACKED_ID_INFLIGHT);
-	}
-	p->ids[id] = VQS_PACKED_ID_FREE;
-	f->unfilled -= e->ndescs;
-	f->staged++;
-	f->last_empty = written == 0;
-	unsigned i = f->idx + e->ndescs;
-	if (i >= num) {
-		i -= num;
-		f->wrap = !f->wrap;
-	}
-	f->idx = (uint16_t)i;
+	if (p->inflight)
+		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
+	p->ids[e->id] = VQS_PACKED_ID_FREE;
+	p->unfilled_descs -= e->ndescs;
+	p->staged++;
+	p->stage_last_empty = written == 0;
+	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
 	return 0;
 }
 
 static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
-	struct vqs_packed_ring *p = ring(vq);
-	if (!p->desc)
-		return -EINVAL;
-	struct fill_state f = {.idx = p->stage_idx, .last = p->stage_last,
-			       .first_flags = p->stage_first_flags, .staged = p->staged,
-			       .wrap = p->stage_wrap, .last_wrap = p->stage_last_wrap,
-			       .last_empty = p->stage_last_empty, .unfilled = p->unfilled_descs};
-	bool in_order = has(vq, VQS_F_IN_ORDER);
 	unsigned k = 0;
-	while (k < n && fill_one(vq, &f, in_order, elems[k], written[k]) == 0)
+	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
 		k++;
-	p->stage_idx = f.idx;
-	p->stage_last = f.last;
-	p->stage_first_flags = f.first_flags;
-	p->staged = f.staged;
-	p->stage_wrap = f.wrap;
-	p->stage_last_wrap = f.last_wrap;
-	p->stage_last_empty = f.last_empty;
-	p->unfilled_descs = f.unfilled;
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }

@@ -48,6 +48,26 @@ static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(voi
 	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, in, 34));
 }
 
+/* Offer the chain head -> next (12 readable bytes at a, then len bytes at b with flags) and pop
+ * it with room for cap iovecs; check the element's shape. */
+static void pop_pair(struct fx_ctx *c, uint16_t head, uint16_t next, uint64_t a, uint64_t b,
+		     uint32_t len, uint16_t flags, struct vqs_elem *e, struct iovec *iov,
+		     unsigned cap)
+{
+	fx_desc(&c->r, head, a, 12, VQS_VRING_DESC_F_NEXT, next);
+	fx_desc(&c->r, next, b, len, flags, 0);
+	fx_publish(&c->r, head);
+	pop_ok(&c->r, e, iov, cap);
+	bool w = flags & VQS_VRING_DESC_F_WRITE;
+	assert_int_equal(e->out_num, 1 + (!w && len));
+	assert_int_equal(e->in_num, w && len);
+	assert_int_equal(e->out_len, 12 + (w ? 0 : len));
+	assert_int_equal(e->in_len, w ? len : 0);
+	assert_int_equal(e->ndescs, 2);
+	if (len)
+		assert_ptr_equal(e->iov[1].iov_base, tmem_host(&c->m, b, len));
+}
+
 /* The chains of two descriptors a pop takes in a straight line give the element the general
  * walk gives: two readable ones, a second of length 0 (no iovec), and a chain with room for one
  * iovec only (built in the long-chain area). */
@@ -57,36 +77,12 @@ static void test_device_two_descriptor_chains_as_the_walk_builds_them(void **sta
 	uint64_t a = tmem_buf(&c->m, 12, 0x11), b = tmem_buf(&c->m, 34, 0x22);
 	struct iovec iov[4];
 	struct vqs_elem e;
-	fx_desc(&c->r, 0, a, 12, VQS_VRING_DESC_F_NEXT, 3);
-	fx_desc(&c->r, 3, b, 34, 0, 0);
-	fx_publish(&c->r, 0);
-	pop_ok(&c->r, &e, iov, 4);
-	assert_int_equal(e.out_num, 2);
-	assert_int_equal(e.in_num, 0);
-	assert_int_equal(e.out_len, 46);
-	assert_int_equal(e.ndescs, 2);
-	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, b, 34));
+	pop_pair(c, 0, 3, a, b, 34, 0, &e, iov, 4);
 	complete(&c->r, &e, 0);
-
-	fx_desc(&c->r, 1, a, 12, VQS_VRING_DESC_F_NEXT, 2);
-	fx_desc(&c->r, 2, b, 0, VQS_VRING_DESC_F_WRITE, 0);
-	fx_publish(&c->r, 1);
-	pop_ok(&c->r, &e, iov, 4);
-	assert_int_equal(e.out_num, 1);
-	assert_int_equal(e.in_num, 0);
-	assert_int_equal(e.in_len, 0);
-	assert_int_equal(e.ndescs, 2);
+	pop_pair(c, 1, 2, a, b, 0, VQS_VRING_DESC_F_WRITE, &e, iov, 4);
 	complete(&c->r, &e, 0);
-
-	fx_desc(&c->r, 4, a, 12, VQS_VRING_DESC_F_NEXT, 5);
-	fx_desc(&c->r, 5, b, 34, VQS_VRING_DESC_F_WRITE, 0);
-	fx_publish(&c->r, 4);
-	pop_ok(&c->r, &e, iov, 1);
+	pop_pair(c, 4, 5, a, b, 34, VQS_VRING_DESC_F_WRITE, &e, iov, 1);
 	assert_ptr_not_equal(e.iov, iov);
-	assert_int_equal(e.out_num, 1);
-	assert_int_equal(e.in_num, 1);
-	assert_int_equal(e.in_len, 34);
-	assert_ptr_equal(e.iov[1].iov_base, tmem_host(&c->m, b, 34));
 	complete(&c->r, &e, 34);
 }
 
@@ -288,6 +284,15 @@ static void test_device_snapshot_is_not_affected_by_later_rewrites(void **state)
 	complete(&c->r, &e, 9);
 }
 
+/* n elements of one iovec each, and the pointers a session pops through. */
+static void elems_init(struct vqs_elem *e, struct vqs_elem **pe, struct iovec *iov, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
+		pe[i] = &e[i];
+	}
+}
+
 /* A session's begin says how many chains there are; its pop takes what is there and stops:
  * nothing left is 0, not an error. */
 static void test_session_begin_counts_and_pop_takes_what_is_there(void **state)
@@ -298,10 +303,7 @@ static void test_session_begin_counts_and_pop_takes_what_is_there(void **state)
 	assert_int_equal(vqs_vq_avail_count(c->r.vq), 3);
 	struct iovec iov[4];
 	struct vqs_elem e[4], *pe[4];
-	for (unsigned i = 0; i < 4; i++) {
-		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
-		pe[i] = &e[i];
-	}
+	elems_init(e, pe, iov, 4);
 	struct vqs_vq_session ss;
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 3);
 	assert_int_equal(vqs_vq_session_pop(&ss, pe, 4), 3);
@@ -324,10 +326,7 @@ static void test_session_pops_no_further_than_begin_saw(void **state)
 	fx_simple_chain(&c->r, 0, 8, true);
 	struct iovec iov[2];
 	struct vqs_elem e[2], *pe[2];
-	for (unsigned i = 0; i < 2; i++) {
-		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
-		pe[i] = &e[i];
-	}
+	elems_init(e, pe, iov, 2);
 	struct vqs_vq_session ss;
 	bool call;
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 1);
