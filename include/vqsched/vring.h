@@ -238,8 +238,10 @@ struct vqs_vq_session {
 	int err;         /* why begin failed (-EINVAL, -EIO); the session's calls return it */
 	bool in_section; /* inside vqs_mem_read_lock() */
 };
-/* Chains available (>= 0; an estimate for packed rings, exact for split), or -EINVAL
- * (unconfigured) / -EIO (broken, possibly just now). Pair every begin with end or pause. */
+/* Chains available (>= 0), or -EINVAL (unconfigured) / -EIO (broken, possibly just now). Split:
+ * exact (the avail index, read once; the session pops no further). Packed: chains whose ends
+ * a look of up to 256 descriptors saw, resumed where the previous look stopped, and 1 when
+ * descriptors are available but no chain end is in sight. Pair every begin with end or pause. */
 VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
 /*
  * Pop up to max chains into *elems[0..max) (elements need not be side by side: each may sit
@@ -283,8 +285,9 @@ VQS_API int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t wr
 VQS_API unsigned vqs_vq_flush(struct vqs_vq *vq);
 VQS_API bool vqs_vq_need_call(struct vqs_vq *vq);
 
-/* Chains the driver has made available and not yet popped (an estimate, never trusted for
- * bounds). Threads: owner. */
+/* Chains the driver has made available and not yet popped: what vqs_vq_session_begin returns
+ * (0 on an error), in a session of its own; a malformed index breaks the queue as a pop would.
+ * Packed: an estimate (see begin). Threads: owner. */
 VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);
 /*
  * Give back the n most recently popped chains, elems[0..n) in pop order, without completing them:
