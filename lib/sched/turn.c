@@ -2,9 +2,9 @@
 /*
  * One turn of a RUNNING queue: publish handed-over completions, then one ring session per batch
  * (begin, pop into request slots, the handler, fill, end) and the call, until the ring is empty
- * or the budget spent; then the
- * policy decides whether the queue stays polled or re-arms its notifications, the worker looks
- * for kicks of its other queues if it is due to, and the queue is held, requeued or let go.
+ * or the budget spent; then the policy decides whether the queue stays polled or re-arms its
+ * notifications, the worker looks for kicks of its other queues if it is due to, and the queue
+ * is held, requeued or let go.
  */
 #include <errno.h>
 
