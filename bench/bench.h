@@ -126,9 +126,9 @@ struct goal {
 	const char *name;
 	const char *rule;
 	int status; /* 1 pass, 0 fail, -1 not measured by this preset */
-	char detail[200];
+	char detail[400];
 };
-#define MAX_GOALS 8
+#define MAX_GOALS 10
 
 /*
  * A figure a preset measures by itself (the ksim reproductions), one sample per repeat, for

@@ -4,6 +4,7 @@
  * measured in this run). A goal whose runs are not in the preset is reported "n/a", never guessed.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -11,7 +12,8 @@
 static bool plain(const struct result *r)
 {
 	const struct point *p = &r->pt;
-	return r->repeats && !p->shared_cpu && !p->driver_block && p->handler_ns == 0 &&
+	return r->repeats && p->transport == TRANSPORT_DIRECT && !p->shared_cpu &&
+	       !p->driver_block && p->handler_ns == 0 &&
 	       p->exit_ns == 0 && p->touch == TOUCH_NONE && p->poll_timeout_us == 0;
 }
 
@@ -211,6 +213,84 @@ static void goal_sweep(struct report *rep)
 	tally_report(k, &kicks, "more kicks");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The point that is r with logging off: the same key without the "-log" of its transport. */
+static const struct result *log_twin(const struct report *rep, const struct result *r)
+{
+	struct point off = r->pt;
+	off.transport = TRANSPORT_VHOST_USER;
+	char key[256];
+	point_key(&off, key, sizeof(key));
+	for (unsigned i = 0; i < rep->nresults; i++)
+		if (!strcmp(rep->results[i].key, key))
+			return &rep->results[i];
+	return NULL;
+}
+
+/* The q-quantile of v[0..n) (sorted, n > 0), by linear interpolation. */
+static double quantile(const double *v, unsigned n, double q)
+{
+	double at = q * (n - 1);
+	unsigned i = (unsigned)at;
+	return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[i];
+}
+
+/* Ratios on/off of figure f over the pairs of repeats of on and off (off's figure > 0), sorted;
+ * how many. */
+static unsigned pair_ratios(const struct result *on, const struct result *off, enum fig f,
+			    double *out, unsigned cap)
+{
+	unsigned n = on->nsamples < off->nsamples ? on->nsamples : off->nsamples, k = 0;
+	for (unsigned j = 0; j < n && k < cap; j++) {
+		double a = off->samples[(size_t)j * FIG__COUNT + f];
+		if (a > 0)
+			out[k++] = on->samples[(size_t)j * FIG__COUNT + f] / a;
+	}
+	qsort(out, k, sizeof(out[0]), cmp_double);
+	return k;
+}
+
+/*
+ * Dirty logging's cost, per policy: ops/s with logging on over off, and worker CPU time per op
+ * on over off. Repeat i of both points ran back to back (the plan runs every point once per
+ * round), so each pair saw the same machine: the median of the pairs' ratios, the quartiles of
+ * the ops/s ones (a window another program starved gives a wild ratio either way), the count.
+ * On a loaded machine the CPU per op moves less than ops/s for the policies that sleep.
+ */
+static void goal_log_cost(struct report *rep)
+{
+	struct goal *g = add(rep, "dirty-log-cost",
+			     "a vhost-user stream with dirty logging on keeps >= 50% of its ops/s "
+			     "with logging off (median of back-to-back pairs), each policy");
+	size_t off = 0;
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *on = &rep->results[i], *base;
+		if (!on->repeats || on->pt.transport != TRANSPORT_VHOST_USER_LOG ||
+		    !(base = log_twin(rep, on)) || !base->repeats)
+			continue;
+		double ops[64], cpu[64];
+		unsigned k = pair_ratios(on, base, FIG_OPS, ops, 64);
+		unsigned kc = pair_ratios(on, base, FIG_WCPU, cpu, 64);
+		if (!k)
+			continue;
+		double med = quantile(ops, k, 0.5);
+		bool ok = med >= 0.5;
+		g->status = g->status == -1 ? ok : (g->status && ok);
+		off += (size_t)snprintf(g->detail + off, off < sizeof(g->detail) ? sizeof(g->detail) - off : 0,
+					"%s%s %.2f (%.2f-%.2f) cpu/op %.2f, %u pairs, off %.2f Mops/s",
+					off ? "; " : "", vqs_policy_name(on->pt.policy), med,
+					quantile(ops, k, 0.25), quantile(ops, k, 0.75),
+					kc ? quantile(cpu, kc, 0.5) : 0, k, base->med[FIG_OPS] / 1e6);
+		if (off >= sizeof(g->detail))
+			break;
+	}
+}
+
 static void goal_elapsed(struct report *rep)
 {
 	struct goal *g = add(rep, "run-time", "the default preset finishes in under 120 s");
@@ -227,5 +307,6 @@ void goals_evaluate(struct report *rep)
 	goal_stream_floor(rep);
 	goal_rr(rep);
 	goal_sweep(rep);
+	goal_log_cost(rep);
 	goal_elapsed(rep);
 }

@@ -6,6 +6,7 @@
  *    buffers that stay in one region (the per-queue hint hits) and buffers in a random region
  *    each (binary search every time);
  *  - log: a 64-chain batch popped, filled (1500 bytes written each) and flushed on one queue,
+ *    in the read-side sections a scheduler worker uses (the pop inside one, fill outside),
  *    with the dirty log off and on, so the cost logging adds per chain reads directly.
  * For instruction counts that repeat exactly, run one case under valgrind --tool=callgrind with
  * --quick --only CASE (CASE: 8-same, 8-random, 64-same, ..., 509-random, log-off, log-on).
@@ -141,11 +142,14 @@ static double chain_ns(struct vqs_gmem *g, struct vqs_mem *m, struct vqs_drv_vq 
 			pel[i] = ppel[i] = &el[i];
 			written[i] = BUF;
 		}
-		/* one ring session for the batch, as a scheduler worker's turn */
+		/* one ring session for the batch, as a scheduler worker's turn: the pop inside its
+		 * section, the handler outside it (paused), fill and end entering it again */
 		struct vqs_vq_session ss;
 		bool call;
-		if (vqs_vq_session_begin(dev, &ss) != 64 || vqs_vq_session_pop(&ss, ppel, 64) != 64 ||
-		    vqs_vq_session_fill(&ss, pel, written, 64) != 64)
+		if (vqs_vq_session_begin(dev, &ss) != 64 || vqs_vq_session_pop(&ss, ppel, 64) != 64)
+			exit(1);
+		vqs_vq_session_pause(&ss);
+		if (vqs_vq_session_fill(&ss, pel, written, 64) != 64)
 			exit(1);
 		vqs_vq_session_end(&ss, &call);
 		total += vqs_now_ns() - t0;

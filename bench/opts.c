@@ -46,11 +46,11 @@ static const struct flag flags[] = {
 	{"--workers", "N", "scheduler workers for pool/poll/adaptive (default 1)", K_SC, SC_WORKERS},
 	{"--poll-timeout-us", "US", "poll policy: idle spin before sleeping, 0 = forever (default 0)",
 	 K_SC, SC_POLL_TIMEOUT},
-	{"--spin-pct", "PCT", "adaptive: CPU it may spend to spare a wake-up, in % of one wake-up "
+	{"--spin-pct", "PCT", "adaptive: the price of latency, CPU time per unit of latency spared, in % "
 	 "(vqs_sched_opts.spin_pct, default 200)", K_SC, SC_SPIN_PCT},
 	{"--handler-ns", "NS", "busy time per request in the handler (default 0)", K_SC, SC_HANDLER_NS},
-	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit (default 0)", K_SC,
-	 SC_EXIT_NS},
+	{"--exit-ns", "NS", "busy time per kick in the driver: simulated guest exit, also the "
+	 "adaptive cost model's kick_ns (default 0)", K_SC, SC_EXIT_NS},
 	{"--inject-slowdown-pct", "P", "slow every request by P% of its measured time (busy work "
 	 "calibrated in the run, achieved slowdown reported), NOT part of the run key: a regression "
 	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},

@@ -37,6 +37,10 @@
 #define G_SWEEP_RR                                                                          \
 	{.dim = {[DIM_WORKLOADS] = "rr", [DIM_POLICIES] = ALL_POLICIES,                     \
 		 [DIM_STREAMS] = SWEEP_STREAMS}}
+/* What dirty logging costs (issue 20): a stream over vhost-user with logging off and on, as a
+ * migration switches it; the plan interleaves the two, so each repeat's pair ran back to back. */
+#define G_LOG(t)                                                                            \
+	{.dim = {[DIM_WORKLOADS] = "stream", [DIM_POLICIES] = ALL_POLICIES}, .transport = (t)}
 #define G_AFFINITY                                                                          \
 	{.dim = {[DIM_WORKLOADS] = "rr,stream", [DIM_POLICIES] = "dedicated",               \
 		 [DIM_PLACEMENTS] = "inherit,float,auto"},                                  \
@@ -56,6 +60,9 @@ const struct preset bench_presets[] = {
 	{"guard", "the regression guard's points: busy-poll stream and rr, one split ring, batch 64 "
 	 "(scripts/guard.sh)", {{.dim = {[DIM_WORKLOADS] = "stream,rr", [DIM_POLICIES] = "poll"}}},
 	 1, 3, NULL},
+	{"log-cost", "ops/s of a vhost-user stream with dirty page logging off and on, each "
+	 "policy, repeats paired back to back",
+	 {G_LOG(TRANSPORT_VHOST_USER), G_LOG(TRANSPORT_VHOST_USER_LOG)}, 2, 10, NULL},
 	/* Presets measured by a library (the ksim reproductions) add a row here with .run set. */
 	{.name = "seed-2017", .help = "ksim: 4.13 vhost_net RX batching vs fixed vs vqsched "
 	 "adaptive, 1/10/50 streams", .repeat = 3, .run = preset_seed2017_run},
@@ -157,7 +164,7 @@ static void base_point(const struct opts *o, const struct preset_group *g, struc
 	pt->event_idx = pick(o, SC_EVENT_IDX, 1);
 	pt->driver_block = pick(o, SC_DRIVER_BLOCK, g->driver_block);
 	pt->shared_cpu = pick(o, SC_SHARED_CPU, g->shared_cpu);
-	pt->transport = (enum transport)pick(o, SC_TRANSPORT, TRANSPORT_DIRECT);
+	pt->transport = (enum transport)pick(o, SC_TRANSPORT, g->transport);
 
 	/* Two CPUs: workers on the first, drivers on the second; the affinity shape puts the
 	 * owner and the drivers on the first and lets the placement decide for the workers. */

@@ -25,6 +25,7 @@ struct preset_group {
 	 * default duration. */
 	unsigned min_samples;
 	unsigned duration_ms; /* measured time per repeat, 0 = the default (250 ms) */
+	enum transport transport; /* default direct; --transport sets every group's */
 };
 
 #define PRESET_MAX_GROUPS 6

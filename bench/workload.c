@@ -432,6 +432,7 @@ static void sched_opts_for(const struct point *pt, struct vqs_sched_opts *o)
 	o->nworkers = pt->workers;
 	o->poll_timeout_us = pt->poll_timeout_us;
 	o->spin_pct = pt->spin_pct;
+	o->kick_ns = pt->exit_ns;
 	o->batch_max = pt->batch_max;
 	o->placement = pt->placement;
 	CPU_ZERO(&o->cpus);

@@ -258,6 +258,24 @@ out:
 	return i;
 }
 
+void sw_inject(struct sw_switch *sw, struct sw_port *from, const uint8_t *frame, uint32_t len)
+{
+	uint64_t now = vqs_now_ns();
+	bool flood;
+	uint64_t to = targets(sw, from, frame, now, &flood);
+	struct frame_src f = { .eth = frame, .whole = frame, .len = len };
+	while (to) {
+		struct sw_port *d = sw->ports[__builtin_ctzll(to)];
+		to &= to - 1;
+		pthread_mutex_lock(&d->lock);
+		if (sw_stage_full(d))
+			sw_count(&d->c.drop[SW_DROP_NO_BUFFERS], 1);
+		else
+			push(sw, d, from, &f, now, flood);
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
 void sw_wake_senders(struct sw_switch *sw, uint64_t mask)
 {
 	while (mask) {

@@ -13,6 +13,7 @@
 
 /* Feature bits of virtio-net the switch cares about (5.1.3). */
 #define SW_NET_F_MRG_RXBUF 15
+#define SW_NET_F_GUEST_ANNOUNCE 21
 
 #define SW_NET_HDR_LEGACY 10u /* neither VERSION_1 nor MRG_RXBUF: no num_buffers field */
 #define SW_NET_HDR_MAX 12u

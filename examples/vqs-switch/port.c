@@ -65,10 +65,11 @@ static uint64_t get(_Atomic uint64_t *c)
 
 int sw_port_format(struct sw_port *p, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "port=%u path=%s rx_frames=%llu rx_bytes=%llu tx_frames=%llu tx_bytes=%llu",
+	int n = snprintf(buf, len, "port=%u path=%s rx_frames=%llu rx_bytes=%llu tx_frames=%llu tx_bytes=%llu announces=%llu",
 			 p->id, p->path, (unsigned long long)get(&p->c.rx_frames),
 			 (unsigned long long)get(&p->c.rx_bytes), (unsigned long long)get(&p->c.tx_frames),
-			 (unsigned long long)get(&p->c.tx_bytes));
+			 (unsigned long long)get(&p->c.tx_bytes),
+			 (unsigned long long)get(&p->c.announces));
 	for (unsigned d = 0; d < SW_DROP__COUNT && n >= 0 && (size_t)n < len; d++)
 		n += snprintf(buf + n, len - (size_t)n, " drop_%s=%llu", drop_names[d],
 			      (unsigned long long)get(&p->c.drop[d]));

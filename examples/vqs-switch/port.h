@@ -43,6 +43,7 @@ struct sw_counters {
 	_Atomic uint64_t rx_frames, rx_bytes; /* taken from the guest's transmit queue */
 	_Atomic uint64_t tx_frames, tx_bytes; /* written into the guest's receive queue */
 	_Atomic uint64_t drop[SW_DROP__COUNT];
+	_Atomic uint64_t announces; /* SEND_RARP: the guest was announced from this port */
 };
 
 /* Room for a staged frame: the frame at SW_NET_HDR_MAX, and room before it for the receiver's net

@@ -82,6 +82,14 @@ static void queue_state(void *opaque, unsigned qidx, struct vqs_queue *q)
 	sw_wake_senders(p->sw, wake);
 }
 
+static int send_rarp(void *opaque, const uint8_t mac[VQS_VU_MAC_LEN])
+{
+	struct sw_port *p = opaque;
+	sw_announce(p->sw, p, mac);
+	sw_count(&p->c.announces, 1);
+	return 0;
+}
+
 static void connection(void *opaque, bool connected)
 {
 	struct sw_port *p = opaque;
@@ -107,22 +115,30 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 		.size = sizeof(sw->ops),
 		/* IN_ORDER: both handlers complete every buffer they take, in the order popped
 		 * (what they give back comes again, in order), so the guest may use its in-order
-		 * ring paths (descriptors in table order, no free list). */
+		 * ring paths (descriptors in table order, no free list).
+		 * A migrated guest must be found on its new port. GUEST_ANNOUNCE: QEMU (with its
+		 * control queue, which QEMU serves) asks a guest that negotiated it to announce
+		 * itself, and its gratuitous ARPs teach the switch; QEMU masks the bit with the
+		 * backend's offer. A guest without it gets SEND_RARP instead (protocol feature RARP),
+		 * and the switch sends the RARP QEMU would have. */
 		.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
 			    VQS_BIT(VQS_F_INDIRECT_DESC) | VQS_BIT(VQS_F_IN_ORDER) |
+			    VQS_BIT(SW_NET_F_GUEST_ANNOUNCE) |
 			    (o->mrg_rxbuf ? VQS_BIT(SW_NET_F_MRG_RXBUF) : 0) |
 			    (o->packed ? VQS_BIT(VQS_F_RING_PACKED) : 0),
 		/* LOG_SHMFD: QEMU migrates a guest only when the backend can share its dirty log. */
 		.protocol_features = VQS_BIT(VQS_VU_PROTOCOL_F_MQ) |
 				     VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) |
 				     VQS_BIT(VQS_VU_PROTOCOL_F_STATUS) |
-				     VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD),
+				     VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD) |
+				     VQS_BIT(VQS_VU_PROTOCOL_F_RARP),
 		.num_queues = 2,
 		.queue_handler = queue_handler,
 		.queue_demand = queue_demand,
 		.set_features = set_features,
 		.queue_state = queue_state,
 		.connection = connection,
+		.send_rarp = send_rarp,
 	};
 	int err = 0;
 	for (unsigned i = 0; i < o->nports && !err; i++) {

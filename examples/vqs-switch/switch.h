@@ -65,5 +65,14 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 unsigned sw_rx_demand(struct vqs_queue *q, void *opaque);
 /* Wake the transmit queues of the ports in mask. */
 void sw_wake_senders(struct sw_switch *sw, uint64_t mask);
+/* A frame of len bytes (Ethernet header included, at most SW_FRAME_MAX) the switch sends as if
+ * port from's guest had: its source is learned on from and it goes where that guest's would,
+ * except that a destination without room drops it (counted) instead of making anyone wait.
+ * Threads: any but a queue handler of the switch. */
+void sw_inject(struct sw_switch *sw, struct sw_port *from, const uint8_t *frame, uint32_t len);
+/* Announce that mac is now behind port p (a migrated guest, vhost-user SEND_RARP): a broadcast
+ * RARP frame from mac, as QEMU sends for guests that cannot announce themselves, which the
+ * switch learns from and floods to every other port. Threads: as sw_inject. */
+void sw_announce(struct sw_switch *sw, struct sw_port *p, const uint8_t mac[6]);
 
 #endif

@@ -158,6 +158,15 @@ VQS_API int vqs_mem_set_log(struct vqs_mem *m, const struct vqs_mem_log *log);
  * batch); a write whose batch began before it may still be logged, or not. 0, or -ENOMEM.
  * Threads: as vqs_mem_set. */
 VQS_API int vqs_mem_log_enable(struct vqs_mem *m, bool on);
+/*
+ * An eventfd to signal after each batch of marks while logging (vhost-user SET_LOG_FD, whose
+ * equivalent is the kernel's VHOST_SET_LOG_FD), or -1 for none. The queue that marked writes 1
+ * to it once its marks are made, inside a read-side section; fd must be non-blocking, so that
+ * a counter the reader let fill up never stalls a queue (the signal is then pending anyway).
+ * The map does not own fd: the caller closes a replaced one after vqs_mem_synchronize(). 0,
+ * -EINVAL, -ENOMEM. Threads: as vqs_mem_set.
+ */
+VQS_API int vqs_mem_set_log_fd(struct vqs_mem *m, int fd);
 /* Does table t log (a log installed and logging on)? Threads: as vqs_mem_translate. */
 VQS_API bool vqs_mem_logging(const struct vqs_mem_table *t);
 /* Mark the pages of [gpa, gpa + len) in t's log, if t logs; pages past the log are skipped.

@@ -57,14 +57,22 @@ struct vqs_sched_opts {
 	cpu_set_t busy_cpus;       /* AUTO: CPUs to keep off (e.g. vCPU threads) */
 	int numa_node;             /* AUTO: preferred node; -1 = the ring memory's node */
 	/*
-	 * adaptive: the CPU it may spend to spare a request a wake-up, in percent of what one
-	 * wake-up costs (a sleep/wake round trip, measured when the scheduler is created): it
-	 * polls while requests come at most spin_pct/100 wake-ups apart, and an idle ring for at
-	 * most as long after its last request. Default 200: a wake-up's latency bought for at most
-	 * two wake-ups' CPU. 0: never spin for sparse traffic (only while other queues keep the
-	 * worker busy); larger: more CPU, fewer wake-ups. At most 10000.
+	 * adaptive: the price of latency, in percent: the CPU time it may spend to spare a request
+	 * one unit of latency. Its cost model (docs/sched.md) weighs, per expected gap between
+	 * requests, spinning (the gap's CPU), napping with notifications off (a nap's CPU per short
+	 * timed sleep, half a nap's latency) and sleeping (a wake-up's latency and CPU, the
+	 * driver's kick), with wake-up costs measured at creation and learned by the workers.
+	 * Default 200: a microsecond of latency is worth two of CPU. 0: latency is free, so it
+	 * spins only through gaps shorter than a sleep/wake's CPU and never naps; larger: more
+	 * CPU, fewer wake-ups. At most 10000.
 	 */
 	uint32_t spin_pct;
+	/*
+	 * adaptive: what one kick costs the driver, in ns (a VM exit for a real guest; vqs-bench's
+	 * --exit-ns stands for it). A queue that re-arms its notifications lets the driver kick, so
+	 * the cost model counts it against sleeping (docs/sched.md, "Cost model"). Default 0.
+	 */
+	uint32_t kick_ns;
 };
 /* Fill defaults (size set, every field its documented default). Threads: any. */
 VQS_API void vqs_sched_opts_init(struct vqs_sched_opts *o);

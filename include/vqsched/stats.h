@@ -63,6 +63,9 @@ struct vqs_worker_stats {
 	uint64_t empty_polls; /* pop attempts that found nothing */
 	uint64_t cpu_ns;      /* thread CPU time (busy: user + system) */
 	uint64_t idle_ns;     /* wall time blocked waiting for work */
+	uint64_t naps;        /* timed sleeps of the deferred re-poll (adaptive; a subset of
+			       * wakeups) */
+	uint64_t wake_ns;     /* the wake-up round trip the cost model uses now (learned) */
 };
 
 struct vqs_sched;

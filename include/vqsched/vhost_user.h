@@ -101,6 +101,7 @@ VQS_API const char *vqs_vu_request_name(uint32_t request);
 /* What this backend implements; a device's offer is masked with it. */
 #define VQS_VU_PROTOCOL_SUPPORTED                                                                \
 	(VQS_BIT(VQS_VU_PROTOCOL_F_MQ) | VQS_BIT(VQS_VU_PROTOCOL_F_LOG_SHMFD) |                  \
+	 VQS_BIT(VQS_VU_PROTOCOL_F_RARP) |                                                      \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_REPLY_ACK) | VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG) |               \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD) | VQS_BIT(VQS_VU_PROTOCOL_F_RESET_DEVICE) |    \
 	 VQS_BIT(VQS_VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) | VQS_BIT(VQS_VU_PROTOCOL_F_STATUS) |     \
@@ -173,6 +174,10 @@ struct vqs_vu_device_state {
 /* Largest device state the backend takes from a frontend (bytes). */
 #define VQS_VU_DEVICE_STATE_MAX (16u << 20)
 
+/* SEND_RARP (protocol feature RARP): a u64 whose first 6 bytes are the guest's MAC address, the
+ * other two padding. */
+#define VQS_VU_MAC_LEN 6
+
 /* GET/SET_CONFIG: size on the wire is 12 + size bytes. */
 struct vqs_vu_config {
 	uint32_t offset;
@@ -236,6 +241,17 @@ struct vqs_vu_device_ops {
 	 */
 	int (*save_state)(void *opaque, void **blob, size_t *len);
 	int (*load_state)(void *opaque, const void *blob, size_t len);
+	/*
+	 * A net device's guest arrived here by live migration and cannot announce itself (SEND_RARP;
+	 * protocol feature RARP, offered when the device lists it in protocol_features and sets
+	 * this). QEMU sends it, with the guest's MAC address,
+	 * when the guest did not negotiate VIRTIO_NET_F_GUEST_ANNOUNCE. The device makes the
+	 * network learn that the address is now behind it, as QEMU's own announcement would (a
+	 * broadcast RARP frame from that address). mac is a unicast address (the backend refuses
+	 * others); the frontend may repeat it. Control thread, while the queues may run. 0 or
+	 * -errno (what an ack asked for reports). Older callers' smaller struct leaves it NULL.
+	 */
+	int (*send_rarp)(void *opaque, const uint8_t mac[VQS_VU_MAC_LEN]);
 };
 
 struct vqs_vu_backend_opts {

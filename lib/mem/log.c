@@ -7,6 +7,7 @@
  * on a line the frontend also writes.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "mem/table.h"
 
@@ -21,6 +22,17 @@ void vqs_mem_log_put(struct mem_log_obj *o)
 }
 
 bool vqs_mem_logging(const struct vqs_mem_table *t) { return t->log != NULL; }
+
+void vqs_mem_log_signal(const struct vqs_mem_table *t)
+{
+	if (t->log_fd < 0)
+		return;
+	/* After the marks (each released). A full counter (EAGAIN: the fd is non-blocking,
+	 * vqs_mem_set_log_fd) has a signal pending already. */
+	uint64_t one = 1;
+	ssize_t r = write(t->log_fd, &one, sizeof(one));
+	(void)r;
+}
 
 /* Set `bits` in byte i of the log. */
 static void mark_byte(uint8_t *log, uint64_t i, uint8_t bits)

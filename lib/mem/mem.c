@@ -17,20 +17,6 @@
 #include "util/log.h"
 #include "util/tsan.h"
 
-struct vqs_mem {
-	pthread_mutex_t lock; /* serialises writers, guards `retiring`; readers never take it */
-	pthread_cond_t retired; /* signalled when `retiring` drops to 0 */
-	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
-	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
-	unsigned retiring;
-	/* The published table; the release store in replace_locked() pairs with the acquire load in
-	 * vqs_mem_current(), so a reader sees the table fully built. */
-	_Atomic(struct vqs_mem_table *) cur;
-	uint64_t gen; /* generation of the newest table; under lock */
-	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
-	bool log_on;             /* under lock */
-};
-
 /* TSan stand-in for the grace period: readers and retiring writers release it, deferred frees
  * acquire it (see util/tsan.h). */
 static char tsan_grace;
@@ -212,6 +198,7 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 		atomic_fetch_add_explicit(&objs[i]->refs, 1, memory_order_relaxed);
 	t->gen = ++m->gen;
 	t->owner = m;
+	t->log_fd = m->log_fd;
 	if ((t->log_obj = m->log)) {
 		atomic_fetch_add_explicit(&m->log->refs, 1, memory_order_relaxed);
 		if (m->log_on) {
@@ -258,6 +245,7 @@ int vqs_mem_create(struct vqs_mem **out)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->retired, NULL);
+	m->log_fd = -1;
 	int rc = replace_locked(m, NULL, 0); /* m is not shared yet */
 	if (rc) {
 		pthread_cond_destroy(&m->retired);
@@ -395,16 +383,29 @@ int vqs_mem_set_log(struct vqs_mem *m, const struct vqs_mem_log *log)
 	return rc;
 }
 
-int vqs_mem_log_enable(struct vqs_mem *m, bool on)
+/* Set whether the map logs (on) and the eventfd it signals (fd), each unless NULL, and publish
+ * the result; nothing changes on failure. */
+static int log_update(struct vqs_mem *m, const bool *on, const int *fd)
 {
 	pthread_mutex_lock(&m->lock);
-	bool was = m->log_on;
-	m->log_on = on;
-	int rc = was == on ? 0 : republish_locked(m);
-	if (rc)
-		m->log_on = was;
+	bool was_on = m->log_on;
+	int was_fd = m->log_fd;
+	m->log_on = on ? *on : was_on;
+	m->log_fd = fd ? *fd : was_fd;
+	int rc = m->log_on == was_on && m->log_fd == was_fd ? 0 : republish_locked(m);
+	if (rc) {
+		m->log_on = was_on;
+		m->log_fd = was_fd;
+	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
+}
+
+int vqs_mem_log_enable(struct vqs_mem *m, bool on) { return log_update(m, &on, NULL); }
+
+int vqs_mem_set_log_fd(struct vqs_mem *m, int fd)
+{
+	return fd < -1 ? -EINVAL : log_update(m, NULL, &fd);
 }
 
 unsigned vqs_mem_nregions(struct vqs_mem *m)

@@ -7,11 +7,28 @@
 #ifndef VQS_MEM_TABLE_H
 #define VQS_MEM_TABLE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/uio.h>
 #include <urcu-bp.h>
 #include <vqsched/mem.h>
+
+/* The replaceable map (mem.c is its writer). */
+struct vqs_mem {
+	pthread_mutex_t lock; /* serialises writers, guards `retiring`; readers never take it */
+	pthread_cond_t retired; /* signalled when `retiring` drops to 0 */
+	/* Replaced tables whose grace period has not ended yet. Counted here rather than waited
+	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
+	unsigned retiring;
+	/* The published table; the release store in replace_locked() pairs with the acquire load in
+	 * vqs_mem_current(), so a reader sees the table fully built. */
+	_Atomic(struct vqs_mem_table *) cur;
+	uint64_t gen; /* generation of the newest table; under lock */
+	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
+	bool log_on;             /* under lock */
+	int log_fd;              /* eventfd signalled after marks (vqs_mem_set_log_fd), -1; lock */
+};
 
 /* A region as the map owns it: shared by every table that lists it, released with the last. */
 struct mem_region_obj {
@@ -47,6 +64,7 @@ struct vqs_mem_table {
 	/* The bitmap writes are marked in while logging is on, else NULL (one test per batch). */
 	uint8_t *log;
 	uint64_t log_len;
+	int log_fd; /* signalled after a batch's marks, -1 when none; used inside sections only */
 	struct mem_log_obj *log_obj; /* referenced while this table carries it, even when off */
 	unsigned *by_uaddr;     /* slot indices in uaddr order (points past slots[n]) */
 	unsigned *by_host;      /* slot indices in host address order (past by_uaddr[n]) */
@@ -100,6 +118,10 @@ static inline bool vqs_mem_translate_hinted(const struct vqs_mem_table *t, uint6
 /* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */
 const struct mem_slot *vqs_mem_find_gpa(const struct vqs_mem_table *t, uint64_t gpa,
 					unsigned *hint);
+
+/* A batch marked pages in t's log: signal the log's eventfd, if one is set (the kernel's
+ * VHOST_SET_LOG_FD). Inside the read-side section t was read in. log.c. */
+void vqs_mem_log_signal(const struct vqs_mem_table *t);
 
 /* Mark the guest pages behind the first `bytes` bytes of iov[0..n) (host addresses inside t's
  * regions) in t's log; t must log. An iovec outside every region of t (its region was replaced

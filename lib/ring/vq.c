@@ -277,16 +277,18 @@ void vqs_vq_session_pause(struct vqs_vq_session *ss)
 
 /*
  * While the map logs, the buffers of filled chains are marked dirty up to the bytes written: the
- * handler wrote them before completing, so the marks follow the data. One test per batch when
- * logging is off.
+ * handler wrote them before completing, so the marks follow the data. Inside the session's
+ * section, so one test of the table per batch while logging is off.
  */
 static void log_filled(const struct vqs_mem_table *t, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
-	if (__builtin_expect(t->log != NULL, 0))
+	if (__builtin_expect(t->log != NULL, 0)) {
 		for (unsigned k = 0; k < n; k++)
 			vqs_mem_log_iov(t, elems[k]->iov + elems[k]->out_num, elems[k]->in_num,
 					written[k]);
+		vqs_mem_log_signal(t);
+	}
 }
 
 /* Mark ring bytes [off, off + len) of the device-written area, wrapping at `size` bytes. */
@@ -340,8 +342,10 @@ static unsigned flush(struct vqs_vq *vq, const struct vqs_mem_table *t)
 	if (log)
 		vq->ops->get_state(vq, &before);
 	unsigned n = vq->ops->flush(vq);
-	if (log && n)
+	if (log && n) {
 		log_flushed(vq, t, &before, n);
+		vqs_mem_log_signal(t);
+	}
 	return n;
 }
 

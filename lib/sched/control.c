@@ -348,7 +348,7 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 		return -ENOMEM;
 	s->o = o;
 	s->pol = sched_policy_get(o.policy);
-	s->wake_ns = sched_measure_wake_ns();
+	sched_measure_costs(s);
 	pthread_mutex_init(&s->ctl, NULL);
 	pthread_mutex_init(&s->sig_mu, NULL);
 	pthread_cond_init(&s->sig_cv, NULL);

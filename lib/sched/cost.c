@@ -2,7 +2,9 @@
 /*
  * The cost model's one measured input: what a request pays when it finds its worker asleep, on
  * the machine the scheduler runs on, measured once at creation instead of a constant tuned to
- * one VM (the adaptive policy's thresholds are multiples of it, policy.c).
+ * one VM (the adaptive policy's thresholds are multiples of it, policy.c), with the CPU a
+ * sleep/wake costs the thread that sleeps; and what a timed sleep (a nap of the deferred re-poll)
+ * costs: how late a 10 us one wakes, and its CPU. The workers learn both further (policy.c).
  *
  * Two helper threads, pinned to two different CPUs of the process (a worker and a driver are
  * on different CPUs; on one CPU the round trip would be two context switches, 6 us on the
@@ -17,7 +19,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sched/internal.h"
@@ -27,10 +32,16 @@
 #define COST_TIME_MAX_NS 5000000ull /* stop early past this: creation must stay quick */
 #define COST_STOP 2                 /* an eventfd value the pong side reads as "stop" */
 
+#define COST_NAP_NS 10000u         /* the timed sleep measured: 10 us */
+
 struct pingpong {
 	int ping, pong;
 	uint64_t sample[COST_SAMPLES];
 	unsigned n;
+	uint64_t cpu_ns; /* the ping thread's CPU over the n counted round trips */
+	uint64_t over[COST_SAMPLES]; /* timed sleeps: how late each woke */
+	unsigned nt;
+	uint64_t timer_cpu_ns; /* the ping thread's CPU over the nt timed sleeps */
 };
 
 static void *pong_main(void *arg)
@@ -48,16 +59,38 @@ static void *ping_main(void *arg)
 	struct pingpong *p = arg;
 	uint64_t one = 1, stop = COST_STOP, v, start = vqs_now_ns();
 	for (unsigned i = 0; p->n < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS; i++) {
-		uint64_t t0 = vqs_now_ns();
+		uint64_t t0 = vqs_now_ns(), c0 = sched_thread_cpu_ns();
 		if (write(p->ping, &one, sizeof(one)) != sizeof(one) ||
 		    read(p->pong, &v, sizeof(v)) != sizeof(v))
 			break;
-		if (i) /* the first one warms up */
+		if (i) { /* the first one warms up */
 			p->sample[p->n++] = vqs_now_ns() - t0;
+			p->cpu_ns += sched_thread_cpu_ns() - c0;
+		}
 	}
 	/* ends the pong side, blocked in read() or about to be */
 	if (write(p->ping, &stop, sizeof(stop)) != sizeof(stop))
 		vqs_warn("sched: could not stop the wake-up measurement");
+	/* A nap as a worker takes it (events.c): epoll_pwait2 on a set nothing signals, with the
+	 * worker's 1 ns timer slack. */
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	struct timespec ts = {0, COST_NAP_NS};
+	struct epoll_event ev;
+	start = vqs_now_ns();
+	for (unsigned i = 0; ep >= 0 && p->nt < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS;
+	     i++) {
+		uint64_t t0 = vqs_now_ns(), c0 = sched_thread_cpu_ns();
+		if (epoll_pwait2(ep, &ev, 1, &ts, NULL) < 0)
+			break;
+		uint64_t d = vqs_now_ns() - t0;
+		if (i) {
+			p->over[p->nt++] = d > COST_NAP_NS ? d - COST_NAP_NS : 0;
+			p->timer_cpu_ns += sched_thread_cpu_ns() - c0;
+		}
+	}
+	if (ep >= 0)
+		close(ep);
 	return NULL;
 }
 
@@ -83,7 +116,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-uint64_t sched_measure_wake_ns(void)
+static uint64_t clamp_wake(uint64_t v)
+{
+	return v < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : v > SCHED_WAKE_MAX_NS ? SCHED_WAKE_MAX_NS : v;
+}
+
+void sched_measure_costs(struct vqs_sched *s)
 {
 	/* the first two CPUs the process may use */
 	cpu_set_t allowed;
@@ -92,7 +130,7 @@ uint64_t sched_measure_wake_ns(void)
 		for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
 			if (CPU_ISSET(c, &allowed))
 				cpu[k++] = c;
-	struct pingpong p = {eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC), {0}, 0};
+	struct pingpong p = {.ping = eventfd(0, EFD_CLOEXEC), .pong = eventfd(0, EFD_CLOEXEC)};
 	pthread_t pong, ping;
 	if (p.ping >= 0 && p.pong >= 0 && !start_on(&pong, cpu[1], pong_main, &p)) {
 		if (!start_on(&ping, cpu[0], ping_main, &p))
@@ -105,9 +143,13 @@ uint64_t sched_measure_wake_ns(void)
 		close(p.ping);
 	if (p.pong >= 0)
 		close(p.pong);
-	if (!p.n)
-		return SCHED_WAKE_DEFAULT_NS;
+	/* the ping side's CPU per round trip (a write, and a read that sleeps and wakes) and per
+	 * timed sleep; unmeasured, a fifth of the default round trip, as on the development VM */
+	s->wake_cpu_ns = clamp_wake(p.n ? p.cpu_ns / p.n : SCHED_WAKE_DEFAULT_NS / 5);
+	s->timer_cpu_ns = clamp_wake(p.nt ? p.timer_cpu_ns / p.nt : SCHED_WAKE_DEFAULT_NS / 5);
 	qsort(p.sample, p.n, sizeof(p.sample[0]), cmp_u64);
-	uint64_t w = p.sample[p.n / 4];
-	return w < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : w > SCHED_WAKE_MAX_NS ? SCHED_WAKE_MAX_NS : w;
+	qsort(p.over, p.nt, sizeof(p.over[0]), cmp_u64);
+	s->wake_ns = clamp_wake(p.n ? p.sample[p.n / 4] : SCHED_WAKE_DEFAULT_NS);
+	/* unmeasured: one of the round trip's two wake-ups */
+	s->timer_ns = p.nt ? p.over[p.nt / 4] : s->wake_ns / 2;
 }

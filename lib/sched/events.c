@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 #include <urcu-bp.h>
 
@@ -44,8 +45,9 @@ static void dispatch(struct sched_worker *w, const struct epoll_event *ev, int n
 	urcu_bp_read_unlock();
 }
 
-/* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
-void sched_worker_sleep(struct sched_worker *w)
+/* Sleep on the group's epoll set at most timeout_ns (-1: until an event), then dispatch what woke
+ * the worker; a timeout is a timed wake-up for the cost model to learn from. */
+static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 {
 	struct sched_group *g = w->g;
 	struct epoll_event ev[64];
@@ -55,8 +57,9 @@ void sched_worker_sleep(struct sched_worker *w)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return;
 	}
-	uint64_t t = w->now_ns;
-	int n = epoll_wait(g->epfd, ev, 64, -1);
+	uint64_t t = vqs_now_ns(), c0 = timeout_ns >= 0 ? sched_thread_cpu_ns() : 0;
+	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
 	uint64_t slept = now - t;
@@ -65,9 +68,30 @@ void sched_worker_sleep(struct sched_worker *w)
 	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
-		vqs_err("sched: epoll_wait failed: %d", errno);
+		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (n > 0)
 		dispatch(w, ev, n, now);
+	else if (!n && timeout_ns >= 0)
+		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
+}
+
+/* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
+void sched_worker_sleep(struct sched_worker *w)
+{
+	wait_events(w, -1);
+}
+
+/*
+ * The deferred re-poll's nap: the same sleep, bounded. Its queues keep notifications off, so only
+ * the timer (or a kick of another, armed queue, a doorbell, a stop) ends it; the worker then polls
+ * them again. The worker thread's timer slack is 1 ns (worker.c): at the default 50 us a 10 us
+ * timeout slept 80-100 us here; epoll_pwait2 took the same time to wake as clock_nanosleep and
+ * a timerfd (vqs-timer-cost), and is the one of them a kick also ends.
+ */
+void sched_worker_nap(struct sched_worker *w, uint64_t ns)
+{
+	stat_add(&w->c.naps, 1);
+	wait_events(w, (int64_t)ns);
 }
 
 void sched_check_events(struct sched_worker *w, uint64_t now)

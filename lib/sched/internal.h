@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <vqsched/sched.h>
 #include <vqsched/stats.h>
 
@@ -47,11 +48,15 @@
 #define SCHED_MAX_QUEUES 4096u
 #define SCHED_BATCH_MAX 256u /* cap of vqs_sched_opts.batch_max */
 #define SCHED_SPIN_PCT_MAX 10000u /* cap of vqs_sched_opts.spin_pct */
-#define SCHED_HELD_MAX 16u   /* queues a worker keeps polling without requeueing (poll.c) */
+/* Queues a worker keeps polling without requeueing (poll.c): at least the sweep's 50, whose
+ * requeued queues each cost a full turn per empty poll. */
+#define SCHED_HELD_MAX 64u
 #define SCHED_BELL_KEY UINT64_MAX
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
+/* Empty re-polls a napping queue rides out before it re-arms (policy.c, "Deferred re-poll"). */
+#define SCHED_NAP_MAX 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -95,7 +100,8 @@ struct q_counters {
 };
 
 struct w_counters {
-	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns;
+	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
+	_Atomic uint64_t wake_ns; /* sched_worker.wake_ns, published for the stats */
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -109,6 +115,9 @@ struct adapt_arrivals {
 struct adapt_state {
 	uint32_t batch;           /* adaptive: chains per handler call */
 	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	/* adaptive: stays polled by naps of its worker rather than by spinning (policy.c,
+	 * "Deferred re-poll"); its empty re-polls count in looks. */
+	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 };
 
@@ -204,6 +213,11 @@ struct sched_worker {
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
+	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
+	 * trip W, the overshoot of a timed wake-up and a nap's CPU, seeded with the creation-time
+	 * measurements and learned from the worker's own naps; the nap to ask for next; and the
+	 * gaps below which spinning, then napping, costs less than sleeping, recomputed from them. */
+	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -232,6 +246,12 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 /* The start of a worker's awake span (sched_worker.awake_ns) after a sleep from asleep_ns to
  * now_ns: the adaptive hold's measure of sustained load (policy.c, (c)). */
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
+/* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
+void sched_cost_init(struct sched_worker *w);
+/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns): learn the
+ * wake-up cost from a timer wake-up. Owner of w. */
+void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
+			   uint64_t cpu_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;
@@ -247,6 +267,8 @@ struct vqs_sched {
 	uint32_t table_gen[SCHED_MAX_QUEUES];
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
 	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
+	uint64_t wake_cpu_ns;           /* the CPU one sleep/wake costs its thread, measured with it */
+	uint64_t timer_ns, timer_cpu_ns; /* how late a 10 us timed sleep wakes, and its CPU */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
 };
 
@@ -291,6 +313,9 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
 void sched_worker_sleep(struct sched_worker *w);
 /* Turn the group's pending kicks into wakes, without blocking. */
 void sched_check_events(struct sched_worker *w, uint64_t now);
+/* Held queues napping and nothing ready: sleep at most ns on the group's epoll set (a kick, a
+ * doorbell or a stop ends it sooner), then learn from the timed wake-up. */
+void sched_worker_nap(struct sched_worker *w, uint64_t ns);
 
 /* ---- poll.c: queues kept polled without a trip through the ready list ---- */
 void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again);
@@ -302,8 +327,9 @@ void sched_poll_held(struct sched_worker *w);
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
 #define SCHED_WAKE_MAX_NS 200000u
-/* Measure it now (about 15 round trips, at most ~5 ms). Threads: any; blocks. */
-uint64_t sched_measure_wake_ns(void);
+/* Measure s's wake_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round trips and 15 timed
+ * sleeps, at most ~10 ms). Threads: any; blocks. */
+void sched_measure_costs(struct vqs_sched *s);
 
 /* ---- placement.c ---- */
 /* The mask worker `index` gets under the scheduler's placement; node_hint: NUMA node of the memory
@@ -319,6 +345,14 @@ static inline void stat_add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
 			      memory_order_relaxed);
+}
+
+/* The calling thread's CPU time (a system call in a VM: for the cost model's samples only). */
+static inline uint64_t sched_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* log2 bucket of v, capped at n-1. */

@@ -47,18 +47,23 @@
  *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
- *   (a) gap < k * W: a request that finds its worker asleep pays a wake-up (W, a sleep/wake
- *       round trip measured at creation: about 50 us on a 2-core VM, 50-110 us as the bench's
- *       eventfd floor measures, plus some 10 us of worker CPU for the sleep/wake itself), so
- *       while requests come at most k wake-ups apart (the knob spin_pct = 100 k, default 200),
- *       polling through the gap buys a wake-up's latency for at most k wake-ups' CPU; sparser
- *       traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
- *   (b) the ring has been empty for less than window = 4 * gap, at least W / 2 and at most
- *       k * W. Four gaps ride out jitter of a steady stream; the floor keeps a
+ *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
+ *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g;
+ *       sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
+ *       (one wake-up: W is a sleep/wake round trip, measured at creation, cost.c, and learned
+ *       from the worker's naps: sched_cost_timed_wake), c the CPU of a sleep/wake, K the
+ *       driver's kick (kick_ns);
+ *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
+ *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
+ *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
+ *       Sparse traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
+ *   (b) spinning: the ring has been empty for less than window = 4 * gap, at least W / 2 and at
+ *       most spin_max. Four gaps ride out jitter of a steady stream; the floor keeps a
  *       very fast stream (rr: gap ~1 us) from sleeping on a hiccup of a few microseconds, which
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
- *       leaves polling within k * W and then costs no CPU until its next kick.
+ *       leaves polling within spin_max and then costs no CPU until its next kick. Napping: for
+ *       less than 4 * gap and at most SCHED_NAP_MAX empty re-polls.
  *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
@@ -78,6 +83,12 @@
  *       every sleep could not grow past the first stall longer than its hold. Holding costs at
  *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
  *       traffic is left to (a).
+ *   Deferred re-poll (NAPI's gro_flush_timeout / irq_suspend_timeout): while napping is
+ *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
+ *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
+ *   epoll set with a 1 ns timer slack, then polls them again (poll.c, events.c); each nap
+ *   teaches the worker O, c_n and W. A timed wake-up here costs about an eventfd wake-up
+ *   (~33 us late), so a nap saves the kick and the spin, not the wake-up latency.
  *   The gap estimates survive the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
  *   Rejected: the previous 20 us gap limit slept at 20k-100k requests/s (gaps 10-50 us, and a
@@ -94,15 +105,123 @@
 
 #include "sched/internal.h"
 
-/* The thresholds are multiples of W = s->wake_ns, a sleep/wake round trip through an eventfd
- * measured at creation (cost.c; ~50 us on the 2-core development VM, where the constants below
- * were first tuned), and of the knob k = spin_pct / 100 (default 2). Poll only while requests
- * are expected within k wake-ups ((a) above); the poll window runs from half a wake-up (the
- * sleeping side's share) to k of them ((b)); a gap sample above twice the limit says "stall",
- * not "rate", and is clamped, so a queue that really slows down still crosses the limit after
- * a few samples. */
-static uint64_t gap_max(const struct vqs_sched *s) { return s->wake_ns * s->o.spin_pct / 100u; }
-static uint64_t window_min(const struct vqs_sched *s) { return s->wake_ns / 2u; }
+/* Costs of the model ("Cost model" above), in ns, with latency priced at spin_pct/100 ns of CPU
+ * per ns. A request that finds its worker asleep waits one wake-up, half the learned round trip
+ * W (w->wake_ns; the call back to a halted guest is the other half, and the guest pays it
+ * whether the worker slept or polled); c (s->wake_cpu_ns) is what a sleep/wake costs the
+ * worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
+ * k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
+static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
+{
+	return latency_ns * s->o.spin_pct / 100u;
+}
+
+static uint64_t sleep_cost(const struct vqs_sched *s, const struct sched_worker *w)
+{
+	return price(s, w->wake_ns / 2u) + s->wake_cpu_ns + s->o.kick_ns;
+}
+
+static uint64_t isqrt(uint64_t v)
+{
+	uint64_t r = 0;
+	for (uint64_t b = 1ull << 62; b; b >>= 2) {
+		if (v >= r + b) {
+			v -= r + b;
+			r = (r >> 1) + b;
+		} else {
+			r >>= 1;
+		}
+	}
+	return r;
+}
+
+/* Napping through a gap g with period P (asked interval plus the timer's overshoot O, learned):
+ * a request waits P/2 on average, and each nap costs the worker c_n (learned). Cheapest at
+ * P = sqrt(2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
+#define ADAPT_NAP_MIN_NS 1000u
+static uint64_t nap_period(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	uint64_t p = isqrt(2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
+	return p > w->timer_ns + ADAPT_NAP_MIN_NS ? p : w->timer_ns + ADAPT_NAP_MIN_NS;
+}
+
+static uint64_t nap_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	uint64_t p = nap_period(s, w, g);
+	return price(s, p) / 2u + w->nap_cpu_ns * g / p;
+}
+
+/* The largest g in [lo, hi) with below(g) (true up to some g, false after), lo if none. */
+static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker *w, uint64_t lo,
+			   uint64_t hi, bool (*below)(const struct vqs_sched *, const struct sched_worker *,
+						      uint64_t))
+{
+	while (hi - lo > 100u) { /* 0.1 us is resolution enough */
+		uint64_t mid = lo + (hi - lo) / 2u;
+		if (below(s, w, mid))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool spin_cheapest(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	return g < sleep_cost(s, w) && (!s->o.spin_pct || g <= nap_cost(s, w, g));
+}
+
+static bool nap_beats_sleep(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	return nap_cost(s, w, g) < sleep_cost(s, w);
+}
+
+/* The thresholds follow the learned costs: recomputed when they change, not per decision. */
+static void cost_update(struct sched_worker *w)
+{
+	const struct vqs_sched *s = w->s;
+	uint64_t sc = sleep_cost(s, w);
+	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
+	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
+	w->poll_max_ns = w->spin_max_ns;
+	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
+	if (s->o.spin_pct && w->nap_cpu_ns && nap_beats_sleep(s, w, w->spin_max_ns))
+		w->poll_max_ns = last_below(s, w, w->spin_max_ns, 64u * sc, nap_beats_sleep);
+}
+
+void sched_cost_init(struct sched_worker *w)
+{
+	w->wake_ns = w->s->wake_ns;
+	w->timer_ns = w->s->timer_ns;
+	w->nap_cpu_ns = w->s->timer_cpu_ns;
+	cost_update(w);
+}
+
+/* EWMA weight of a learned cost sample: 1/2^ADAPT_COST_SHIFT. */
+#define ADAPT_COST_SHIFT 3
+static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
+{
+	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
+}
+
+/* A timer wake-up is the path a kicked worker's wake-up takes too (a blocked thread woken on a
+ * CPU that may have halted), and the round trip W is two of them. */
+void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
+			   uint64_t cpu_ns)
+{
+	if (slept_ns < asked_ns)
+		return; /* an event ended it: no timer wake-up to learn from */
+	uint64_t over = slept_ns - asked_ns;
+	if (over > SCHED_WAKE_MAX_NS)
+		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
+	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
+	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
+	uint64_t rt = ewma(w->wake_ns, 2u * over, ADAPT_COST_SHIFT);
+	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
+	cost_update(w);
+}
+
+static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }
 /* Give up polling after this many expected gaps without an arrival. */
 #define ADAPT_POLL_GAPS 4u
 /* EWMA: gap += (sample - gap) >> ADAPT_EWMA_SHIFT (weight 1/8). */
@@ -188,37 +307,39 @@ static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
 	return q->ad.batch;
 }
 
-static void arrivals_observe(const struct vqs_sched *s, struct adapt_arrivals *a, uint64_t now)
+static void arrivals_observe(const struct sched_worker *w, struct adapt_arrivals *a, uint64_t now)
 {
 	if (a->last_arrival_ns) {
 		uint64_t sample = now - a->last_arrival_ns;
-		if (sample > 2 * gap_max(s))
-			sample = 2 * gap_max(s);
-		int64_t diff = (int64_t)(sample - a->gap_ewma_ns);
-		a->gap_ewma_ns = (uint64_t)((int64_t)a->gap_ewma_ns + diff / (1 << ADAPT_EWMA_SHIFT));
+		if (sample > 2 * w->poll_max_ns)
+			sample = 2 * w->poll_max_ns;
+		a->gap_ewma_ns = ewma(a->gap_ewma_ns, sample, ADAPT_EWMA_SHIFT);
 	} else {
-		a->gap_ewma_ns = gap_max(s); /* unknown rate: not worth polling yet */
+		a->gap_ewma_ns = w->poll_max_ns; /* unknown rate: not worth polling yet */
 	}
 	a->last_arrival_ns = now;
 }
 
-/* Whether an arrival process still earns polling at `now`: (a), and (b) or (c) above. awake:
- * when the worker's awake span started (sched_worker.awake_ns). */
-static bool arrivals_poll(const struct vqs_sched *s, const struct adapt_arrivals *a,
-			  uint64_t awake, uint64_t now)
+enum poll_mode { MODE_SLEEP, MODE_NAP, MODE_SPIN };
+
+/* How an arrival process is best kept polled at `now`, by (a) the cost model and (b), (c) its
+ * windows. awake: when the worker's awake span started (sched_worker.awake_ns). */
+static enum poll_mode arrivals_mode(const struct sched_worker *w, const struct adapt_arrivals *a,
+				    uint64_t awake, uint64_t now)
 {
-	if (!a->last_arrival_ns || a->gap_ewma_ns >= gap_max(s))
-		return false;
+	if (!a->last_arrival_ns || a->gap_ewma_ns >= w->poll_max_ns)
+		return MODE_SLEEP;
+	enum poll_mode m = a->gap_ewma_ns < w->spin_max_ns ? MODE_SPIN : MODE_NAP;
 	uint64_t window = ADAPT_POLL_GAPS * a->gap_ewma_ns;
-	if (window < window_min(s))
-		window = window_min(s);
-	if (window > gap_max(s))
-		window = gap_max(s);
+	if (window < window_min(w))
+		window = window_min(w);
+	if (m == MODE_SPIN && window > w->spin_max_ns)
+		window = w->spin_max_ns;
 	uint64_t span = a->last_arrival_ns > awake ? a->last_arrival_ns - awake : 0;
 	uint64_t hold = span >> ADAPT_HOLD_SHIFT;
 	if (hold > ADAPT_HOLD_MAX_NS)
 		hold = ADAPT_HOLD_MAX_NS;
-	return now - a->last_arrival_ns < (window > hold ? window : hold);
+	return now - a->last_arrival_ns < (window > hold ? window : hold) ? m : MODE_SLEEP;
 }
 
 /* The awake span so far less the time slept, so that one stall of the drivers shortens it
@@ -234,26 +355,37 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 {
 	struct adapt_state *a = &q->ad;
 	a->looks = 0;
-	arrivals_observe(s, &a->q, now);
-	if (q->home)
-		arrivals_observe(s, &q->home->ad, now);
+	arrivals_observe(q->home, &a->q, now);
+	arrivals_observe(q->home, &q->home->ad, now);
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
 		a->batch = a->batch / 2 ? a->batch / 2 : 1;
 }
 
-/* The worker decides whether to stay awake, from the arrivals of all its queues; a queue stays
- * in its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
- * by its own rate ((a)-(c) above). (home is set for every policy but pool's.) */
+/* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
+ * (then every queue it keeps polled naps, through at most SCHED_NAP_MAX empty turns since it
+ * last found work, and the worker's nap_ns says for how long), or not at all. A queue stays in
+ * its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
+ * by its own rate ((a)-(c) above). (adaptive sets home for every queue.) */
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
-	const struct sched_worker *w = q->home;
-	uint64_t awake = w ? w->awake_ns : now;
-	if (!a->q.last_arrival_ns || (w && !arrivals_poll(s, &w->ad, awake, now)))
+	struct sched_worker *w = q->home;
+	a->nap = false;
+	if (!a->q.last_arrival_ns)
 		return false;
-	return looked_little(q) || arrivals_poll(s, &a->q, awake, now);
+	switch (arrivals_mode(w, &w->ad, w->awake_ns, now)) {
+	case MODE_SLEEP:
+		return false;
+	case MODE_NAP:
+		a->nap = true;
+		w->nap_ns = nap_period(s, w, w->ad.gap_ewma_ns) - w->timer_ns;
+		return ++a->looks <= SCHED_NAP_MAX;
+	case MODE_SPIN:
+		break;
+	}
+	return looked_little(q) || arrivals_mode(w, &a->q, w->awake_ns, now) != MODE_SLEEP;
 }
 
 static const struct sched_policy policies[] = {

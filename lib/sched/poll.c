@@ -7,8 +7,10 @@
 #include "sched/internal.h"
 
 /* Rounds of light looks at the held queues between two full turns of each (see
- * sched_poll_held). */
+ * sched_poll_held); one call makes at most about SPIN_LOOKS looks (~20-50 us of them here) and
+ * leaves the rest of the rounds to the next. */
 #define SPIN_POLLS 64u
+#define SPIN_LOOKS 1024u
 
 /*
  * End of a turn that wants the queue polled again (`again`). The worker keeps it instead of
@@ -39,14 +41,32 @@ static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue
 	       ring_has(q);
 }
 
+/* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
+ * policy's deferred re-poll) and nothing is listed or has news: then the worker naps. The flags
+ * first: a spinning worker takes no read-side section for this. */
+static bool held_all_nap(struct sched_worker *w)
+{
+	for (unsigned i = 0; i < w->nheld; i++)
+		if (!w->held[i]->ad.nap)
+			return false;
+	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
+		return false;
+	bool news = false;
+	vqs_mem_read_lock(); /* held_has_news reads the rings */
+	for (unsigned i = 0; i < w->nheld && !news; i++)
+		news = held_has_news(w->held[i]);
+	vqs_mem_read_unlock();
+	return !news;
+}
+
 /*
  * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
  * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
  * slot) inside one read-side section, until one has news, a queue gets on the ready list, or
  * SPIN_POLLS rounds have passed since every held queue last had a full turn; then a full turn
- * for those with news. The section and the loop are bounded (SPIN_POLLS rounds of at most
- * SCHED_HELD_MAX looks, a few microseconds), so a memory-table replacement waiting for a grace
- * period is not held up. Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
+ * for those with news. The section and the loop are bounded (about SPIN_LOOKS looks, tens of
+ * microseconds), so a memory-table replacement waiting for a grace period is not held up long.
+ * Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
  * policy's timeout needs the clock, which may let it go idle), and the worker looks for kicks of
  * its group's other queues, which it would otherwise only see when it sleeps. With one held
  * queue this is a spin on its avail index a few loads long, which is what a request arriving at
@@ -56,6 +76,10 @@ void sched_poll_held(struct sched_worker *w)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
 	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
+	if (held_all_nap(w)) {
+		sched_worker_nap(w, w->nap_ns);
+		w->held_rounds = SPIN_POLLS - 1; /* then a full turn of each */
+	}
 	unsigned rounds = w->held_rounds;
 	uint64_t looks = 0;
 	bool all;
@@ -68,7 +92,8 @@ void sched_poll_held(struct sched_worker *w)
 		if (first < n)
 			break;
 		empty_rounds++;
-		if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
+		if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0 ||
+		    empty_rounds * n >= SPIN_LOOKS)
 			break;
 	}
 	w->held_rounds = all ? 0 : rounds;

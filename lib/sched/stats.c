@@ -65,6 +65,8 @@ static void worker_snapshot(struct sched_worker *w, struct vqs_worker_stats *st)
 	st->polls = LOAD(w->c.polls);
 	st->empty_polls = LOAD(w->c.empty_polls);
 	st->idle_ns = LOAD(w->c.idle_ns);
+	st->naps = LOAD(w->c.naps);
+	st->wake_ns = LOAD(w->c.wake_ns);
 	clockid_t cid;
 	struct timespec ts;
 	if (!pthread_getcpuclockid(w->th, &cid) && !clock_gettime(cid, &ts))
@@ -134,9 +136,12 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	pthread_mutex_lock(&s->ctl);
-	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"wake_ns\":%llu,\"spin_pct\":%u,"
-	    "\"workers\":[", vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement),
-	    (unsigned long long)s->wake_ns, s->o.spin_pct);
+	put(&o, "{\"policy\":\"%s\",\"placement\":\"%s\",\"wake_ns\":%llu,\"wake_cpu_ns\":%llu,"
+	    "\"timer_ns\":%llu,\"timer_cpu_ns\":%llu,\"spin_pct\":%u,\"kick_ns\":%u,\"workers\":[",
+	    vqs_policy_name(s->o.policy), vqs_placement_name(s->o.placement),
+	    (unsigned long long)s->wake_ns, (unsigned long long)s->wake_cpu_ns,
+	    (unsigned long long)s->timer_ns, (unsigned long long)s->timer_cpu_ns, s->o.spin_pct,
+	    s->o.kick_ns);
 	for (unsigned i = 0; i < s->nw; i++) {
 		struct vqs_worker_stats w;
 		worker_snapshot(s->w[i], &w);
@@ -147,6 +152,8 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &w, empty_polls);
 		PUT_U64(&o, &w, cpu_ns);
 		PUT_U64(&o, &w, idle_ns);
+		PUT_U64(&o, &w, naps);
+		PUT_U64(&o, &w, wake_ns);
 		put(&o, "}");
 	}
 	put(&o, "],\"queues\":[");

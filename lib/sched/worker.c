@@ -5,6 +5,7 @@
  * group's epoll set (events.c) when nothing is ready or held.
  */
 #include <numa.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sched/internal.h"
@@ -23,6 +24,9 @@ void *sched_worker_main(void *arg)
 	if (w->numa_node >= 0 && numa_available() >= 0)
 		numa_set_preferred(w->numa_node); /* what it and its handlers allocate: its node */
 	atomic_store(&w->tid, (int)gettid());
+	/* Timed sleeps (the deferred re-poll's naps) end when asked, not up to 50 us later. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	sched_cost_init(w);
 	w->now_ns = vqs_now_ns();
 	w->awake_ns = w->now_ns;
 	sched_signal(w->s);

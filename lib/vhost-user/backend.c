@@ -237,6 +237,8 @@ static void free_backend(struct vqs_vu_backend *b)
 	free(b->rings);
 	if (b->mem)
 		vqs_mem_destroy(b->mem);
+	if (b->log_fd >= 0) /* a SET_LOG_FD eventfd the map could not let go of (vu_log_drop) */
+		close(b->log_fd);
 	free(b);
 }
 

@@ -124,8 +124,8 @@ int vu_log_map(uint64_t size, uint64_t off, int fd, struct vqs_mem_log *out);
 /* Log (or stop) as LOG_ALL and the installed log say; drop the log (frontend gone, reset). */
 int vu_log_update(struct vqs_vu_backend *b);
 void vu_log_drop(struct vqs_vu_backend *b);
-/* SET_LOG_BASE (fd not consumed) and SET_LOG_FD (fd consumed: kept, or closed on refusal).
- * log.c. */
+/* SET_LOG_BASE (fd not consumed) and SET_LOG_FD (fd consumed: signalled after marks, or closed
+ * on refusal). log.c. */
 int vu_set_log_base(struct vqs_vu_backend *b, const struct vqs_vu_log *l, int fd);
 int vu_set_log_fd(struct vqs_vu_backend *b, int fd);
 

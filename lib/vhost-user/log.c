@@ -6,7 +6,10 @@
  * The frontend switches LOG_ALL on and off while the queues run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "mem/table.h"
@@ -20,14 +23,29 @@ int vu_log_update(struct vqs_vu_backend *b)
 	return vqs_mem_log_enable(b->mem, on);
 }
 
+/* Make fd the log's eventfd (-1: none) and close the one it replaces once no queue can still
+ * signal it. */
+static int replace_log_fd(struct vqs_vu_backend *b, int fd)
+{
+	int err = vqs_mem_set_log_fd(b->mem, fd);
+	if (err < 0)
+		return err;
+	if (b->log_fd >= 0) {
+		vqs_mem_synchronize(b->mem);
+		close(b->log_fd);
+	}
+	b->log_fd = fd;
+	return 0;
+}
+
 void vu_log_drop(struct vqs_vu_backend *b)
 {
 	vqs_mem_log_enable(b->mem, false);
 	vqs_mem_set_log(b->mem, NULL);
 	b->log_set = false;
-	if (b->log_fd >= 0)
-		close(b->log_fd);
-	b->log_fd = -1;
+	/* On failure (no memory for a table) the map keeps signalling the fd: it stays open until
+	 * the next replacement, or until the map is gone (free_backend). */
+	replace_log_fd(b, -1);
 }
 
 /* Bytes of bitmap the current memory table needs: a bit per page up to its highest gpa. */
@@ -65,16 +83,36 @@ int vu_set_log_base(struct vqs_vu_backend *b, const struct vqs_vu_log *l, int fd
 	return vu_log_update(b);
 }
 
-/* The kernel's VHOST_SET_LOG_FD: an eventfd to signal after logging. Kept for the connection;
- * the frontend reads the bitmap when it syncs, so nothing here waits on it being signalled. */
+/* Is fd an eventfd? Anything else could block the queue writing to it (a full pipe). */
+static bool is_eventfd(int fd)
+{
+	char link[64], target[32];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return !strcmp(target, "anon_inode:[eventfd]");
+}
+
+/*
+ * vhost-user.rst gives SET_LOG_FD the kernel's VHOST_SET_LOG_FD as its equivalent: an eventfd
+ * the device signals after it writes to the log, so that a frontend can wait for marks instead
+ * of polling the bitmap. The queues signal it after each batch they logged (vqs_mem_set_log_fd).
+ * The backend makes it non-blocking (the flag belongs to the description the frontend shares):
+ * a counter the frontend let fill up must not stall a queue.
+ */
 int vu_set_log_fd(struct vqs_vu_backend *b, int fd)
 {
-	if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_LOG_SHMFD)) {
+	int err = -EPROTO;
+	if (vu_has_proto(b, VQS_VU_PROTOCOL_F_LOG_SHMFD))
+		err = is_eventfd(fd) ? 0 : -EINVAL;
+	int fl = err ? -1 : fcntl(fd, F_GETFL);
+	if (!err && (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		err = -errno;
+	if (!err)
+		err = replace_log_fd(b, fd);
+	if (err)
 		close(fd);
-		return -EPROTO;
-	}
-	if (b->log_fd >= 0)
-		close(b->log_fd);
-	b->log_fd = fd;
-	return 0;
+	return err;
 }

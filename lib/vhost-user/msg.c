@@ -196,6 +196,7 @@ static bool shape_of(uint32_t request, struct shape *s)
 	case VQS_VU_SET_FEATURES:
 	case VQS_VU_SET_PROTOCOL_FEATURES:
 	case VQS_VU_SET_STATUS:
+	case VQS_VU_SEND_RARP:
 		*s = (struct shape){ 8, 0 };
 		return true;
 	case VQS_VU_SET_VRING_NUM:

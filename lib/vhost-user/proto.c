@@ -28,6 +28,8 @@ static uint64_t offered_protocol(const struct vqs_vu_backend *b)
 		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_CONFIG);
 	if (!b->ops.save_state || !b->ops.load_state)
 		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_DEVICE_STATE);
+	if (!b->ops.send_rarp)
+		p &= ~VQS_BIT(VQS_VU_PROTOCOL_F_RARP);
 	return p;
 }
 
@@ -290,6 +292,19 @@ static int set_config(struct vqs_vu_backend *b, const struct vqs_vu_config *c)
 	return err < 0 ? err : b->ops.set_config(b->opaque, c->offset, c->region, c->size);
 }
 
+/* The address a migrated guest is announced by: a station's (unicast; all zeros is no
+ * station), which is what a switch learns. */
+static int send_rarp(struct vqs_vu_backend *b, const struct vu_msg *m)
+{
+	static const uint8_t zero[VQS_VU_MAC_LEN];
+	const uint8_t *mac = m->p.bytes;
+	if (!vu_has_proto(b, VQS_VU_PROTOCOL_F_RARP))
+		return -EPROTO;
+	if ((mac[0] & 1) || !memcmp(mac, zero, sizeof(zero)))
+		return -EINVAL;
+	return b->ops.send_rarp(b->opaque, mac);
+}
+
 static int reply_u64(struct vu_msg *reply, uint64_t v)
 {
 	reply->p.u64 = v;
@@ -351,6 +366,8 @@ int vu_handle(struct vqs_vu_backend *b, struct vu_msg *m, struct vu_msg *reply, 
 		return set_vring_enable(b, &m->p.state);
 	case VQS_VU_GET_QUEUE_NUM:
 		return reply_u64(reply, b->ops.num_queues);
+	case VQS_VU_SEND_RARP:
+		return send_rarp(b, m);
 	case VQS_VU_SET_BACKEND_REQ_FD:
 		/* Nothing is ever sent backend-to-frontend: the channel is accepted and closed. */
 		return 0;

@@ -72,6 +72,8 @@ static int set_config(void *opaque, uint32_t offset, const void *buf, uint32_t l
 	return 0;
 }
 
+static int send_rarp(void *opaque, const uint8_t mac[VQS_VU_MAC_LEN]) { return 0; }
+
 static const struct vqs_vu_device_ops ops = {
 	.size = sizeof(ops),
 	.features = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
@@ -82,6 +84,7 @@ static const struct vqs_vu_device_ops ops = {
 	.queue_handler = queue_handler,
 	.get_config = get_config,
 	.set_config = set_config,
+	.send_rarp = send_rarp,
 };
 
 /* Refused messages are the expected outcome of most inputs: formatting them would dominate. */

@@ -13,7 +13,8 @@
 #include "pair.h"
 
 #define NQ 3
-#define MANY 24 /* more queues than a worker holds */
+#define MANY 80 /* more queues than a worker holds */
+#define FIFTY 50 /* the sweep's largest queue count: one worker holds them all */
 #define NUM 16
 #define BASE 0x100000u
 #define ARENA (1u << 20)
@@ -70,6 +71,35 @@ static void test_polled_queues_are_held_served_and_detached(void **state)
 	serve_and_detach(s, sv, NQ);
 }
 
+/*
+ * Fifty polled queues on one worker, idle (the sweep at 100k requests/s over 50 queues gives each
+ * a request every 500 us): every one of them is held and looked at lightly, none requeued after
+ * each empty poll. Before, the worker held 16; the other 34 went through the ready list, a full
+ * turn each (a lock, two state CASes, a clock read), so a request on one of them waited for a
+ * round of 34 full turns where a held queue waits for a round of light looks.
+ */
+static void test_fifty_polled_queues_all_held(void **state)
+{
+	static struct vqs_served_pair sv[FIFTY];
+	struct vqs_sched *s = polled(sv, FIFTY);
+	vqs_test_sleep_ms(50);
+	struct vqs_queue_stats a[FIFTY], b[FIFTY];
+	for (unsigned i = 0; i < FIFTY; i++) {
+		a[i].size = b[i].size = sizeof(a[i]);
+		assert_int_equal(vqs_queue_stats_get(sv[i].q, &a[i]), 0);
+	}
+	vqs_test_sleep_ms(50);
+	unsigned requeued = 0;
+	for (unsigned i = 0; i < FIFTY; i++) {
+		assert_int_equal(vqs_queue_stats_get(sv[i].q, &b[i]), 0);
+		uint64_t polls = b[i].polls - a[i].polls, turns = b[i].turns - a[i].turns;
+		requeued += polls <= 4 * turns; /* a requeued queue polls once per turn */
+	}
+	printf("50 ms of idle polling of 50 queues: %u of them requeued\n", requeued);
+	assert_int_equal(requeued, 0);
+	serve_and_detach(s, sv, FIFTY);
+}
+
 /* The queues the hold list has no room for keep the ready list busy: the held ones must still
  * get their looks. */
 static void test_more_polled_queues_than_held_all_served(void **state)
@@ -82,6 +112,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_polled_queues_are_held_served_and_detached),
+		cmocka_unit_test(test_fifty_polled_queues_all_held),
 		cmocka_unit_test(test_more_polled_queues_than_held_all_served),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,11 +34,15 @@ static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
 	vqs_sched_opts_init(&f->s.o);
 	f->s.o.policy = p;
 	f->s.wake_ns = 50 * US; /* the 2-core development VM's round trip */
+	f->s.wake_cpu_ns = 10 * US; /* the CPU a sleep/wake costs its thread */
+	f->s.timer_ns = 25 * US;    /* how late a timed sleep wakes, and its CPU */
+	f->s.timer_cpu_ns = 10 * US;
 	f->pol = f->s.pol = sched_policy_get(p);
 	assert_non_null(f->pol);
 	f->w.s = &f->s;
 	f->w.g = &f->g;
 	f->w.awake_ns = awake_since;
+	sched_cost_init(&f->w);
 	for (unsigned i = 0; i < NQ; i++) {
 		f->q[i].s = &f->s;
 		f->q[i].home = p == VQS_POLICY_POOL ? NULL : &f->w;
@@ -217,34 +221,122 @@ static void adaptive_sleep_shortens_the_hold_span(void **state)
 	free(f);
 }
 
+enum mode { SLEEP, NAP, SPIN };
+
+/* How q is kept polled after an empty look at t: re-armed (SLEEP), by naps, or by spinning. */
+static enum mode mode(struct fake *f, unsigned i, uint64_t t)
+{
+	if (!polled(f, i, t))
+		return SLEEP;
+	return f->q[i].ad.nap ? NAP : SPIN;
+}
+
+/* A steady queue with `gap` between requests, for 100 requests from 0, the worker awake since
+ * the last one (no hold: the rate alone decides); its mode 5 us after the last. */
+static enum mode steady_mode(struct fake *f, uint64_t gap)
+{
+	uint64_t t = 0;
+	for (unsigned i = 0; i < 100; i++) {
+		t += gap;
+		arrive(f, 0, t);
+	}
+	f->w.awake_ns = t;
+	return mode(f, 0, t + 5 * US);
+}
+
+/* steady_mode on a fresh scheduler with the development VM's costs. */
+static enum mode fresh_steady_mode(uint64_t gap)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	enum mode m = steady_mode(f, gap);
+	free(f);
+	return m;
+}
+
 /*
  * The cost model: the thresholds follow the wake-up cost measured where the scheduler runs, and
- * the knob moves them. A steady queue with 60 us between requests is worth polling where a
- * wake-up costs 50 us (60 < 2 wake-ups) but not where it costs 20 us (bare metal: sleeping is
- * cheap); at spin_pct 400 it is polled there too, at 0 never.
+ * the knob moves them. A steady queue with 30 us between requests is worth a spin where a
+ * wake-up round trip costs 50 us (30 us of CPU against one wake-up, 25 us of latency priced 2x,
+ * and 10 us of CPU; or a nap's ~38 us) but not where it costs 5 us (sleeping is cheap:
+ * 2 x 2.5 + 10 us); at spin_pct 1000 it is spun there too, at 0 never polled.
  */
-static bool steady_60us_polled(uint64_t wake_ns, uint32_t spin_pct)
+static enum mode steady_30us(uint64_t wake_ns, uint32_t spin_pct)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	f->s.wake_ns = wake_ns;
+	f->s.timer_ns = wake_ns / 2;
 	f->s.o.spin_pct = spin_pct;
-	uint64_t t = 0;
-	for (unsigned i = 0; i < 100; i++) {
-		t += 60 * US;
-		arrive(f, 0, t);
-	}
-	f->w.awake_ns = t; /* no hold: the rate alone decides */
-	bool polled_now = polled(f, 0, t + 5 * US);
+	sched_cost_init(&f->w);
+	enum mode m = steady_mode(f, 30 * US);
 	free(f);
-	return polled_now;
+	return m;
 }
 
 static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
 {
-	assert_true(steady_60us_polled(50 * US, 200));
-	assert_false(steady_60us_polled(20 * US, 200));
-	assert_true(steady_60us_polled(20 * US, 400));
-	assert_false(steady_60us_polled(50 * US, 0));
+	assert_int_equal(steady_30us(50 * US, 200), SPIN);
+	assert_int_equal(steady_30us(5 * US, 200), SLEEP);
+	assert_int_equal(steady_30us(5 * US, 1000), SPIN);
+	assert_int_equal(steady_30us(50 * US, 0), SLEEP);
+}
+
+/*
+ * Deferred re-poll: between the gaps worth a spin and those worth a sleep, the queue stays with
+ * notifications off and the worker naps. A request every 70 us (W 50 us, c 10 us, a nap 25 us
+ * late and 10 us of CPU, spin_pct 200): spinning costs 70 us of CPU per gap, sleeping 2 x 25 us
+ * of latency + 10 us, napping with the best period P = sqrt(2 c_n g / k) ~ 26.5 us costs P/2 of
+ * latency (priced 2x) and 10 us per nap: ~53 us. The nap asked for is P less the timer's
+ * overshoot. After SCHED_NAP_MAX empty re-polls the queue re-arms; work found starts it over.
+ * Every 500 us sleeps, every 10 us spins.
+ */
+static void adaptive_naps_between_spin_and_sleep(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	assert_int_equal(steady_mode(f, 70 * US), NAP);
+	assert_true(f->w.nap_ns > 1 * US && f->w.nap_ns < 2 * US);
+	uint64_t last = f->q[0].ad.q.last_arrival_ns;
+	for (unsigned i = 1; i < SCHED_NAP_MAX; i++)
+		assert_int_equal(mode(f, 0, last + 10 * US + i), NAP);
+	assert_int_equal(mode(f, 0, last + 30 * US), SLEEP); /* the 17th empty re-poll */
+	arrive(f, 0, last + 70 * US);
+	assert_int_equal(mode(f, 0, last + 75 * US), NAP);
+	/* and past 4 gaps after the last arrival it re-arms however few naps it had */
+	assert_int_equal(mode(f, 0, last + 70 * US + 5 * 70 * US), SLEEP);
+	free(f);
+	assert_int_equal(fresh_steady_mode(500 * US), SLEEP);
+	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
+	/* Every 120 us sleeps: a nap (~69 us) costs more than a sleep's wake-up (2 x 25 + 10 us).
+	 * Priced at the whole round trip (2 x 50 + 10 us), sleeping looked twice as dear, and such
+	 * a queue napped 3-4 times a request. */
+	assert_int_equal(fresh_steady_mode(120 * US), SLEEP);
+}
+
+/*
+ * The cost model learns from the worker's timed wake-ups (a nap asked for t that lasted t + o
+ * took o to wake up): where they take 5 us (a quiet machine, slack 1 ns), a wake-up is cheap and
+ * the 60 us stream napped at the creation-time 50 us sleeps instead; where they take 100 us (a
+ * loaded machine), a 400 us stream that slept is kept polled. A nap an event ended early (slept
+ * less than asked) teaches nothing.
+ */
+static void adaptive_cost_model_learns_the_wake_cost(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t w0 = f->w.wake_ns;
+	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, 10 * US);
+	assert_int_equal(f->w.wake_ns, w0);
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_timed_wake(&f->w, 20 * US, 25 * US, 10 * US);
+	assert_true(f->w.wake_ns < 12 * US);
+	assert_int_equal(steady_mode(f, 60 * US), SLEEP);
+	free(f);
+	assert_int_equal(fresh_steady_mode(60 * US), NAP);
+	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	assert_int_equal(steady_mode(h, 400 * US), SLEEP);
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_timed_wake(&h->w, 20 * US, 120 * US, 10 * US);
+	assert_true(h->w.wake_ns > 190 * US);
+	assert_int_not_equal(steady_mode(h, 400 * US), SLEEP);
+	free(h);
 }
 
 /*
@@ -291,6 +383,8 @@ int main(void)
 		cmocka_unit_test(adaptive_hold_ends_at_its_cap_after_the_stream),
 		cmocka_unit_test(adaptive_sleep_shortens_the_hold_span),
 		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
+		cmocka_unit_test(adaptive_naps_between_spin_and_sleep),
+		cmocka_unit_test(adaptive_cost_model_learns_the_wake_cost),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
 	};

@@ -4,8 +4,9 @@
  * policy and both ring layouts: flooding of unknown and broadcast destinations, learning, frames
  * spread over several mergeable receive buffers, backpressure without loss when the receiver has
  * fewer buffers than frames in flight, and frames the switch must refuse counted where they
- * belong, a receiver without buffers costs its senders at most the stall time, and a flood that
- * waits for one destination after reaching another does not reach that one twice.
+ * belong, a receiver without buffers costs its senders at most the stall time, a flood that
+ * waits for one destination after reaching another does not reach that one twice, and a
+ * migrated guest announced by SEND_RARP is found on its new port.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -400,6 +401,49 @@ static void refused_frames_counted(struct env *e)
 	expect_nothing(&e->fe[1], 50);
 }
 
+/* The RARP frame the switch sends for a migrated guest at mac: a broadcast from mac, of the
+ * minimum frame size, a reverse request (RFC 903) about mac. */
+static void expect_rarp(struct fe *fe, const uint8_t *mac)
+{
+	uint8_t buf[SW_FRAME_MAX];
+	uint16_t nb;
+	assert_int_equal(recv_frame(fe, buf, sizeof(buf), 3000, &nb), 60);
+	assert_memory_equal(buf, BCAST, 6);
+	assert_memory_equal(buf + 6, mac, 6);
+	assert_int_equal(buf[12] << 8 | buf[13], 0x8035);
+	const uint8_t body[8] = { 0, 1, 0x08, 0, 6, 4, 0, 3 };
+	assert_memory_equal(buf + 14, body, sizeof(body));
+	assert_memory_equal(buf + 22, mac, 6);
+	assert_memory_equal(buf + 32, mac, 6);
+}
+
+/* A guest migrated to port 2 whose destination QEMU sends SEND_RARP (issue 20): its address
+ * moves from port 0 to port 2 in the table, a RARP from it comes out of every other port, and
+ * frames to it go to port 2 only. */
+static void announce_moves_address(struct env *e)
+{
+	static const uint8_t MIGRANT[6] = { 2, 0, 0, 0, 0, 0x42 };
+	for (unsigned i = 0; i < NPORTS; i++)
+		post_rx(&e->fe[i], 4, 2048);
+	assert_int_equal(send_frame(&e->fe[0], UNKNOWN, MIGRANT, 60, 20), 0);
+	expect_frame(&e->fe[1], UNKNOWN, MIGRANT, 60, 20);
+	expect_frame(&e->fe[2], UNKNOWN, MIGRANT, 60, 20);
+	assert_int_equal(sw_mac_lookup(&e->sw->mac, MIGRANT), 0);
+	uint8_t payload[8] = { 0 };
+	memcpy(payload, MIGRANT, 6);
+	assert_int_equal(vqs_vu_frontend_request(e->fe[2].f, VQS_VU_SEND_RARP, payload,
+						 sizeof(payload), NULL, 0, true, NULL, 0, NULL),
+			 0);
+	assert_int_equal(sw_mac_lookup(&e->sw->mac, MIGRANT), 2);
+	assert_int_equal(counter(&e->sw->ports[2]->c.announces), 1);
+	expect_rarp(&e->fe[0], MIGRANT);
+	expect_rarp(&e->fe[1], MIGRANT);
+	expect_nothing(&e->fe[2], 50);
+	assert_int_equal(send_frame(&e->fe[1], MIGRANT, MAC[1], 64, 21), 0);
+	expect_frame(&e->fe[2], MIGRANT, MAC[1], 64, 21);
+	expect_nothing(&e->fe[0], 50);
+}
+
 /* Take every frame port fe has received so far and expect seq next..., each once and in order,
  * giving each buffer back; stops when none came for quiet_ms. Returns the next seq expected. */
 static uint32_t drain_in_order(struct fe *fe, const uint8_t *src, uint32_t len, uint32_t next,
@@ -463,6 +507,7 @@ static void run_all(enum vqs_policy pol, bool packed)
 	env_start(&e, pol, packed, 0);
 	flood_learn_filter(&e);
 	refused_frames_counted(&e);
+	announce_moves_address(&e);
 	env_stop(&e);
 	env_start(&e, pol, packed, 0);
 	mergeable_buffers(&e);

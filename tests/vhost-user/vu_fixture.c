@@ -120,6 +120,15 @@ static int echo_load_state(void *opaque, const void *blob, size_t len)
 	return 0;
 }
 
+static int echo_send_rarp(void *opaque, const uint8_t mac[VQS_VU_MAC_LEN])
+{
+	struct vu_echo *e = opaque;
+	memcpy(e->rarp_mac, mac, VQS_VU_MAC_LEN);
+	/* Release: a test that sees the count sees the address. */
+	atomic_fetch_add_explicit(&e->rarps, 1, memory_order_release);
+	return 0;
+}
+
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 {
 	memset(e, 0, sizeof(*e));
@@ -134,6 +143,7 @@ void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features)
 		.set_config = echo_set_config,
 		.save_state = echo_save_state,
 		.load_state = echo_load_state,
+		.send_rarp = echo_send_rarp,
 	};
 	for (unsigned i = 0; i < VU_CONFIG_SIZE; i++)
 		e->config[i] = (uint8_t)i;

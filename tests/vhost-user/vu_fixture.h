@@ -17,6 +17,9 @@ struct vu_echo {
 	struct vqs_vu_device_ops ops;
 	uint8_t config[VU_CONFIG_SIZE];
 	_Atomic uint64_t completed;
+	/* SEND_RARP: how many reached the device, and the last address (control thread). */
+	_Atomic unsigned rarps;
+	uint8_t rarp_mac[VQS_VU_MAC_LEN];
 	/* Completion delay per request, to keep requests in flight (inflight tests). */
 	_Atomic uint32_t delay_us; /* a test may change it while the queues run */
 	/*
@@ -33,7 +36,7 @@ struct vu_echo {
 	uint32_t written[1024];
 };
 /* An echo device with num_queues queues offering `features` and every protocol feature; its
- * device state (DEVICE_STATE) is its config space. */
+ * device state (DEVICE_STATE) is its config space; SEND_RARP is counted (RARP). */
 void vu_echo_init(struct vu_echo *e, uint16_t num_queues, uint64_t features);
 /* Switch e to asynchronous completion (runs until the process exits). 0 or -errno. */
 int vu_echo_start_async(struct vu_echo *e);

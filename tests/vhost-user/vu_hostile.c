@@ -315,6 +315,15 @@ HOSTILE_CASE(test_log_fd_not_negotiated, STAGE_NEGOTIATED_BARE, {
 	close(fd);
 })
 
+/* Only an eventfd: a pipe's writer blocks once it is full, and the queues write to it. */
+HOSTILE_CASE(test_log_fd_not_an_eventfd, STAGE_NEGOTIATED, {
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	send_msg(f, VQS_VU_SET_LOG_FD, NEED, 0, NULL, 0, &p[1], 1);
+	close(p[0]);
+	close(p[1]);
+})
+
 HOSTILE_CASE(test_log_fd_payload_size_wrong, STAGE_NEGOTIATED, {
 	int fd = eventfd(0, EFD_CLOEXEC);
 	uint32_t v = 0;
@@ -329,6 +338,53 @@ HOSTILE_CASE(test_reset_device_with_payload, STAGE_NEGOTIATED, {
 	uint64_t v = 0;
 	send_msg(f, VQS_VU_RESET_DEVICE, NEED, 8, &v, 8, NULL, 0);
 })
+
+/* ---- SEND_RARP: refused before the device hears of it ---- */
+
+static void rarp_refused(enum stage stage, uint32_t size, const uint8_t *payload, bool with_fd)
+{
+	unsigned fds0 = vqs_test_count_fds(), maps0 = vqs_test_count_maps(true);
+	unsigned rarps0 = atomic_load(&env.echo.rarps);
+	struct vqs_vu_frontend *f = frontend_at(stage);
+	int fd = with_fd ? eventfd(0, EFD_CLOEXEC) : -1;
+	send_msg(f, VQS_VU_SEND_RARP, NEED, size, payload, size, &fd, with_fd);
+	if (fd >= 0)
+		close(fd);
+	expect_refused(f);
+	assert_int_equal(atomic_load(&env.echo.rarps), rarps0);
+	expect_still_serving(f, fds0, maps0);
+}
+
+static const uint8_t RARP_MAC[8] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+static void test_send_rarp_not_negotiated(void **state)
+{
+	rarp_refused(STAGE_NEGOTIATED_BARE, 8, RARP_MAC, false);
+}
+
+/* The MAC without the u64's padding. */
+static void test_send_rarp_short_payload(void **state)
+{
+	rarp_refused(STAGE_NEGOTIATED, VQS_VU_MAC_LEN, RARP_MAC, false);
+}
+
+static void test_send_rarp_with_fd(void **state)
+{
+	rarp_refused(STAGE_NEGOTIATED, 8, RARP_MAC, true);
+}
+
+/* A group address names no station: nothing for a switch to learn. */
+static void test_send_rarp_multicast_mac(void **state)
+{
+	const uint8_t mc[8] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+	rarp_refused(STAGE_NEGOTIATED, 8, mc, false);
+}
+
+static void test_send_rarp_zero_mac(void **state)
+{
+	const uint8_t zero[8] = { 0 };
+	rarp_refused(STAGE_NEGOTIATED, 8, zero, false);
+}
 
 /* ---- device state (the echo device's state is its config space) ---- */
 
@@ -610,9 +666,15 @@ int main(void)
 		cmocka_unit_test(test_log_base_too_small_for_memory),
 		cmocka_unit_test(test_log_base_without_fd),
 		cmocka_unit_test(test_log_fd_not_negotiated),
+		cmocka_unit_test(test_log_fd_not_an_eventfd),
 		cmocka_unit_test(test_log_fd_payload_size_wrong),
 		cmocka_unit_test(test_reset_device_not_negotiated),
 		cmocka_unit_test(test_reset_device_with_payload),
+		cmocka_unit_test(test_send_rarp_not_negotiated),
+		cmocka_unit_test(test_send_rarp_short_payload),
+		cmocka_unit_test(test_send_rarp_with_fd),
+		cmocka_unit_test(test_send_rarp_multicast_mac),
+		cmocka_unit_test(test_send_rarp_zero_mac),
 		cmocka_unit_test(test_device_state_fd_not_negotiated),
 		cmocka_unit_test(test_device_state_fd_bad_direction),
 		cmocka_unit_test(test_device_state_fd_unknown_phase),

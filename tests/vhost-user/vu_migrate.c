@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live migration through the library's own frontend (issue 20): dirty page logging switched on
- * and off while the queues run, marking exactly the pages the backend wrote; GET_VRING_BASE
+ * and off while the queues run, marking exactly the pages the backend wrote and signalling
+ * SET_LOG_FD's eventfd after; GET_VRING_BASE
  * stopping a ring with every completion published and logged; a second backend resuming from
  * SET_VRING_BASE with nothing lost or done twice.
  */
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -132,6 +134,39 @@ static void test_log_unmarked_accepts_and_marks_nothing(void **state)
 	stop(&env, f);
 }
 
+/* Pending signals of eventfd fd (non-blocking): read and cleared, 0 when none. */
+static uint64_t take_signals(int fd)
+{
+	uint64_t v = 0;
+	if (read(fd, &v, sizeof(v)) < 0)
+		assert_int_equal(errno, EAGAIN);
+	return v;
+}
+
+/* SET_LOG_FD's eventfd (the kernel's VHOST_SET_LOG_FD) is signalled after marks, only while
+ * logging; a replaced one is let go of (closed by the backend, so its reads see no writer). */
+static void test_log_fd_signalled_after_marks(void **state)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, false);
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_LOG_FD, NULL, 0, &efd, 1, true, NULL,
+						 0, NULL),
+			 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0); /* not logging: no signal */
+	assert_int_equal(take_signals(efd), 0);
+	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
+	assert_int_equal(take_signals(efd), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	assert_true(take_signals(efd) > 0);
+	assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	assert_int_equal(take_signals(efd), 0);
+	close(efd);
+	stop(&env, f);
+}
+
 /* ---- switching logging on and off while traffic runs (run under TSan too) ---- */
 
 static void test_log_switched_under_traffic(void **state)
@@ -240,15 +275,107 @@ static void migrates(bool packed)
 static void test_migrate_ring_state_split(void **state) { migrates(false); }
 static void test_migrate_ring_state_packed(void **state) { migrates(true); }
 
+/* The same backend stopped by GET_VRING_BASE with requests in flight and the inflight region
+ * negotiated, then resumed by a setup on the same connection (SET_INFLIGHT_FD with the same
+ * region, SET_VRING_BASE with the answer): every request is served exactly once, with its
+ * data, whether before the stop or after the resume. */
+static void stops_and_resumes(bool packed)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, packed);
+	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
+	env.echo.delay_us = 300;
+	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
+	uint8_t *src = vqs_gmem_host(g, out, 64);
+	memset(src, 0x3c, 64);
+	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
+	for (unsigned i = 0; i < INFLIGHT; i++) {
+		in[i] = vqs_gmem_alloc(g, 64, 64);
+		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
+		assert_int_equal(vqs_drv_add(dq, bufs, 1, 1, &tokens[i], false), 0);
+	}
+	kick(f);
+	usleep(3000);
+	assert_int_equal(vqs_vu_frontend_stop(f), 0);
+	uint64_t before_resume = atomic_load(&env.echo.completed);
+	assert_true(before_resume < INFLIGHT);
+	env.echo.delay_us = 0;
+	assert_int_equal(vqs_vu_frontend_setup(f), 0);
+	kick(f);
+	for (unsigned k = 0; k < INFLIGHT; k++) {
+		uint32_t len;
+		int *tok = vu_wait_used(f, 0, &len);
+		assert_non_null(tok);
+		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
+		assert_int_equal(len, 64);
+		assert_int_equal(seen[tok - tokens]++, 0);
+	}
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 50, 64), 0);
+	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT + 50);
+	print_message("%s: %llu of %u done before the stop\n", packed ? "packed" : "split",
+		      (unsigned long long)before_resume, INFLIGHT);
+	stop(&env, f);
+}
+
+static void test_stop_resume_with_inflight_split(void **state) { stops_and_resumes(false); }
+static void test_stop_resume_with_inflight_packed(void **state) { stops_and_resumes(true); }
+
+/* A destination's frontend announces the migrated guest (SEND_RARP): the device gets the
+ * address, once per message, while its queues keep serving. */
+static void test_send_rarp_reaches_device_while_running(void **state)
+{
+	struct vu_env env;
+	struct vqs_vu_frontend *f = start(&env, false);
+	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_RARP));
+	const uint8_t mac[8] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+	for (unsigned i = 1; i <= 3; i++) {
+		assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SEND_RARP, mac, sizeof(mac), NULL,
+							 0, true, NULL, 0, NULL),
+				 0);
+		assert_int_equal(atomic_load_explicit(&env.echo.rarps, memory_order_acquire), i);
+		assert_memory_equal(env.echo.rarp_mac, mac, VQS_VU_MAC_LEN);
+		assert_int_equal(vu_echo_roundtrip(f, 0, 16, 64), 0);
+	}
+	stop(&env, f);
+}
+
+static void without_rarp_hook(struct vqs_vu_device_ops *ops) { ops->send_rarp = NULL; }
+
+/* A device that cannot announce is not offered as one that can: RARP stays unoffered and the
+ * message is refused. */
+static void test_rarp_offered_only_with_the_hook(void **state)
+{
+	struct vu_env env;
+	assert_int_equal(vu_env_start_with(&env, 1, false, without_rarp_hook), 0);
+	struct vqs_vu_frontend *f = connect_to(&env, false);
+	assert_false(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_RARP));
+	const uint8_t mac[8] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SEND_RARP, mac, sizeof(mac), NULL, 0,
+						 true, NULL, 0, NULL),
+			 -EPROTO);
+	assert_int_equal(atomic_load(&env.echo.rarps), 0);
+	stop(&env, f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_marks_written_pages_split),
 		cmocka_unit_test(test_log_marks_written_pages_packed),
 		cmocka_unit_test(test_log_unmarked_accepts_and_marks_nothing),
+		cmocka_unit_test(test_log_fd_signalled_after_marks),
 		cmocka_unit_test(test_log_switched_under_traffic),
 		cmocka_unit_test(test_migrate_ring_state_split),
 		cmocka_unit_test(test_migrate_ring_state_packed),
+		cmocka_unit_test(test_stop_resume_with_inflight_split),
+		cmocka_unit_test(test_stop_resume_with_inflight_packed),
+		cmocka_unit_test(test_send_rarp_reaches_device_while_running),
+		cmocka_unit_test(test_rarp_offered_only_with_the_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
