@@ -4,8 +4,8 @@
  * between two pinned polling threads with nothing in between (no scheduler, no handler, no
  * eventfd): answering one request at a time (split and packed), and streaming at the floors'
  * batch sizes (split, as vqs-bench's points: requests of a readable and a writable buffer, the
- * driver refilling in whole batches, the device publishing and deciding the call once per
- * batch). Not floors of the machine: they show what the ring format itself costs over the
+ * driver refilling as entries come back, the device running one ring session per batch:
+ * begin, pop, fill, end). Not floors of the machine: they show what the ring format itself costs over the
  * minimal ring, so a point's gap to the floor splits into the format's share and the
  * scheduler's.
  */
@@ -64,8 +64,9 @@ out:
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
 
-/* Streaming: keep the ring full in whole batches, reap everything, until the time is up; then
- * wait for what is in flight. */
+/* Streaming: keep the ring full, refilling up to a batch as entries come back (as the minimal
+ * ring's producer does), reap everything, until the time is up; then wait for what is in
+ * flight. */
 static void vref_driver_stream(void *p)
 {
 	struct vref *v = p;
@@ -87,18 +88,21 @@ static void vref_driver_stream(void *p)
 			}
 			continue;
 		}
-		if (vqs_drv_free_count(v->drv) / 2 < fill) { /* two descriptors a request */
+		unsigned n = vqs_drv_free_count(v->drv) / 2; /* two descriptors a request */
+		if (n > fill)
+			n = fill;
+		if (!n) {
 			cpu_relax();
 			continue;
 		}
-		for (unsigned i = 0; i < fill; i++) {
+		for (unsigned i = 0; i < n; i++) {
 			struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}};
 			if (vqs_drv_add(v->drv, b, 1, 1, &token, false)) {
 				v->failed = true;
 				goto out;
 			}
 		}
-		sent += fill;
+		sent += n;
 		vqs_drv_kick_prepare(v->drv); /* the device polls: its answer is not needed */
 	}
 out:
@@ -108,33 +112,36 @@ out:
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
 
+/* The device's side: one ring session per batch (begin, pop, fill, end), as a scheduler's turn
+ * without the scheduler; the sessions are short read-side sections of their own. */
 static void vref_device(void *p)
 {
 	struct vref *v = p;
-	struct iovec iov[4];
-	unsigned polls = 0, most = v->batch ? v->batch : 1;
-	vqs_mem_read_lock();
+	enum { MOST = 256 };
+	static _Thread_local struct iovec iov[MOST][4];
+	static _Thread_local struct vqs_elem e[MOST];
+	static _Thread_local struct vqs_elem *pe[MOST];
+	static _Thread_local uint32_t written[MOST];
+	unsigned most = v->batch ? v->batch : 1;
+	if (most > MOST)
+		most = MOST;
+	for (unsigned i = 0; i < most; i++)
+		pe[i] = &e[i];
 	vqs_vq_disable_notify(v->dev);
 	while (!atomic_load_explicit(&v->stop, memory_order_acquire)) {
-		unsigned n = 0;
-		for (; n < most; n++) {
-			/* iov again before each pop: a long chain's pop points e.iov at the
-			 * queue's area */
-			struct vqs_elem e = {.iov = iov, .iov_cap = 4};
-			if (vqs_vq_pop(v->dev, &e))
-				break;
-			vqs_vq_fill(v->dev, &e, 0);
-		}
-		if (n) {
-			vqs_vq_flush(v->dev);
-			vqs_vq_need_call(v->dev);
-		}
-		if (++polls % 4096 == 0) { /* short read-side sections, as the scheduler's */
-			vqs_mem_read_unlock();
-			vqs_mem_read_lock();
-		}
+		/* iov again before each pop: a long chain's pop points e.iov at the queue's area */
+		for (unsigned i = 0; i < most; i++)
+			e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+		struct vqs_vq_session ss;
+		bool call;
+		int n = vqs_vq_session_begin(v->dev, &ss);
+		if (n > 0)
+			n = vqs_vq_session_pop(&ss, pe, most);
+		if (n > 0)
+			vqs_vq_session_fill(&ss, (const struct vqs_elem *const *)pe, written,
+					    (unsigned)n);
+		vqs_vq_session_end(&ss, &call);
 	}
-	vqs_mem_read_unlock();
 }
 
 /* One run on one layout: batch 0 measures request/response (out[0] p50, out[1] p99, in ns),

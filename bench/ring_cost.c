@@ -2,9 +2,8 @@
 /*
  * vqs-ring-cost: the device side's work per request, for an instruction count. One thread drives
  * both sides of a ring of 256 entries: the driver adds a batch of chains (one or two descriptors
- * each), then device_batch() pops them, fills them and flushes, as the scheduler's turn does
- * (pop inside one read-side section; fill and flush take it themselves). Only device_batch is
- * meant to be counted:
+ * each), then device_batch() runs one ring session on them (begin, pop, fill, end: flush and the
+ * call decision), as the scheduler's turn does. Only device_batch is meant to be counted:
  *
  *   valgrind --tool=callgrind --toggle-collect=device_batch vqs-ring-cost split 1 1000
  *
@@ -60,19 +59,20 @@ static int rig_init(struct rig *r, bool packed)
 	return r->bufs ? 0 : -1;
 }
 
-/* The device's half of one batch: pop, fill (nothing written), flush. */
+/* The device's half of one batch, one ring session: begin, pop, fill (nothing written), end. */
 __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 {
 	for (unsigned i = 0; i < BATCH; i++)
 		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
-	vqs_mem_read_lock();
-	int n = vqs_vq_pop_into(r->dev, r->pop, BATCH);
-	vqs_mem_read_unlock();
-	if (n <= 0)
-		return 0;
-	vqs_vq_fill_batch(r->dev, r->fill, r->written, (unsigned)n);
-	vqs_vq_flush(r->dev);
-	return (unsigned)n;
+	struct vqs_vq_session ss;
+	bool call;
+	int n = vqs_vq_session_begin(r->dev, &ss);
+	if (n > 0)
+		n = vqs_vq_session_pop(&ss, r->pop, BATCH);
+	if (n > 0)
+		vqs_vq_session_fill(&ss, r->fill, r->written, (unsigned)n);
+	vqs_vq_session_end(&ss, &call);
+	return n > 0 ? (unsigned)n : 0;
 }
 
 int main(int argc, char **argv)

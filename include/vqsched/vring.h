@@ -12,11 +12,9 @@
  * A ring that breaks a rule marks this vq broken with a reason (vqs_vq_error); every later pop
  * fails with -EIO. Other queues are unaffected.
  *
- * Pops translate buffers through the vq's memory map (mem.h), through the table current at the
- * pop. The iovecs stay valid while the caller stays inside the vqs_mem_read_lock() section it
- * popped in, or while it holds a pin on that table: taken in the same section (vqs_mem_table_get
- * there returns the table the pop used), or taken before and handed to vqs_vq_pop_pinned, which
- * refuses a table that is no longer current.
+ * The data path is the ring session below (begin, pop, fill, end): one read-side section, one
+ * check of the queue and one read of the driver's index per batch. Pops translate buffers through
+ * the vq's memory map (mem.h), through the table current at begin (vqs_vq_session.table).
  */
 #ifndef VQSCHED_VRING_H
 #define VQSCHED_VRING_H
@@ -215,34 +213,84 @@ VQS_API unsigned vqs_vq_num(const struct vqs_vq *vq);
 VQS_API int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg);
 
 /*
- * Pop the next available chain into *e. Returns 0, -EAGAIN when nothing is available, -EIO when
- * the queue is (or just became) broken, -EBUSY when the chain waits for the long-chain area
- * (nothing consumed: fill or give back long chains in flight first; see vqs_elem). Must be
- * called inside vqs_mem_read_lock() (a pin alone is not
- * enough: see vqs_vq_pop_pinned). Threads: owner.
+ * The ring session: the device's work on one queue for one batch, in one straight line.
+ *
+ *   vqs_vq_session_begin  enter the memory read-side section, check the queue once (configured,
+ *                         not broken, ring areas resolved in the current table), read the
+ *                         driver's avail index once: returns how many chains are there;
+ *   vqs_vq_session_pop    pop up to that many chains, each descriptor read once;
+ *   (vqs_vq_session_pause leave the section while the chains are handled: see below)
+ *   vqs_vq_session_fill   write their used entries;
+ *   vqs_vq_session_end    publish them (one release store), decide whether the driver must be
+ *                         called, leave the section.
+ *
+ * Every call takes the lock the same way: the session holds the read-side section from begin to
+ * end, except between pause and the next fill or end, which enter it again and check the queue
+ * again (a new memory table re-resolves the ring areas). The iovecs of popped chains lie in
+ * session.table: valid while the session is in its section, or beyond it while the caller holds
+ * a pin on that table: vqs_mem_table_get inside the section, before pause, pins the current
+ * table; when that is not session.table (replaced since begin), the map the chains were
+ * translated through is out of date: give them back (vqs_vq_unpop) and pop again. A session is
+ * on the stack of the queue's owner; it allocates nothing; a paused session may be dropped
+ * without end (what it filled then waits for the next end or vqs_vq_flush), and one that only
+ * completes needs no begin ({.vq = vq} is one). Threads: owner, for each call.
+ */
+struct vqs_vq_session {
+	struct vqs_vq *vq;
+	const struct vqs_mem_table *table; /* the table pops translate through */
+	int err;         /* why begin failed (-EINVAL, -EIO); the session's calls return it */
+	bool in_section; /* inside vqs_mem_read_lock() */
+};
+/* Chains available (>= 0), or -EINVAL (unconfigured) / -EIO (broken, possibly just now). Split:
+ * exact (the avail index, read once; the session pops no further). Packed: chains whose ends
+ * a look of up to 256 descriptors saw, resumed where the previous look stopped, and 1 when
+ * descriptors are available but no chain end is in sight. Pair every begin with end or pause. */
+VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
+/*
+ * Pop up to max chains into *elems[0..max) (elements need not be side by side: each may sit
+ * inside the caller's own request structure). Returns how many (0: none left of what begin saw),
+ * or -EIO when the queue is (or just became) broken and nothing was popped, or -EBUSY when the
+ * first chain waits for the long-chain area (nothing consumed; fill or give back long chains in
+ * flight first; see vqs_elem). A break or a wait after some pops returns those pops; the next
+ * pop reports it. A split session pops no further than the avail index begin read.
+ */
+VQS_API int vqs_vq_session_pop(struct vqs_vq_session *ss, struct vqs_elem *const *elems,
+			       unsigned max);
+/* Leave the read-side section (a handler that blocks then holds up no grace period). */
+VQS_API void vqs_vq_session_pause(struct vqs_vq_session *ss);
+/*
+ * Used entries for elems[0..n) with written[0..n) bytes, in that order (not visible to the
+ * driver until end). Returns how many were filled; fewer than n when elems[k] was refused (the
+ * ones after it are not looked at), or the error of the first one when it was refused: -EINVAL
+ * (written exceeds in_len, or the id is not in flight), -EIO (broken: a broken queue no longer
+ * touches the ring). Completions may be out of order unless IN_ORDER was negotiated.
+ */
+VQS_API int vqs_vq_session_fill(struct vqs_vq_session *ss, const struct vqs_elem *const *elems,
+				const uint32_t *written, unsigned n);
+/*
+ * Publish everything filled (on this queue, in this session or before), decide the call over
+ * everything published since the previous decision (EVENT_IDX used_event, or
+ * VRING_AVAIL_F_NO_INTERRUPT / packed driver event suppression), and leave the section.
+ * Returns how many entries were published; *call: must the driver be interrupted.
+ */
+VQS_API unsigned vqs_vq_session_end(struct vqs_vq_session *ss, bool *call);
+
+/*
+ * One request at a time, for callers that pop one chain and complete it later (examples, tests):
+ * thin wrappers of the session. vqs_vq_pop: a session of one pop, 0 or -EAGAIN when nothing is
+ * available, else as vqs_vq_session_pop; called inside vqs_mem_read_lock() (the iovecs are valid
+ * in that section). vqs_vq_fill: as vqs_vq_session_fill of one. vqs_vq_flush: publish what was
+ * filled; returns how many. vqs_vq_need_call: the call decision of vqs_vq_session_end, after a
+ * flush. Threads: owner.
  */
 VQS_API int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e);
-/*
- * Pop up to max chains into elems[0..max). Returns how many (0 when none), or -EIO when the queue
- * is broken and nothing was popped, or -EBUSY when the first chain waits for the long-chain area.
- * A break (or a chain that waits) after some pops returns those pops; the next call reports it. Inside vqs_mem_read_lock(), as vqs_vq_pop. Threads: owner.
- */
-VQS_API int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max);
-/* vqs_vq_pop_batch into elements that are not side by side (each inside the caller's own request
- * structure, say): *elems[0..max). Same returns; like every pop, inside vqs_mem_read_lock().
- * Threads: owner. */
-VQS_API int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max);
-/*
- * vqs_vq_pop_into for a caller outside any read-side section that holds a pin on t (from
- * vqs_mem_table_get): buffers are translated through t, so the iovecs stay valid until the pin is
- * dropped, whatever replaces the table meanwhile. -ESTALE, nothing popped, when t is no longer
- * the current table (its map is out of date: pin the current one and pop again). Other returns
- * as vqs_vq_pop_into. Threads: owner.
- */
-VQS_API int vqs_vq_pop_pinned(struct vqs_vq *vq, const struct vqs_mem_table *t,
-			      struct vqs_elem *const *elems, unsigned max);
-/* Chains the driver has made available and not yet popped (an estimate, never trusted for
- * bounds). Threads: owner. */
+VQS_API int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
+VQS_API unsigned vqs_vq_flush(struct vqs_vq *vq);
+VQS_API bool vqs_vq_need_call(struct vqs_vq *vq);
+
+/* Chains the driver has made available and not yet popped: what vqs_vq_session_begin returns
+ * (0 on an error), in a session of its own; a malformed index breaks the queue as a pop would.
+ * Packed: an estimate (see begin). Threads: owner. */
 VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);
 /*
  * Give back the n most recently popped chains, elems[0..n) in pop order, without completing them:
@@ -251,33 +299,6 @@ VQS_API unsigned vqs_vq_avail_count(struct vqs_vq *vq);
  * -EINVAL if n exceeds what can be given back or an element is not in flight. Threads: owner.
  */
 VQS_API int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
-
-/*
- * Stage a used entry for e with `written` bytes written into its writable buffers. Not visible to
- * the driver until vqs_vq_flush. Completions may be out of order unless IN_ORDER was negotiated.
- * -EINVAL when written exceeds e->in_len or the id is not in flight; -EIO when the queue is
- * broken (a broken queue no longer touches the ring). Fill, flush and the notification calls
- * take the memory read lock themselves. Threads: owner.
- */
-VQS_API int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written);
-/*
- * Stage used entries for elems[0..n) with written[0..n) bytes, in that order: what n vqs_vq_fill
- * calls do, with the checks of the queue and the lock taken once. Returns how many were staged;
- * fewer than n when elems[k] was refused (the ones after it are not looked at; vqs_vq_fill on
- * elems[k] says why), or the error of the first one when it was refused (-EINVAL, -EIO).
- * Threads: owner.
- */
-VQS_API int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
-			      const uint32_t *written, unsigned n);
-/* Publish everything staged (one release store of the used index / first used flags). Returns
- * how many entries were published. Threads: owner. */
-VQS_API unsigned vqs_vq_flush(struct vqs_vq *vq);
-/*
- * After a flush: must the driver be interrupted? Applies EVENT_IDX (used_event) or
- * VRING_AVAIL_F_NO_INTERRUPT / packed driver event suppression, over everything published since
- * the previous call. Threads: owner.
- */
-VQS_API bool vqs_vq_need_call(struct vqs_vq *vq);
 
 /* Ask the driver not to kick (NO_NOTIFY / device event DISABLE). Threads: owner. */
 VQS_API void vqs_vq_disable_notify(struct vqs_vq *vq);

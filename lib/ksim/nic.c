@@ -187,6 +187,8 @@ uint32_t ksim_net_receive(struct ksim_nic *n, struct ksim_skb *skb, const struct
 
 void ksim_net_signal(struct ksim_nic *n, unsigned q)
 {
-	if (vqs_vq_flush(n->vq[q]) && vqs_vq_need_call(n->vq[q]))
+	struct vqs_vq_session ss = {.vq = n->vq[q]}; /* the end of the work's sessions */
+	bool call;
+	if (vqs_vq_session_end(&ss, &call) && call)
 		ksim_efd_signal(n->irq.efd);
 }

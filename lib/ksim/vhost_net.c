@@ -149,29 +149,40 @@ static int rx_round_413(struct ksim_vnet *v, uint64_t *bytes)
 	return placed;
 }
 
-/* One round of the fixed variant: buffers first, then only as many packets as buffers. */
+/* One round of the fixed variant: buffers first, then only as many packets as buffers; one ring
+ * session (handle_rx's ksim_net_signal publishes and calls). */
 static int rx_round_fixed(struct ksim_vnet *v, uint64_t *bytes)
 {
 	struct ksim_nic *n = v->nic;
 	struct vqs_vq *vq = n->vq[KSIM_RXQ];
 	struct iovec iov[VQS_KSIM_NET_BATCH][IOV_PER_ELEM];
-	struct vqs_elem e[VQS_KSIM_NET_BATCH];
-	for (unsigned i = 0; i < v->cfg.batch; i++)
+	struct vqs_elem e[VQS_KSIM_NET_BATCH], *ep[VQS_KSIM_NET_BATCH];
+	for (unsigned i = 0; i < v->cfg.batch; i++) {
 		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = IOV_PER_ELEM};
-	int nb = vqs_vq_pop_batch(vq, e, v->cfg.batch);
-	if (nb < 0)
-		return -1;
-	if (nb == 0)
+		ep[i] = &e[i];
+	}
+	struct vqs_vq_session ss;
+	int nb = vqs_vq_session_begin(vq, &ss);
+	if (nb > 0)
+		nb = vqs_vq_session_pop(&ss, ep, v->cfg.batch);
+	if (nb <= 0) {
+		vqs_vq_session_pause(&ss);
+		if (nb < 0)
+			return -1;
 		return rx_wait_for_buffers(vq) ? -1 : 0;
+	}
 	struct ksim_skb *skbs[VQS_KSIM_NET_BATCH];
+	uint32_t written[VQS_KSIM_NET_BATCH];
 	unsigned got = ksim_tun_consume(&n->rx_tun, skbs, (unsigned)nb);
 	if (got < (unsigned)nb)
 		vqs_vq_unpop(vq, &e[got], (unsigned)nb - got);
 	for (unsigned i = 0; i < got; i++) {
-		uint32_t written = ksim_net_receive(n, skbs[i], &e[i]);
-		vqs_vq_fill(vq, &e[i], written);
-		*bytes += written;
+		written[i] = ksim_net_receive(n, skbs[i], &e[i]);
+		*bytes += written[i];
 	}
+	if (got)
+		vqs_vq_session_fill(&ss, (const struct vqs_elem *const *)ep, written, got);
+	vqs_vq_session_pause(&ss);
 	if (!got)
 		return rx_wait_for_packets(v) ? -1 : 0;
 	return (int)got;

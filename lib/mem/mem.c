@@ -208,7 +208,6 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 	}
 	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
 	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
-	atomic_store_explicit(&m->logging, t->log != NULL, memory_order_relaxed);
 	if (old)
 		table_retire(m, old);
 	return 0;

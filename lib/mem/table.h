@@ -28,23 +28,7 @@ struct vqs_mem {
 	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
 	bool log_on;             /* under lock */
 	int log_fd;              /* eventfd signalled after marks (vqs_mem_set_log_fd), -1; lock */
-	/* Whether the published table logs, stored after it (vqs_mem_may_log). Relaxed: it
-	 * publishes nothing; a reader that finds it set reads the table in a read-side section. */
-	atomic_bool logging;
 };
-
-/*
- * Whether the map may log: the data path's one test per batch before it marks anything, taken
- * without a read-side section (a fill runs outside one). It mirrors the newest table's log as
- * the table pointer does, one load of what the writer stored after building the table, so a
- * batch that finds it clear could as well have read a table without a log: marks are promised
- * for writes that begin after logging is switched on (vqs_mem_log_enable), not for those in
- * flight. A set flag sends the reader to the current table, which decides.
- */
-static inline bool vqs_mem_may_log(struct vqs_mem *m)
-{
-	return atomic_load_explicit(&m->logging, memory_order_relaxed);
-}
 
 /* A region as the map owns it: shared by every table that lists it, released with the last. */
 struct mem_region_obj {
@@ -88,6 +72,38 @@ struct vqs_mem_table {
 };
 
 /*
+ * One slot's translation, copied out of the table for a batch of translations (the hinted region
+ * of a ring's pops): the table is read once, and each buffer costs a subtraction and two
+ * comparisons. An empty window (size 0) translates nothing.
+ */
+struct vqs_mem_win {
+	uint64_t gpa, size;
+	uint8_t *host;
+};
+
+static inline struct vqs_mem_win vqs_mem_win(const struct vqs_mem_table *t, unsigned hint)
+{
+	if (hint >= t->n)
+		return (struct vqs_mem_win){0, 0, NULL};
+	const struct mem_slot *s = &t->slots[hint];
+	return (struct vqs_mem_win){s->gpa, s->size, s->host};
+}
+
+/* [gpa, gpa + len) with len > 0 wholly inside the window, as one iovec; false otherwise (len 0
+ * too). off >= size covers gpa below the slot as well, since a slot never wraps; len - 1 wraps
+ * for len 0. */
+static inline bool vqs_mem_win_translate(const struct vqs_mem_win *w, uint64_t gpa, uint64_t len,
+					 struct iovec *iov)
+{
+	uint64_t off = gpa - w->gpa;
+	if (off >= w->size || len - 1 >= w->size - off)
+		return false;
+	iov->iov_base = w->host + off;
+	iov->iov_len = len;
+	return true;
+}
+
+/*
  * The translation most buffers need, inline: [gpa, gpa + len) lies wholly inside slot `hint` (the
  * region the previous buffer was in), as one iovec. false: take vqs_mem_translate (another slot,
  * several slots, or unmapped). len > 0; a slot never wraps, so neither does a range inside one.
@@ -95,15 +111,8 @@ struct vqs_mem_table {
 static inline bool vqs_mem_translate_hinted(const struct vqs_mem_table *t, uint64_t gpa,
 					    uint64_t len, struct iovec *iov, unsigned hint)
 {
-	if (hint >= t->n)
-		return false;
-	const struct mem_slot *s = &t->slots[hint];
-	uint64_t off = gpa - s->gpa;
-	if (gpa < s->gpa || off >= s->size || len > s->size - off)
-		return false;
-	iov->iov_base = s->host + off;
-	iov->iov_len = len;
-	return true;
+	struct vqs_mem_win w = vqs_mem_win(t, hint);
+	return vqs_mem_win_translate(&w, gpa, len, iov);
 }
 
 /* Slot holding gpa, or NULL; *hint is tried first and updated on a hit. */

@@ -144,7 +144,6 @@ static int restore(struct vqs_vq *vq, struct vqs_split_inflight *r)
 	s->resubmit_pos = 0;
 	s->inuse = (uint16_t)n;
 	s->pending = 0;
-	s->nstaged = 0;
 	s->infl_counter = max_counter + 1;
 	/* The ring is where the driver stands: continue from its used idx. Every chain popped
 	 * before the crash is either used (counted there) or in flight (resubmitted), so avail

@@ -56,6 +56,11 @@ struct desc_cursor {
 	bool wrap;
 	uint16_t entry; /* region: next entry */
 	unsigned left;  /* region: descriptors the record says the chain has */
+	/* ring: the fast path of a two-descriptor chain looked at the next slot already
+	 * (NEXT_READ: its snapshot is `next`, the slot stepped over; NEXT_UNAVAIL: it was not
+	 * available), so that the walk reads no descriptor twice */
+	enum { NEXT_UNREAD, NEXT_READ, NEXT_UNAVAIL } pend;
+	struct vqs_vring_packed_desc next;
 };
 
 /* Snapshot of the cursor's next descriptor after the chain's first. VQS_VQ_OK or a reason. */
@@ -73,11 +78,16 @@ static enum vqs_vq_err cursor_next(struct vqs_vq *vq, struct desc_cursor *c,
 		c->entry = (uint16_t)next;
 		return VQS_VQ_OK;
 	}
+	if (c->pend == NEXT_READ) {
+		c->pend = NEXT_UNREAD;
+		*d = c->next;
+		return VQS_VQ_OK;
+	}
 	struct vqs_vring_packed_desc *slot = &p->desc[c->slot];
-	uint16_t flags = vqs_packed_flags_acquire(slot);
+	uint16_t flags = c->pend == NEXT_UNAVAIL ? 0 : vqs_packed_flags_acquire(slot);
 	/* 2.8.6: the driver makes a whole chain available before its head, so a descriptor in
 	 * the middle that is not available with the head's wrap counter is a corrupt ring. */
-	if (!vqs_packed_desc_is_avail(flags, c->wrap))
+	if (c->pend == NEXT_UNAVAIL || !vqs_packed_desc_is_avail(flags, c->wrap))
 		return VQS_VQ_ERR_WRAP;
 	snapshot(slot, flags, d);
 	vqs_packed_advance(&c->slot, &c->wrap, 1, vq->cfg.num);
@@ -152,7 +162,8 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 	}
 }
 
-static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t,
+			  struct vqs_mem_win *win, struct vqs_elem *e)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
@@ -177,14 +188,36 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 
 	unsigned ndescs = 1;
 	bool in_area = false;
-	/* A walk records descriptors in the inflight region as it reads them; a single
-	 * descriptor needs no walk only when there is nothing to record. */
-	if (cur.from_region || p->inflight ||
-	    (d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) ||
-	    !vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE)) {
+	/* A walk records descriptors in the inflight region as it reads them; one or two
+	 * descriptors (straight lines, as split's) need no walk only when there is nothing to
+	 * record. */
+	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
+	bool fast = !cur.from_region && !p->inflight;
+	if (fast && (d.flags & chained) == VQS_VRING_DESC_F_NEXT && vq->cfg.num >= 2) {
+		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
+		uint16_t f1 = vqs_packed_flags_acquire(slot);
+		cur.pend = NEXT_UNAVAIL;
+		if (vqs_packed_desc_is_avail(f1, cur.wrap)) {
+			snapshot(slot, f1, &cur.next);
+			vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
+			cur.pend = NEXT_READ;
+			if (!(f1 & chained) &&
+			    vqs_chain_pair(e, win, vq->cfg.max_iov >= 2, d.addr, d.len,
+					   d.flags & VQS_VRING_DESC_F_WRITE, cur.next.addr,
+					   cur.next.len, f1 & VQS_VRING_DESC_F_WRITE)) {
+				d = cur.next;
+				ndescs = 2;
+				fast = false; /* built */
+			}
+		}
+	}
+	if (ndescs == 1 &&
+	    (!fast || (d.flags & chained) ||
+	     !vqs_chain_single(e, win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))) {
 		struct vqs_chain ch;
 		vqs_chain_begin(&ch, e, vq);
 		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
+		*win = vqs_mem_win(t, vq->hint); /* the walk may have moved the hint */
 		if (err)
 			return vqs_vq_break(vq, err);
 		if (ch.must_wait)
@@ -218,17 +251,18 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t, stru
 	return 0;
 }
 
-static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		      struct vqs_elem *const *ptrs, unsigned max)
+static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		      struct vqs_elem *const *elems, unsigned max)
 {
 	unsigned n = 0;
 	int rc;
-	while (n < max && (rc = pop_one(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+	struct vqs_mem_win win = vqs_mem_win(t, vq->hint);
+	while (n < max && (rc = pop_one(vq, t, &win, elems[n])) == 0)
 		n++;
 	return n ? (int)n : rc;
 }
 
-static unsigned packed_avail_count(struct vqs_vq *vq)
+static int packed_begin(struct vqs_vq *vq)
 {
 	/* An estimate from the flags alone: available descriptors that end a chain, looking at
 	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). The
@@ -249,15 +283,30 @@ static unsigned packed_avail_count(struct vqs_vq *vq)
 	unsigned seen = (vqs_packed_linear(p->scan_idx, p->scan_wrap, num) + 2 * num - from) %
 			(2 * num);
 	unsigned scan = num < AVAIL_SCAN ? num : AVAIL_SCAN;
+	/* in registers for the look; one flags load per descriptor: AVAIL and USED as the wrap
+	 * counter wants them (2.8.1) */
+	struct vqs_vring_packed_desc *desc = p->desc;
+	unsigned idx = p->scan_idx, chains = p->scan_chains;
+	uint16_t want = p->scan_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
 	for (; seen < scan; seen++) {
-		uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->scan_idx]);
-		if (!vqs_packed_desc_is_avail(flags, p->scan_wrap))
+		uint16_t flags = vqs_packed_flags_acquire(&desc[idx]);
+		if ((flags & (VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED)) != want)
 			break;
-		if (!(flags & VQS_VRING_DESC_F_NEXT))
-			p->scan_chains++;
-		vqs_packed_advance(&p->scan_idx, &p->scan_wrap, 1, num);
+		chains += !(flags & VQS_VRING_DESC_F_NEXT);
+		if (++idx == num) {
+			idx = 0;
+			want ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+		}
 	}
-	return p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
+	p->scan_idx = (uint16_t)idx;
+	p->scan_wrap = want == VQS_PACKED_F_AVAIL;
+	p->scan_chains = chains;
+	unsigned n = p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
+	/* Descriptors without a chain's end in sight (a chain longer than the look, or one the
+	 * driver never ends): one, so that a pop walks it and takes or refuses it. */
+	if (!n && seen)
+		n = 1;
+	return (int)n;
 }
 
 static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
@@ -467,8 +516,8 @@ static void packed_reset_state(struct vqs_vq *vq)
 
 const struct vqs_ring_ops vqs_packed_ops = {
 	.resolve = packed_resolve,
+	.begin = packed_begin,
 	.pop = packed_pop,
-	.avail_count = packed_avail_count,
 	.unpop = packed_unpop,
 	.fill = packed_fill,
 	.flush = packed_flush,

@@ -81,12 +81,15 @@ static void split_reset_state(struct vqs_vq *vq)
 }
 
 /*
- * Walk the chain whose head descriptor is d (snapshotted) into e (2.7.5). Descriptors are counted
- * per table for loop detection (more steps than the table has entries means a revisit) and across
- * tables for the queue-size limit on chain length (2.7.5.3.1).
+ * Walk the chain whose head descriptor is d (snapshotted) into e (2.7.5). second: the snapshot of
+ * the descriptor d.next names, when the fast path already read it (d has NEXT and no INDIRECT,
+ * d.next < num), so that no descriptor is read twice. Descriptors are counted per table for loop
+ * detection (more steps than the table has entries means a revisit) and across tables for the
+ * queue-size limit on chain length (2.7.5.3.1).
  */
 static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				  struct vqs_vring_desc d, struct vqs_chain *c)
+				  struct vqs_vring_desc d, const struct vqs_vring_desc *second,
+				  struct vqs_chain *c)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned num = vq->cfg.num;
@@ -125,6 +128,11 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 			break;
 		if (d.next >= size)
 			return VQS_VQ_ERR_NEXT_RANGE;
+		if (second) {
+			d = *second;
+			second = NULL;
+			continue;
+		}
 		desc_snapshot(&table[d.next], &d);
 	}
 	vqs_chain_end(c);
@@ -136,25 +144,19 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
  * default size in one pass, a bounded local array. */
 #define SPLIT_PASS 64u
 
-/* Avail entries published and not yet popped; reads avail->idx only when fewer than want are
- * known, so a batch looks at the index (the line the driver writes) once. -EIO when the driver
- * moved it by more than the queue size. */
-static int avail_entries(struct vqs_vq *vq, unsigned want)
+/* A session begins: read avail->idx, once for the batch. -EIO when the driver moved it by more
+ * than the queue size. */
+static int split_begin(struct vqs_vq *vq)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	uint16_t known = (uint16_t)(s->avail_idx - s->last_avail_idx);
-	if (known >= want)
-		return known;
 	/* Acquire pairs with the driver's release store of avail->idx, made after it wrote the
-	 * ring entries and descriptors we are about to read. */
+	 * ring entries and descriptors the session's pops read. */
 	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
 	uint16_t n = (uint16_t)(idx - s->last_avail_idx);
 	if (n > vq->cfg.num)
 		return vqs_vq_break(vq, VQS_VQ_ERR_AVAIL_IDX);
-	if (n == known)
-		return n;
 	s->avail_idx = idx;
-	return n;
+	return n + (s->nresubmit - s->resubmit_pos);
 }
 
 /*
@@ -181,15 +183,16 @@ static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigne
 	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
 }
 
-/* take_chain beyond one descriptor in the hinted region: out of line, so that the common pop
- * keeps its state in registers. */
+/* take_chain beyond the fast paths: out of line, so that the common pop keeps its state in
+ * registers. */
 static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
 					       uint16_t head, const struct vqs_vring_desc *d,
+					       const struct vqs_vring_desc *second,
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
 	vqs_chain_begin(&c, e, vq);
-	enum vqs_vq_err err = walk_chain(vq, t, *d, &c);
+	enum vqs_vq_err err = walk_chain(vq, t, *d, second, &c);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
 	if (c.must_wait)
@@ -199,89 +202,131 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 	return 0;
 }
 
-/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
- * -EIO. A 0 commits the pop as far as the area is concerned. */
-static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
-							    const struct vqs_mem_table *t,
-							    uint16_t head, struct vqs_elem *e)
+/* What a batch of pops reads once, kept in registers (the element stores could alias any field
+ * of the queue): the table, the window of the hinted region, the descriptor table, the queue
+ * size, the device's iovec limit. */
+struct pop_ctx {
+	const struct vqs_mem_table *t;
+	struct vqs_mem_win win;
+	const struct vqs_vring_desc *desc;
+	unsigned num;
+	bool max_iov2;
+};
+
+static inline struct pop_ctx pop_ctx_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
 {
-	struct vqs_vring_desc d;
-	desc_snapshot(&vq->u.split.desc[head], &d);
+	return (struct pop_ctx){.t = t, .win = vqs_mem_win(t, vq->hint), .desc = vq->u.split.desc,
+				.num = vq->cfg.num, .max_iov2 = vq->cfg.max_iov >= 2};
+}
+
+/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
+ * -EIO. A 0 commits the pop as far as the area is concerned. One descriptor and two (not the
+ * head twice: the walk judges that) are straight lines; the rest is the general walk, which
+ * moves the hint, so the window follows. */
+static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
+							    struct pop_ctx *p, uint16_t head,
+							    struct vqs_elem *e)
+{
+	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
+	struct vqs_vring_desc d, d1;
+	const struct vqs_vring_desc *second = NULL;
+	desc_snapshot(&p->desc[head], &d);
 	e->id = head;
-	if (!(d.flags & (VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)) &&
-	    vqs_chain_single(e, t, vq->hint, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
-		return 0;
-	return take_long(vq, t, head, &d, e);
+	if (!(d.flags & chained)) {
+		if (vqs_chain_single(e, &p->win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
+			return 0;
+	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < p->num &&
+		   d.next != head) {
+		desc_snapshot(&p->desc[d.next], &d1);
+		second = &d1;
+		if (!(d1.flags & chained) &&
+		    vqs_chain_pair(e, &p->win, p->max_iov2, d.addr, d.len,
+				   d.flags & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
+				   d1.flags & VQS_VRING_DESC_F_WRITE))
+			return 0;
+	}
+	int rc = take_long(vq, p->t, head, &d, second, e);
+	p->win = vqs_mem_win(p->t, vq->hint);
+	return rc;
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
 static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	int rc = take_chain(vq, t, s->resubmit[s->resubmit_pos].head, e);
+	struct pop_ctx p = pop_ctx_load(vq, t);
+	int rc = take_chain(vq, &p, s->resubmit[s->resubmit_pos].head, e);
 	if (rc == 0)
 		s->resubmit_pos++;
 	return rc;
 }
 
-/* Second pass: pop the chain of head, the snapshot of the avail entry at last_avail_idx. */
-static inline int pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e,
-			    uint16_t head)
+/* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
+ * last_avail_idx. Returns how many were popped (the bookkeeping of the batch is done once, for
+ * them), *rc the reason for stopping short. */
+static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
+				 int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	if (head >= vq->cfg.num)
-		return vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
-	/* The driver may not offer a chain again before the device used it (2.7.13): its
-	 * in-flight records would be overwritten. */
-	if (busy_test(s, head))
-		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-	int rc = take_chain(vq, t, head, e);
-	if (rc)
-		return rc;
-	s->last_avail_idx++;
-	s->avail_since_restore += s->nresubmit != 0;
-	busy_set(s, head, true);
-	s->inuse++;
+	struct pop_ctx p = pop_ctx_load(vq, t);
+	uint8_t *busy = s->busy;
+	unsigned i;
+	for (i = 0; i < m; i++) {
+		uint16_t head = heads[i];
+		if (head >= p.num) {
+			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
+			break;
+		}
+		/* The driver may not offer a chain again before the device used it (2.7.13):
+		 * its in-flight records would be overwritten. Set per chain: a batch may name a
+		 * head twice. */
+		if (busy[head]) {
+			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+			break;
+		}
+		if ((*rc = take_chain(vq, &p, head, elems[i])))
+			break;
+		busy[head] = 1;
+	}
+	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
+	s->avail_since_restore += s->nresubmit ? i : 0;
+	s->inuse = (uint16_t)(s->inuse + i);
 	if (s->infl)
-		vqs_split_infl_popped(vq, head);
-	return 0;
+		for (unsigned k = 0; k < i; k++)
+			vqs_split_infl_popped(vq, heads[k]);
+	return i;
 }
 
 /* Chains the inflight region gave back come first, in their pop order, then the avail ring. */
-static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		     struct vqs_elem *const *ptrs, unsigned max)
+static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
+		     struct vqs_elem *const *elems, unsigned max)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && s->resubmit_pos < s->nresubmit &&
-	       (rc = pop_restored(vq, t, vqs_pop_slot(flat, ptrs, n))) == 0)
+	       (rc = pop_restored(vq, t, elems[n])) == 0)
 		n++;
 	if (n < max && rc == 0) {
-		rc = avail_entries(vq, max - n);
-		unsigned left = rc > 0 ? (unsigned)rc : 0;
-		rc = rc < 0 ? rc : -EAGAIN;
+		/* What begin read (an unpop since then makes it more, never past that index); none
+		 * in a session that did not begin (set_state and restore keep it at 0). */
+		unsigned left = (uint16_t)(s->avail_idx - s->last_avail_idx);
+		if (left > vq->cfg.num)
+			left = 0;
+		rc = -EAGAIN;
 		for (unsigned m; n < max && left; left -= m) {
 			uint16_t heads[SPLIT_PASS];
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			read_heads(s, heads, m);
-			for (unsigned i = 0; i < m; i++, n++)
-				if ((rc = pop_avail(vq, t, vqs_pop_slot(flat, ptrs, n), heads[i])))
-					return n ? (int)n : rc;
+			unsigned k = pop_avail(vq, t, elems + n, heads, m, &rc);
+			n += k;
+			if (k < m)
+				return n ? (int)n : rc;
 		}
 	}
 	return n ? (int)n : rc;
-}
-
-static unsigned split_avail_count(struct vqs_vq *vq)
-{
-	struct vqs_split_ring *s = &vq->u.split;
-	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
-	unsigned n = (uint16_t)(idx - s->last_avail_idx);
-	if (n > vq->cfg.num)
-		n = vq->cfg.num;
-	return n + (unsigned)(s->nresubmit - s->resubmit_pos);
 }
 
 static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
@@ -320,46 +365,36 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 	return 0;
 }
 
-/* Write the staged used entries to the ring, after those already there. Inside the read-side
- * section. */
-static void write_staged(struct vqs_split_ring *s)
-{
-	uint16_t pos = (uint16_t)(s->used_idx + s->pending - s->nstaged);
-	/* Plain stores: the driver reads the entries only after the release store in flush. */
-	for (unsigned k = 0; k < s->nstaged; k++, pos++) {
-		struct vqs_vring_used_elem *u = &s->used->ring[pos & s->mask];
-		u->id = htole32(s->stage[k].id);
-		u->len = htole32(s->stage[k].len);
-	}
-	s->nstaged = 0;
-}
-
+/* The used entries go straight to the ring (the session is inside its section): plain stores,
+ * the driver reads them only after the release store of the index in flush. */
 static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	/* in registers: the entry stores could alias any field of the queue */
+	struct vqs_vring_used_elem *ring = s->used->ring;
+	uint8_t *busy = s->busy;
+	const unsigned num = vq->cfg.num, mask = s->mask;
+	uint16_t pos = (uint16_t)(s->used_idx + s->pending);
 	unsigned k;
-	int err = -EINVAL;
 	for (k = 0; k < n; k++) {
-		uint16_t id = elems[k]->id;
-		if (id >= vq->cfg.num || !busy_test(s, id) || written[k] > elems[k]->in_len)
+		const struct vqs_elem *e = elems[k];
+		uint16_t id = e->id;
+		if (id >= num || !busy[id] || written[k] > e->in_len)
 			break;
-		if (s->nstaged == VQS_SPLIT_STAGE) {
-			if ((err = vqs_vq_ring_lock(vq)))
-				break;
-			write_staged(s);
-			vqs_vq_ring_unlock();
-		}
-		s->stage[s->nstaged++] = (struct vqs_vring_used_elem){.id = id, .len = written[k]};
-		busy_set(s, id, false);
-		if (s->infl)
-			vqs_split_infl_filled(vq, id);
+		struct vqs_vring_used_elem *u = &ring[(uint16_t)(pos + k) & mask];
+		u->id = htole32(id);
+		u->len = htole32(written[k]);
+		busy[id] = 0;
 	}
-	/* once for the batch (the byte stores above may alias any field) */
+	if (s->infl)
+		for (unsigned i = 0; i < k; i++)
+			vqs_split_infl_filled(vq, elems[i]->id);
+	/* once for the batch */
 	s->inuse = (uint16_t)(s->inuse - k);
 	s->pending = (uint16_t)(s->pending + k);
 	vqs_long_release_filled(&vq->lg, elems, k);
-	return k ? (int)k : err;
+	return k ? (int)k : -EINVAL;
 }
 
 static unsigned split_flush(struct vqs_vq *vq)
@@ -368,7 +403,6 @@ static unsigned split_flush(struct vqs_vq *vq)
 	unsigned n = s->pending;
 	if (!n)
 		return 0;
-	write_staged(s);
 	uint16_t idx = (uint16_t)(s->used_idx + n);
 	/* Release pairs with the driver's acquire load of used->idx: the entries (and the data
 	 * written into the buffers) are visible before the index that publishes them. */
@@ -455,7 +489,6 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 	s->avail_idx = st->last_avail_idx;
 	s->used_idx = st->used_idx;
 	s->pending = 0;
-	s->nstaged = 0;
 	s->inuse = 0;
 	s->signalled_valid = false;
 	memset(s->busy, 0, vq->cfg.num);
@@ -464,8 +497,8 @@ static int split_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 
 const struct vqs_ring_ops vqs_split_ops = {
 	.resolve = split_resolve,
+	.begin = split_begin,
 	.pop = split_pop,
-	.avail_count = split_avail_count,
 	.unpop = split_unpop,
 	.fill = split_fill,
 	.flush = split_flush,
@@ -480,5 +513,4 @@ const struct vqs_ring_ops vqs_split_ops = {
 	.inflight_pending = vqs_split_inflight_pending,
 	.reset_state = split_reset_state,
 	.id_state_size = sizeof(uint8_t),
-	.fill_is_local = true,
 };

@@ -28,8 +28,6 @@ struct vqs_split_inflight {
 };
 #define VQS_SPLIT_INFLIGHT_VERSION 1
 
-#define VQS_SPLIT_STAGE 64 /* used entries staged before fill writes them out */
-
 /* A chain the inflight region says a previous backend popped and never completed. */
 struct vqs_split_resubmit {
 	uint64_t counter;
@@ -47,7 +45,7 @@ struct vqs_split_ring {
 	uint16_t last_avail_idx;  /* next avail entry to pop */
 	uint16_t avail_idx;       /* last validated value read from avail->idx */
 	uint16_t used_idx;        /* last published used->idx */
-	uint16_t pending;         /* used entries filled, not yet published */
+	uint16_t pending;         /* used entries written, not yet published */
 	uint16_t inuse;           /* chains popped and not yet filled */
 	uint16_t signalled_used;  /* used idx at the previous need_call */
 	bool signalled_valid;     /* false: the next need_call must not suppress */
@@ -59,11 +57,6 @@ struct vqs_split_ring {
 	struct vqs_split_resubmit *resubmit; /* restored chains, by counter */
 	uint16_t nresubmit, resubmit_pos; /* [resubmit_pos, nresubmit) still to pop */
 	uint64_t avail_since_restore;     /* chains popped from avail (net of unpops) since then */
-
-	/* Used entries filled and not yet written to the ring (the last nstaged of pending): fill
-	 * stays off the ring, so it needs no memory read-side section. */
-	struct vqs_vring_used_elem stage[VQS_SPLIT_STAGE];
-	uint16_t nstaged;
 
 	/* Heads popped and not yet filled, per descriptor index (num entries, vqs_vq.id_state): a
 	 * byte, not a bit, since a pop and a fill each test it and change it (a load and a store;

@@ -226,97 +226,69 @@ static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
 	return 0;
 }
 
-int vqs_vq_ring_lock(struct vqs_vq *vq)
+/* Enter the read-side section (unless the session is in it) and check the queue: 0 with
+ * ss->table current, or the error, with the section left. */
+static int session_enter(struct vqs_vq_session *ss)
 {
-	vqs_mem_read_lock();
-	int rc = ring_ready(vq, NULL);
-	if (rc)
-		vqs_mem_read_unlock();
+	if (!ss->in_section) {
+		vqs_mem_read_lock();
+		ss->in_section = true;
+	}
+	int rc = ring_ready(ss->vq, &ss->table);
+	if (rc) {
+		ss->err = rc;
+		vqs_vq_session_pause(ss);
+	}
 	return rc;
 }
 
-void vqs_vq_ring_unlock(void) { vqs_mem_read_unlock(); }
-
-int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
+int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss)
 {
-	const struct vqs_mem_table *t;
-	int rc = ring_ready(vq, &t);
+	*ss = (struct vqs_vq_session){.vq = vq};
+	int rc = session_enter(ss);
 	if (rc)
 		return rc;
-	rc = vq->ops->pop(vq, t, e, NULL, 1);
-	return rc > 0 ? 0 : rc;
+	rc = vq->ops->begin(vq);
+	if (rc < 0) {
+		ss->err = rc;
+		vqs_vq_session_pause(ss);
+	}
+	return rc;
 }
 
-/* Pop up to max chains into elems[i] (flat) or *ptrs[i]: the queue's checks once for all. */
-static int pop_up_to(struct vqs_vq *vq, struct vqs_elem *flat, struct vqs_elem *const *ptrs,
-		     unsigned max)
+int vqs_vq_session_pop(struct vqs_vq_session *ss, struct vqs_elem *const *elems, unsigned max)
 {
-	const struct vqs_mem_table *t;
-	int rc = ring_ready(vq, &t);
-	if (rc)
-		return rc;
+	if (ss->err)
+		return ss->err;
+	if (!ss->in_section && session_enter(ss))
+		return ss->err;
 	if (max == 0)
 		return 0;
-	rc = vq->ops->pop(vq, t, flat, ptrs, max);
+	int rc = ss->vq->ops->pop(ss->vq, ss->table, elems, max);
 	return rc == -EAGAIN ? 0 : rc;
 }
 
-int vqs_vq_pop_batch(struct vqs_vq *vq, struct vqs_elem *elems, unsigned max)
+void vqs_vq_session_pause(struct vqs_vq_session *ss)
 {
-	return pop_up_to(vq, elems, NULL, max);
-}
-
-int vqs_vq_pop_into(struct vqs_vq *vq, struct vqs_elem *const *elems, unsigned max)
-{
-	return pop_up_to(vq, NULL, elems, max);
-}
-
-/* The section only makes the comparison with the current table meaningful; the caller's pin is
- * what keeps t, so the iovecs outlive the section. */
-int vqs_vq_pop_pinned(struct vqs_vq *vq, const struct vqs_mem_table *t,
-		      struct vqs_elem *const *elems, unsigned max)
-{
-	if (!vq->ops)
-		return -EINVAL;
-	vqs_mem_read_lock();
-	int rc = vqs_mem_current(vq->cfg.mem) == t ? pop_up_to(vq, NULL, elems, max) : -ESTALE;
-	vqs_mem_read_unlock();
-	return rc;
-}
-
-unsigned vqs_vq_avail_count(struct vqs_vq *vq)
-{
-	vqs_mem_read_lock();
-	unsigned n = ring_ready(vq, NULL) ? 0 : vq->ops->avail_count(vq);
-	vqs_mem_read_unlock();
-	return n;
-}
-
-int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
-{
-	if (!vq->ops)
-		return -EINVAL;
-	return vq->ops->unpop(vq, elems, n);
+	if (ss->in_section)
+		vqs_mem_read_unlock();
+	ss->in_section = false;
 }
 
 /*
  * While the map logs, the buffers of filled chains are marked dirty up to the bytes written: the
- * handler wrote them before completing, so the marks follow the data. The caller tests
- * vqs_mem_may_log first: one predictable branch per batch while logging is off, no read-side
- * section.
+ * handler wrote them before completing, so the marks follow the data. Inside the session's
+ * section, so one test of the table per batch while logging is off.
  */
-static void log_filled(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+static void log_filled(const struct vqs_mem_table *t, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
-	vqs_mem_read_lock();
-	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
-	if (t->log) {
+	if (__builtin_expect(t->log != NULL, 0)) {
 		for (unsigned k = 0; k < n; k++)
 			vqs_mem_log_iov(t, elems[k]->iov + elems[k]->out_num, elems[k]->in_num,
 					written[k]);
 		vqs_mem_log_signal(t);
 	}
-	vqs_mem_read_unlock();
 }
 
 /* Mark ring bytes [off, off + len) of the device-written area, wrapping at `size` bytes. */
@@ -351,60 +323,83 @@ static void log_flushed(struct vqs_vq *vq, const struct vqs_mem_table *t,
 	log_ring_bytes(vq, t, 0, before->used_idx * d, slots * d, num * d);
 }
 
-/*
- * fill/flush/notify touch the ring too; callers need not hold the read lock for them, so take it
- * here (it nests) and check the generation as pop does.
- */
-int vqs_vq_fill_batch(struct vqs_vq *vq, const struct vqs_elem *const *elems,
-		      const uint32_t *written, unsigned n)
+int vqs_vq_session_fill(struct vqs_vq_session *ss, const struct vqs_elem *const *elems,
+			const uint32_t *written, unsigned n)
 {
-	if (!vq->ops)
-		return -EINVAL;
-	if (atomic_load_explicit(&vq->err, memory_order_relaxed) != VQS_VQ_OK)
-		return -EIO;
-	bool lock = !vq->ops->fill_is_local;
-	int rc = lock ? vqs_vq_ring_lock(vq) : 0;
-	if (rc)
-		return rc;
-	rc = n ? vq->ops->fill(vq, elems, written, n) : 0;
-	if (lock)
-		vqs_mem_read_unlock();
-	if (__builtin_expect(vqs_mem_may_log(vq->cfg.mem), 0) && rc > 0)
-		log_filled(vq, elems, written, (unsigned)rc);
+	if (ss->err || session_enter(ss))
+		return ss->err;
+	int rc = n ? ss->vq->ops->fill(ss->vq, elems, written, n) : 0;
+	if (rc > 0)
+		log_filled(ss->table, elems, written, (unsigned)rc);
 	return rc;
+}
+
+/* Publish what was filled. Inside the section, queue checked. */
+static unsigned flush(struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	bool log = __builtin_expect(t->log != NULL, 0) && vq->cfg.log_ring;
+	struct vqs_vq_state before;
+	if (log)
+		vq->ops->get_state(vq, &before);
+	unsigned n = vq->ops->flush(vq);
+	if (log && n) {
+		log_flushed(vq, t, &before, n);
+		vqs_mem_log_signal(t);
+	}
+	return n;
+}
+
+unsigned vqs_vq_session_end(struct vqs_vq_session *ss, bool *call)
+{
+	unsigned n = 0;
+	*call = false;
+	if (!ss->err && !session_enter(ss)) {
+		n = flush(ss->vq, ss->table);
+		*call = ss->vq->ops->need_call(ss->vq);
+	}
+	vqs_vq_session_pause(ss);
+	return n;
+}
+
+/* A session on vq for one call that does not look at the avail index; false when the queue is
+ * not ready (its error in ss->err, section left). */
+static bool session_start(struct vqs_vq *vq, struct vqs_vq_session *ss)
+{
+	*ss = (struct vqs_vq_session){.vq = vq};
+	return session_enter(ss) == 0;
+}
+
+int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
+{
+	struct vqs_vq_session ss;
+	int rc = vqs_vq_session_begin(vq, &ss);
+	if (rc > 0)
+		rc = vqs_vq_session_pop(&ss, &e, 1);
+	vqs_vq_session_pause(&ss);
+	return rc < 0 ? rc : rc == 0 ? -EAGAIN : 0;
 }
 
 int vqs_vq_fill(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
 {
-	int rc = vqs_vq_fill_batch(vq, &e, &written, 1);
+	struct vqs_vq_session ss = {.vq = vq};
+	int rc = vqs_vq_session_fill(&ss, &e, &written, 1);
+	vqs_vq_session_pause(&ss);
 	return rc < 0 ? rc : 0;
 }
 
 unsigned vqs_vq_flush(struct vqs_vq *vq)
 {
-	const struct vqs_mem_table *t;
-	unsigned n = 0;
-	vqs_mem_read_lock();
-	if (!ring_ready(vq, &t)) {
-		bool log = __builtin_expect(t->log != NULL, 0) && vq->cfg.log_ring;
-		struct vqs_vq_state before;
-		if (log)
-			vq->ops->get_state(vq, &before);
-		n = vq->ops->flush(vq);
-		if (log && n) {
-			log_flushed(vq, t, &before, n);
-			vqs_mem_log_signal(t);
-		}
-	}
-	vqs_mem_read_unlock();
+	struct vqs_vq_session ss;
+	unsigned n = session_start(vq, &ss) ? flush(vq, ss.table) : 0;
+	vqs_vq_session_pause(&ss);
 	return n;
 }
 
 bool vqs_vq_need_call(struct vqs_vq *vq)
 {
-	vqs_mem_read_lock();
-	bool call = !ring_ready(vq, NULL) && vq->ops->need_call(vq);
-	vqs_mem_read_unlock();
+	struct vqs_vq_session ss;
+	bool call = session_start(vq, &ss) && vq->ops->need_call(vq);
+	vqs_vq_session_pause(&ss);
 	return call;
 }
 
@@ -421,27 +416,40 @@ static void log_notify(struct vqs_vq *vq, const struct vqs_mem_table *t, bool en
 	vqs_mem_log_write(t, (packed ? vq->cfg.log_event_addr : vq->cfg.log_addr) + off, len);
 }
 
+unsigned vqs_vq_avail_count(struct vqs_vq *vq)
+{
+	struct vqs_vq_session ss;
+	int n = vqs_vq_session_begin(vq, &ss);
+	vqs_vq_session_pause(&ss);
+	return n > 0 ? (unsigned)n : 0;
+}
+
+int vqs_vq_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
+{
+	if (!vq->ops)
+		return -EINVAL;
+	return vq->ops->unpop(vq, elems, n);
+}
+
 void vqs_vq_disable_notify(struct vqs_vq *vq)
 {
-	const struct vqs_mem_table *t;
-	vqs_mem_read_lock();
-	if (!ring_ready(vq, &t)) {
+	struct vqs_vq_session ss;
+	if (session_start(vq, &ss)) {
 		vq->ops->disable_notify(vq);
-		log_notify(vq, t, false);
+		log_notify(vq, ss.table, false);
 	}
-	vqs_mem_read_unlock();
+	vqs_vq_session_pause(&ss);
 }
 
 bool vqs_vq_enable_notify(struct vqs_vq *vq)
 {
-	const struct vqs_mem_table *t;
+	struct vqs_vq_session ss;
 	bool more = false;
-	vqs_mem_read_lock();
-	if (!ring_ready(vq, &t)) {
+	if (session_start(vq, &ss)) {
 		more = vq->ops->enable_notify(vq);
-		log_notify(vq, t, true);
+		log_notify(vq, ss.table, true);
 	}
-	vqs_mem_read_unlock();
+	vqs_vq_session_pause(&ss);
 	return more;
 }
 

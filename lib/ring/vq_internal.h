@@ -19,16 +19,19 @@ struct vqs_ring_ops {
 	/* Resolve the ring areas of vq->cfg through table t into host pointers (split: desc,
 	 * avail, used; packed: desc, driver event, device event). VQS_VQ_OK or a break reason. */
 	enum vqs_vq_err (*resolve)(struct vqs_vq *vq, const struct vqs_mem_table *t);
-	/* Pop up to max (>= 1) chains into vqs_pop_slot(flat, ptrs, i): how many (> 0), else
-	 * -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or -EIO
-	 * after vqs_vq_break(). One call per batch, so the layout's per-batch work (the avail
-	 * index, resubmission state) is done once and each chain's pop is inlined in a loop. */
-	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *flat,
-		   struct vqs_elem *const *ptrs, unsigned max);
-	unsigned (*avail_count)(struct vqs_vq *vq);
+	/* A session begins (vqs_vq_session_begin): read the driver's side once and return the
+	 * chains available (>= 0), or -EIO after vqs_vq_break(). */
+	int (*begin)(struct vqs_vq *vq);
+	/* Pop up to max (>= 1) chains into *elems[i], no further than begin saw: how many (> 0),
+	 * else -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or
+	 * -EIO after vqs_vq_break(). One call per batch, so the layout's per-batch work is done
+	 * once and each chain's pop is inlined in a loop. */
+	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *const *elems,
+		   unsigned max);
 	int (*unpop)(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
-	/* Fill elems[0..n) (n >= 1) with written[0..n), in order, up to the first refused: how
-	 * many (> 0), else -EINVAL (the first refused) or -EIO. */
+	/* Write the used entries of elems[0..n) (n >= 1) with written[0..n), in order, up to the
+	 * first refused: how many (> 0), else -EINVAL (the first refused) or -EIO. Inside the
+	 * session's section. */
 	int (*fill)(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		    const uint32_t *written, unsigned n);
 	unsigned (*flush)(struct vqs_vq *vq);
@@ -48,17 +51,7 @@ struct vqs_ring_ops {
 	void (*reset_state)(struct vqs_vq *vq);
 	/* Bytes of per-id state the layout keeps (vqs_vq.id_state has cfg.num of them). */
 	size_t id_state_size;
-	/* fill only stages into the vq (no ring access), so vq.c calls it outside the memory
-	 * read-side section; a fill that must reach the ring takes vqs_vq_ring_lock itself. */
-	bool fill_is_local;
 };
-
-/* Element i of a pop batch: flat[i] (vqs_vq_pop_batch) or *ptrs[i] (vqs_vq_pop_into). */
-static inline struct vqs_elem *vqs_pop_slot(struct vqs_elem *flat, struct vqs_elem *const *ptrs,
-					    unsigned i)
-{
-	return flat ? &flat[i] : ptrs[i];
-}
 
 extern const struct vqs_ring_ops vqs_split_ops;
 extern const struct vqs_ring_ops vqs_packed_ops;
@@ -210,24 +203,46 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 }
 
 /*
- * The chain most buffers are: one descriptor of len > 0 in the hinted region. Builds e (one
- * iovec, totals, ndescs) and returns true; false leaves the chain to vqs_chain_begin/add/end,
- * which give the same element for it. None of their rules can fail here: one descriptor has no
- * order, carries under 2^32 bytes, lies inside one region (which never wraps), and takes one
- * iovec (max_iov is at least 1). Without the
- * chain state in memory, the common pop stays in registers.
+ * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
+ * vqs_mem_win). Builds e (one iovec, totals, ndescs) and returns true; false leaves the chain to
+ * vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail here:
+ * one descriptor has no order, carries under 2^32 bytes, lies inside one region (which never
+ * wraps), and takes one iovec (max_iov is at least 1). Without the chain state in memory, the
+ * common pop stays in registers.
  */
-static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_table *t,
-				    unsigned hint, uint64_t addr, uint32_t len, bool write)
+static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w,
+				    uint64_t addr, uint32_t len, bool write)
 {
-	if (len == 0 || e->iov_cap == 0 ||
-	    !vqs_mem_translate_hinted(t, addr, len, &e->iov[0], hint))
+	if (e->iov_cap == 0 || !vqs_mem_win_translate(w, addr, len, &e->iov[0]))
 		return false;
 	e->out_num = !write;
 	e->in_num = write;
 	e->out_len = write ? 0 : len;
 	e->in_len = write ? len : 0;
 	e->ndescs = 1;
+	return true;
+}
+
+/*
+ * The other common chain: two descriptors (a request and its response buffer, or two halves of
+ * one), both of len > 0 in the window, readable before writable, together under 2^32 bytes, with
+ * room for two iovecs (max_iov2: the device limit allows two). Straight-line, as
+ * vqs_chain_single; false leaves it to the general walk, which gives the same element, or the
+ * reason the chain is malformed.
+ */
+static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win *w, bool max_iov2,
+				  uint64_t a0, uint32_t l0, bool w0, uint64_t a1, uint32_t l1,
+				  bool w1)
+{
+	if ((w0 && !w1) || !max_iov2 || e->iov_cap < 2 || (uint64_t)l0 + l1 > UINT32_MAX ||
+	    !vqs_mem_win_translate(w, a0, l0, &e->iov[0]) ||
+	    !vqs_mem_win_translate(w, a1, l1, &e->iov[1]))
+		return false;
+	e->out_num = (uint16_t)(!w0 + !w1);
+	e->in_num = (uint16_t)(w0 + w1);
+	e->out_len = (w0 ? 0 : l0) + (w1 ? 0 : l1);
+	e->in_len = (w0 ? l0 : 0) + (w1 ? l1 : 0);
+	e->ndescs = 2;
 	return true;
 }
 
@@ -240,13 +255,6 @@ static inline void vqs_chain_end(struct vqs_chain *c)
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */
 int vqs_vq_break(struct vqs_vq *vq, enum vqs_vq_err err);
-
-/*
- * Enter the memory read-side section with the ring areas of vq resolved in the current table.
- * 0, or -EINVAL (unconfigured) / -EIO (broken, possibly just now) with the section already left.
- */
-int vqs_vq_ring_lock(struct vqs_vq *vq);
-void vqs_vq_ring_unlock(void);
 
 /*
  * Host pointer for the ring area [addr, addr+len) of vq in table t, translated in the address

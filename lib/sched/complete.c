@@ -19,17 +19,21 @@
  * static TLS surplus glibc keeps for libraries loaded with dlopen. */
 _Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
 
-/* Stage r's used entry. Owner of q. Latency is counted by the caller. */
-static void fill(struct vqs_queue *q, struct req_slot *r, uint32_t written)
+/* Write r's used entry in session ss on q's ring. Owner of q. Latency is counted by the
+ * caller. */
+static void fill(struct vqs_vq_session *ss, struct vqs_queue *q, struct req_slot *r,
+		 uint32_t written)
 {
-	if (vqs_vq_fill(q->vq, &r->req.elem, checked_written(r, written)) < 0)
-		warn_rejected(&r->req.elem);
+	const struct vqs_elem *e = &r->req.elem;
+	written = checked_written(r, written);
+	if (vqs_vq_session_fill(ss, &e, &written, 1) < 0)
+		warn_rejected(e);
 	stat_add(&q->c.reqs, 1);
 }
 
 /* Publish the completed requests at the head of the order, oldest first, up to the first one
  * still outstanding. After it, the head is never SLOT_HELD. Owner of q. */
-static void order_drain(struct vqs_queue *q)
+static void order_drain(struct vqs_vq_session *ss, struct vqs_queue *q)
 {
 	uint64_t now = 0;
 	while (q->ord_len) {
@@ -37,7 +41,7 @@ static void order_drain(struct vqs_queue *q)
 		if (r->st != SLOT_HELD)
 			break;
 		order_advance(q, 1);
-		fill(q, r, r->written);
+		fill(ss, q, r, r->written);
 		if (!now)
 			now = vqs_now_ns();
 		stat_latency(q, r->t0_ns, now, 1);
@@ -45,12 +49,12 @@ static void order_drain(struct vqs_queue *q)
 	}
 }
 
-/* Publish what was filled and decide the call (EVENT_IDX coalesces it per batch). Owner of q. */
-void sched_flush_call(struct vqs_queue *q)
+void sched_end_call(struct vqs_queue *q, struct vqs_vq_session *ss)
 {
-	if (!vqs_vq_flush(q->vq))
+	bool call;
+	if (!vqs_vq_session_end(ss, &call))
 		return;
-	if (!vqs_vq_need_call(q->vq)) {
+	if (!call) {
 		stat_add(&q->c.calls_suppressed, 1);
 		return;
 	}
@@ -69,6 +73,7 @@ void sched_reap(struct vqs_queue *q)
 		return;
 	struct lf_node *n = lf_take_all(&q->done);
 	uint64_t now = vqs_now_ns();
+	struct vqs_vq_session ss = {.vq = q->vq}; /* completes only: no begin */
 	while (n) {
 		struct req_slot *r = (struct req_slot *)((char *)n - offsetof(struct req_slot, done));
 		n = n->next;
@@ -77,13 +82,13 @@ void sched_reap(struct vqs_queue *q)
 			r->st = SLOT_HELD;
 			continue;
 		}
-		fill(q, r, r->written);
+		fill(&ss, q, r, r->written);
 		stat_latency(q, r->t0_ns, now, 1);
 		slot_put(q, r);
 	}
 	if (q->in_order)
-		order_drain(q);
-	sched_flush_call(q);
+		order_drain(&ss, q);
+	sched_end_call(q, &ss);
 }
 
 /* Hand completed requests (a chain linked newest to oldest) over to q's worker from another
@@ -113,14 +118,20 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 			r->st = SLOT_DONE_HERE;
 		} else if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
 			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
-		} else if (q->in_order) {
-			r->written = written;
-			r->st = SLOT_HELD;
-			order_drain(q);
 		} else {
-			fill(q, r, written);
-			stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
-			slot_put(q, r);
+			/* An older request: its used entry now, published with the batch's at the
+			 * turn's end. */
+			struct vqs_vq_session ss = {.vq = q->vq};
+			if (q->in_order) {
+				r->written = written;
+				r->st = SLOT_HELD;
+				order_drain(&ss, q);
+			} else {
+				fill(&ss, q, r, written);
+				stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
+				slot_put(q, r);
+			}
+			vqs_vq_session_pause(&ss);
 		}
 		return;
 	}

@@ -224,9 +224,9 @@ struct sched_worker {
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
-	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for vqs_vq_pop_into */
+	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for the session's pop */
 	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
-	/* The batch's requests completed during the handler call, staged in one vqs_vq_fill_batch */
+	/* The batch's requests completed during the handler call, filled in one session fill */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
 	uint32_t fill_written[SCHED_BATCH_MAX];
 };
@@ -300,8 +300,9 @@ void sched_signal(struct vqs_sched *s);
 extern _Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
 /* Publish completions handed over from other threads. Owner of q. */
 void sched_reap(struct vqs_queue *q);
-/* Publish what was filled and decide the call. Owner of q. */
-void sched_flush_call(struct vqs_queue *q);
+/* End q's ring session ss: publish what was filled, decide the call (EVENT_IDX coalesces it per
+ * batch) and make it. Owner of q. */
+void sched_end_call(struct vqs_queue *q, struct vqs_vq_session *ss);
 
 /* ---- turn.c: one turn ---- */
 /* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */

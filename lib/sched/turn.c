@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One turn of a RUNNING queue: publish handed-over completions, pop batches into request slots,
- * run the handler, fill, flush and call, until the ring is empty or the budget spent; then the
- * policy decides whether the queue stays polled or re-arms its notifications, the worker looks
- * for kicks of its other queues if it is due to, and the queue is held, requeued or let go.
+ * One turn of a RUNNING queue: publish handed-over completions, then one ring session per batch
+ * (begin, pop into request slots, the handler, fill, end) and the call, until the ring is empty
+ * or the budget spent; then the policy decides whether the queue stays polled or re-arms its
+ * notifications, the worker looks for kicks of its other queues if it is due to, and the queue
+ * is held, requeued or let go.
  */
 #include <errno.h>
 
@@ -52,11 +53,11 @@ static void queue_broken(struct vqs_queue *q)
 		q->on_broken(q, vqs_vq_error(q->vq), q->on_broken_opaque);
 }
 
-/* Pop up to want chains (want <= what the ring had a moment ago, see serve) into free slots of
+/* Pop up to want chains (want <= what the session's begin saw, see serve) into free slots of
  * the worker's batch, with one ring call. Returns how many; *empty when that was all the ring
  * had. */
-static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned want,
-			  uint64_t t0, bool *empty)
+static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
+			  unsigned want, uint64_t t0, bool *empty)
 {
 	for (unsigned i = 0; i < want; i++) {
 		struct req_slot *r = slot_get(q);
@@ -65,7 +66,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		w->batch[i] = r;
 		w->pop_elems[i] = &r->req.elem;
 	}
-	int rc = vqs_vq_pop_into(q->vq, w->pop_elems, want);
+	int rc = vqs_vq_session_pop(ss, w->pop_elems, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
 	for (unsigned i = want; i-- > n;)
 		slot_free(q, w->batch[i]);
@@ -89,14 +90,15 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	return n;
 }
 
-/* Stage the used entries of the m requests collected in w->fill_elems/fill_written, in that
+/* Write the used entries of the m requests collected in w->fill_elems/fill_written, in that
  * order, with as few ring calls as the ring allows (one, unless it refuses one, which is reported
- * and skipped as fill does). Owner of q. */
-static void fill_collected(struct sched_worker *w, struct vqs_queue *q, unsigned m)
+ * and skipped). Owner of q. */
+static void fill_collected(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
+			   unsigned m)
 {
 	for (unsigned done = 0; done < m;) {
-		int k = vqs_vq_fill_batch(q->vq, w->fill_elems + done, w->fill_written + done,
-					  m - done);
+		int k = vqs_vq_session_fill(ss, w->fill_elems + done, w->fill_written + done,
+					    m - done);
 		if (k < 0) {
 			warn_rejected(w->fill_elems[done]);
 			k = 1;
@@ -124,20 +126,20 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
 
 /*
  * pop_batch, with the batch's requests sharing one pin on the memory table their chains were
- * translated through, so that the handler can run outside the read-side section: each pop
- * translates through the table current at that moment, so if the table was replaced meanwhile,
- * the chains go back and are popped again; then every iovec of the batch lies in the pinned
- * table. One pin per batch (two atomic RMWs), not one per request. Inside vqs_mem_read_lock.
+ * translated through (the session's), so that the handler can run outside the read-side section.
+ * A table replaced since the session began is out of date (the frontend may unmap the old
+ * regions once the replacement is acknowledged): the chains go back and are popped again, through
+ * the new table, in the same session. One pin per batch (two atomic RMWs), not one per request.
  */
-static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned want,
-			   uint64_t t0, bool *empty)
+static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
+			   unsigned want, uint64_t t0, bool *empty)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
-		const struct vqs_mem_table *t = vqs_mem_current(mem);
-		unsigned n = pop_batch(w, q, want, t0, empty);
+		unsigned n = pop_batch(w, q, ss, want, t0, empty);
 		if (!n)
 			return 0;
+		const struct vqs_mem_table *t = ss->table;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
 			/* A free pin is there: each pin in use holds at least one request. */
@@ -151,6 +153,8 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, unsigned
 			return n;
 		}
 		give_back(w, q, 0, n);
+		/* the session's next pop enters the new table */
+		vqs_vq_session_pause(ss);
 	}
 }
 
@@ -185,7 +189,8 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
  * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
  * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
  * buffers mapped, so a handler that blocks holds up no grace period. */
-static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned n)
+static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
+			  unsigned n)
 {
 	sched_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -220,7 +225,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, unsigned 
 	if (m) {
 		if (q->in_order)
 			order_advance(q, m);
-		fill_collected(w, q, m);
+		fill_collected(w, q, ss, m);
 	}
 	return taken;
 }
@@ -305,18 +310,23 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			if (want > d)
 				want = d;
 		}
-		/* A look at the avail index first: an empty poll costs no more, and no more slots are
-		 * taken than there are chains. The ring is read inside a read-side section that ends
-		 * before the handler runs. */
-		vqs_mem_read_lock();
-		unsigned has = ring_has(q);
+		/* The batch's ring session: its begin reads the avail index once, so an empty poll
+		 * costs no more and no more slots are taken than there are chains; its read-side
+		 * section pauses before the handler runs, and fill and end take it again. */
+		struct vqs_vq_session ss;
+		int rc = vqs_vq_session_begin(q->vq, &ss);
+		unsigned has = rc > 0 ? (unsigned)rc : 0;
 		bool empty = true;
 		unsigned n = 0;
+		if (rc < 0 && vqs_vq_error(q->vq) != VQS_VQ_OK) {
+			queue_broken(q);
+			break;
+		}
 		if (has)
-			n = pop_pinned(w, q, want < has ? want : has, t0, &empty);
-		empty |= n == has; /* took all the look showed: the next turn looks again */
-		unsigned backlog = n && !empty ? vqs_vq_avail_count(q->vq) : 0;
-		vqs_mem_read_unlock();
+			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &empty);
+		empty |= n == has; /* took all begin saw: the next batch begins again */
+		unsigned backlog = n && !empty ? has - n : 0;
+		vqs_vq_session_pause(&ss);
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -334,10 +344,10 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, n);
+		unsigned taken = hand_over(w, q, &ss, n);
 		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
 		 * are not on the way of the completions to the driver. */
-		sched_flush_call(q);
+		sched_end_call(q, &ss);
 		t = vqs_now_ns();
 		retire_done_here(w, q, taken, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */

@@ -441,6 +441,29 @@ static void device_avail_count_counts_available_chains(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* A legal chain longer than the count's look ahead (up to the queue size, 2.8.18) is counted as
+ * one, so a caller that pops only what the count shows (the scheduler) pops it; before, the count
+ * said 0 and such a chain was never served. */
+static void device_avail_count_sees_a_chain_longer_than_its_look(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	enum { NUM = 512, LONG = 300 };
+	pfx_ring_init(&r, &c->m, NUM, 0);
+	uint64_t buf = tmem_buf(&c->m, LONG, 0);
+	static struct pfx_desc d[LONG];
+	for (unsigned i = 0; i < LONG; i++)
+		d[i] = (struct pfx_desc){buf + i, 1, 7, 0};
+	pfx_chain(&r, d, LONG);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 1);
+	static struct iovec iov[LONG];
+	struct vqs_elem e;
+	assert_int_equal(pfx_pop(r.vq, &e, iov, LONG), 0);
+	assert_int_equal(e.out_len, LONG);
+	assert_int_equal(vqs_vq_avail_count(r.vq), 0);
+	pfx_ring_fini(&r);
+}
+
 /* vhost-user hands ring areas over as frontend virtual addresses; buffers stay guest physical. */
 static void device_resolves_ring_areas_given_as_uaddr(void **state)
 {
@@ -509,6 +532,7 @@ int main(void)
 		cmocka_unit_test(device_state_round_trip_with_wrap_counters),
 		cmocka_unit_test(device_fill_rejects_unknown_id_and_overlong_write),
 		cmocka_unit_test(device_avail_count_counts_available_chains),
+		cmocka_unit_test(device_avail_count_sees_a_chain_longer_than_its_look),
 		cmocka_unit_test(device_resolves_ring_areas_given_as_uaddr),
 		cmocka_unit_test(device_survives_memory_table_replacement),
 	};

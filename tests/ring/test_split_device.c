@@ -48,6 +48,44 @@ static void test_device_readable_and_writable_iovecs_follow_descriptor_flags(voi
 	assert_ptr_equal(iov[1].iov_base, tmem_host(&c->m, in, 34));
 }
 
+/* Offer the chain head -> next (12 readable bytes at a, then len bytes at b with flags) and pop
+ * it with room for cap iovecs; check the element's shape. */
+static void pop_pair(struct fx_ctx *c, uint16_t head, uint16_t next, uint64_t a, uint64_t b,
+		     uint32_t len, uint16_t flags, struct vqs_elem *e, struct iovec *iov,
+		     unsigned cap)
+{
+	fx_desc(&c->r, head, a, 12, VQS_VRING_DESC_F_NEXT, next);
+	fx_desc(&c->r, next, b, len, flags, 0);
+	fx_publish(&c->r, head);
+	pop_ok(&c->r, e, iov, cap);
+	bool w = flags & VQS_VRING_DESC_F_WRITE;
+	assert_int_equal(e->out_num, 1 + (!w && len));
+	assert_int_equal(e->in_num, w && len);
+	assert_int_equal(e->out_len, 12 + (w ? 0 : len));
+	assert_int_equal(e->in_len, w ? len : 0);
+	assert_int_equal(e->ndescs, 2);
+	if (len)
+		assert_ptr_equal(e->iov[1].iov_base, tmem_host(&c->m, b, len));
+}
+
+/* The chains of two descriptors a pop takes in a straight line give the element the general
+ * walk gives: two readable ones, a second of length 0 (no iovec), and a chain with room for one
+ * iovec only (built in the long-chain area). */
+static void test_device_two_descriptor_chains_as_the_walk_builds_them(void **state)
+{
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	uint64_t a = tmem_buf(&c->m, 12, 0x11), b = tmem_buf(&c->m, 34, 0x22);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	pop_pair(c, 0, 3, a, b, 34, 0, &e, iov, 4);
+	complete(&c->r, &e, 0);
+	pop_pair(c, 1, 2, a, b, 0, VQS_VRING_DESC_F_WRITE, &e, iov, 4);
+	complete(&c->r, &e, 0);
+	pop_pair(c, 4, 5, a, b, 34, VQS_VRING_DESC_F_WRITE, &e, iov, 1);
+	assert_ptr_not_equal(e.iov, iov);
+	complete(&c->r, &e, 34);
+}
+
 /* 2.7.8: len counts bytes written into device-writable buffers: it cannot exceed them. */
 static void test_device_used_len_cannot_exceed_writable_bytes(void **state)
 {
@@ -246,31 +284,65 @@ static void test_device_snapshot_is_not_affected_by_later_rewrites(void **state)
 	complete(&c->r, &e, 9);
 }
 
-/* pop_batch takes what is there and stops; nothing available is 0, not an error. */
-static void test_device_pop_batch_returns_available_count(void **state)
+/* n elements of one iovec each, and the pointers a session pops through. */
+static void elems_init(struct vqs_elem *e, struct vqs_elem **pe, struct iovec *iov, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
+		pe[i] = &e[i];
+	}
+}
+
+/* A session's begin says how many chains there are; its pop takes what is there and stops:
+ * nothing left is 0, not an error. */
+static void test_session_begin_counts_and_pop_takes_what_is_there(void **state)
 {
 	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	for (unsigned i = 0; i < 3; i++)
 		fx_simple_chain(&c->r, i, 8, false);
 	assert_int_equal(vqs_vq_avail_count(c->r.vq), 3);
 	struct iovec iov[4];
-	struct vqs_elem e[4];
-	for (unsigned i = 0; i < 4; i++)
-		e[i] = (struct vqs_elem){.iov = &iov[i], .iov_cap = 1};
-	vqs_mem_read_lock();
-	assert_int_equal(vqs_vq_pop_batch(c->r.vq, e, 4), 3);
-	assert_int_equal(vqs_vq_pop_batch(c->r.vq, e, 4), 0);
-	vqs_mem_read_unlock();
-	for (unsigned i = 0; i < 3; i++) {
+	struct vqs_elem e[4], *pe[4];
+	elems_init(e, pe, iov, 4);
+	struct vqs_vq_session ss;
+	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 3);
+	assert_int_equal(vqs_vq_session_pop(&ss, pe, 4), 3);
+	assert_int_equal(vqs_vq_session_pop(&ss, pe, 4), 0);
+	const uint32_t written[3] = {0, 0, 0};
+	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(e[i].id, i);
-		assert_int_equal(vqs_vq_fill(c->r.vq, &e[i], 0), 0);
-	}
-	assert_int_equal(vqs_vq_flush(c->r.vq), 3);
+	assert_int_equal(vqs_vq_session_fill(&ss, (const struct vqs_elem *const *)pe, written, 3), 3);
+	bool call;
+	assert_int_equal(vqs_vq_session_end(&ss, &call), 3);
+	assert_true(call); /* EVENT_IDX off, NO_INTERRUPT clear */
+	assert_int_equal(c->r.used->idx, 3);
 }
 
-/* vqs_vq_pop_into is vqs_vq_pop_batch into elements anywhere: as many as there are, in avail
- * order, 0 when there are none, and the error when the first chain breaks the queue. */
-static void test_device_pop_into_scattered_elements(void **state)
+/* The avail index is read once per session, at begin: a chain published after it waits for the
+ * next session, and the count begin returned bounds the pops. */
+static void test_session_pops_no_further_than_begin_saw(void **state)
+{
+	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
+	fx_simple_chain(&c->r, 0, 8, true);
+	struct iovec iov[2];
+	struct vqs_elem e[2], *pe[2];
+	elems_init(e, pe, iov, 2);
+	struct vqs_vq_session ss;
+	bool call;
+	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 1);
+	fx_simple_chain(&c->r, 1, 8, true);
+	assert_int_equal(vqs_vq_session_pop(&ss, pe, 2), 1);
+	assert_int_equal(e[0].id, 0);
+	vqs_vq_session_end(&ss, &call);
+	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 1);
+	assert_int_equal(vqs_vq_session_pop(&ss, pe, 2), 1);
+	assert_int_equal(e[0].id, 1);
+	vqs_vq_session_end(&ss, &call);
+}
+
+/* The session's pop fills elements anywhere: as many as there are, in avail order, and the
+ * error when the first chain breaks the queue. */
+static void test_session_pop_into_scattered_elements(void **state)
 {
 	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	for (unsigned i = 0; i < 3; i++)
@@ -285,25 +357,31 @@ static void test_device_pop_into_scattered_elements(void **state)
 		reqs[3 - i].e = (struct vqs_elem){.iov = &reqs[3 - i].iov, .iov_cap = 1};
 		ptrs[i] = &reqs[3 - i].e;
 	}
-	vqs_mem_read_lock();
-	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), 3);
-	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), 0);
-	vqs_mem_read_unlock();
+	struct vqs_vq_session ss;
+	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 3);
+	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), 3);
+	vqs_vq_session_pause(&ss);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(ptrs[i]->id, 2 - i);
 		assert_int_equal(ptrs[i]->in_len, 8);
 		assert_ptr_equal(ptrs[i]->iov, &reqs[3 - i].iov);
 	}
 	fx_publish(&c->r, NUM);
-	vqs_mem_read_lock();
-	assert_int_equal(vqs_vq_pop_into(c->r.vq, ptrs, 4), -EIO);
-	vqs_mem_read_unlock();
+	assert_true(vqs_vq_session_begin(c->r.vq, &ss) > 0);
+	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), -EIO);
+	vqs_vq_session_pause(&ss);
+	/* broken: begin says so, and the session's calls return it */
+	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), -EIO);
+	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), -EIO);
+	bool call = true;
+	assert_int_equal(vqs_vq_session_end(&ss, &call), 0);
+	assert_false(call);
 }
 
-/* vqs_vq_fill_batch is n vqs_vq_fill calls: entries staged in the order given, and it stops at
- * the first refused one (returning how many went before it, or that one's error); a broken
- * queue takes none. */
-static void test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one(void **state)
+/* The session's fill is n fills: entries written in the order given, and it stops at the first
+ * refused one (returning how many went before it, or that one's error); a broken queue takes
+ * none. */
+static void test_session_fill_in_order_and_stops_at_a_refused_one(void **state)
 {
 	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
 	struct iovec iov[4];
@@ -314,27 +392,32 @@ static void test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one(vo
 	}
 	const struct vqs_elem *order[] = { &e[2], &e[0], &e[0], &e[3] };
 	const uint32_t written[] = { 1, 2, 3, 4 };
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order, written, 4), 2); /* e0 twice: refused */
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 2, written + 2, 2), -EINVAL);
+	struct vqs_vq_session ss = {.vq = c->r.vq}; /* completes only: no begin */
+	assert_int_equal(vqs_vq_session_fill(&ss, order, written, 4), 2); /* e0 twice: refused */
+	assert_int_equal(vqs_vq_session_fill(&ss, order + 2, written + 2, 2), -EINVAL);
 	const uint32_t too_much[] = { 9 };
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 3, too_much, 1), -EINVAL);
+	assert_int_equal(vqs_vq_session_fill(&ss, order + 3, too_much, 1), -EINVAL);
 	const struct vqs_elem *rest[] = { &e[3], &e[1] };
 	const uint32_t rest_written[] = { 4, 5 };
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, rest, rest_written, 0), 0);
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, rest, rest_written, 2), 2);
-	assert_int_equal(vqs_vq_flush(c->r.vq), 4);
+	assert_int_equal(vqs_vq_session_fill(&ss, rest, rest_written, 0), 0);
+	assert_int_equal(vqs_vq_session_fill(&ss, rest, rest_written, 2), 2);
+	assert_int_equal(c->r.used->idx, 0); /* nothing visible before end */
+	bool call;
+	assert_int_equal(vqs_vq_session_end(&ss, &call), 4);
 	const uint16_t ids[] = { 2, 0, 3, 1 };
 	const uint32_t lens[] = { 1, 2, 4, 5 };
 	for (unsigned i = 0; i < 4; i++) {
 		assert_int_equal(c->r.used->ring[i].id, ids[i]);
 		assert_int_equal(c->r.used->ring[i].len, lens[i]);
 	}
-	/* A head outside the table breaks the queue; nothing is staged after that. */
+	/* A head outside the table breaks the queue; nothing is filled after that. */
 	fx_simple_chain(&c->r, 4, 8, true);
 	pop_ok(&c->r, &e[0], &iov[0], 1);
 	fx_publish(&c->r, NUM);
 	assert_int_equal(fx_pop(c->r.vq, &e[1], &iov[1], 1), -EIO);
-	assert_int_equal(vqs_vq_fill_batch(c->r.vq, order + 1, written, 1), -EIO);
+	ss = (struct vqs_vq_session){.vq = c->r.vq};
+	assert_int_equal(vqs_vq_session_fill(&ss, order + 1, written, 1), -EIO);
+	assert_int_equal(vqs_vq_session_end(&ss, &call), 0);
 	assert_int_equal(vqs_vq_flush(c->r.vq), 0);
 }
 
@@ -388,9 +471,11 @@ int main(void)
 		T(test_device_handles_spurious_notification),
 		T(test_device_ignores_write_flag_on_indirect_descriptor),
 		T(test_device_snapshot_is_not_affected_by_later_rewrites),
-		T(test_device_pop_batch_returns_available_count),
-		T(test_device_pop_into_scattered_elements),
-		T(test_device_fill_batch_stages_in_order_and_stops_at_a_refused_one),
+		T(test_session_begin_counts_and_pop_takes_what_is_there),
+		T(test_device_two_descriptor_chains_as_the_walk_builds_them),
+		T(test_session_pops_no_further_than_begin_saw),
+		T(test_session_pop_into_scattered_elements),
+		T(test_session_fill_in_order_and_stops_at_a_refused_one),
 		T(test_device_round_trip_with_driver_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,17 +64,30 @@ static const struct vqs_mem_table *pin(struct vqs_mem *m)
 	return t;
 }
 
-/* Pop one chain holding only the pin *t: through *t, or, when *t was replaced meanwhile
- * (-ESTALE), through a fresh pin on the current table. */
+/* Pop one chain in a ring session, then hold only a pin on the table it was translated through
+ * (the session's): *t when it is that table, else a pin taken inside the session's section; when
+ * the table was replaced since the session began, the chain goes back and is popped again. */
 static int pop_pinned(struct vqs_vq *vq, struct vqs_mem *m, const struct vqs_mem_table **t,
 		      struct vqs_elem *e)
 {
-	int rc;
-	while ((rc = vqs_vq_pop_pinned(vq, *t, &e, 1)) == -ESTALE) {
-		vqs_mem_table_put(*t);
-		*t = pin(m);
+	for (;;) {
+		struct vqs_vq_session ss;
+		int rc = vqs_vq_session_begin(vq, &ss);
+		if (rc > 0)
+			rc = vqs_vq_session_pop(&ss, &e, 1);
+		const struct vqs_mem_table *cur = rc == 1 ? vqs_mem_table_get(m) : NULL;
+		vqs_vq_session_pause(&ss);
+		if (rc != 1)
+			return rc == 0 ? -EAGAIN : rc;
+		if (cur == ss.table) {
+			vqs_mem_table_put(*t);
+			*t = cur;
+			return 0;
+		}
+		vqs_mem_table_put(cur);
+		if (vqs_vq_unpop(vq, e, 1))
+			return -EINVAL;
 	}
-	return rc == 1 ? 0 : rc == 0 ? -EAGAIN : rc;
 }
 
 static void *device(void *arg)
@@ -141,7 +154,7 @@ static void test_pinned_pop_translates_through_the_pinned_table(void **state)
 }
 
 /* The device thread of the swap test, holding pins instead of read-side sections: a pin on the
- * current table, renewed every few chains or when pop says it is no longer current. */
+ * table of its latest pop, renewed every few chains. */
 static void *pinned_device(void *arg)
 {
 	struct run *r = arg;
