@@ -28,7 +28,8 @@ VQS_API const char *vqs_version_string(void);
 
 /*
  * 0 when the loaded library can serve a program built against headers of version
- * (major, minor): same major, and a minor at least as new. -ENOTSUP otherwise.
+ * (major, minor): same major, and a minor at least as new (major 0: the same minor, since a
+ * minor before 1.0 may break the API). -ENOTSUP otherwise.
  * Threads: any. Programs call VQS_CHECK_VERSION() once at start.
  */
 VQS_API int vqs_version_check(unsigned major, unsigned minor);

@@ -66,8 +66,10 @@ case $mode in
     libs=$(pkg-config --libs vqsched)
     # shellcheck disable=SC2086 # flag lists split on purpose
     "$cc" "${sanflags[@]}" -o "$tmp/qs_shared" "$quickstart" $cflags $libs
-    grep -q 'NEEDED.*libvqsched\.so\.0' <<<"$(readelf -d "$tmp/qs_shared")" ||
-      fail "shared build does not use libvqsched.so.0"
+    soname=$(readelf -d "$libdir/libvqsched.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+    [[ $soname =~ ^libvqsched\.so\.[0-9]+$ ]] || fail "libvqsched.so has no versioned SONAME"
+    grep -qE "NEEDED.*\[${soname//./\\.}\]" <<<"$(readelf -d "$tmp/qs_shared")" ||
+      fail "shared build does not use $soname"
     runs_ok "pkg-config shared" env LD_LIBRARY_PATH="$libdir" "$tmp/qs_shared"
 
     step "find_package(vqsched)"

@@ -25,12 +25,23 @@ static void version_matches_headers(void **state)
 static void version_check_same_major_and_older_minor_only(void **state)
 {
 	assert_int_equal(VQS_CHECK_VERSION(), 0);
-	assert_int_equal(vqs_version_check(VQS_VERSION_MAJOR, 0), 0);
+	assert_int_equal(vqs_version_check(VQS_VERSION_MAJOR, 0),
+			 VQS_VERSION_MAJOR == 0 && VQS_VERSION_MINOR != 0 ? -ENOTSUP : 0);
 	assert_int_equal(vqs_version_check(VQS_VERSION_MAJOR, VQS_VERSION_MINOR + 1), -ENOTSUP);
 	assert_int_equal(vqs_version_check(VQS_VERSION_MAJOR + 1, 0), -ENOTSUP);
 	if (VQS_VERSION_MAJOR > 0)
 		assert_int_equal(vqs_version_check(VQS_VERSION_MAJOR - 1, VQS_VERSION_MINOR),
 				 -ENOTSUP);
+}
+
+/* Before 1.0 a minor may break the API: a program built against 0.1 (the pop variants this
+ * minor removed) must not pass the check on 0.2. */
+static void version_check_zero_major_needs_the_same_minor(void **state)
+{
+	if (VQS_VERSION_MAJOR != 0 || VQS_VERSION_MINOR == 0)
+		skip();
+	assert_int_equal(vqs_version_check(0, VQS_VERSION_MINOR - 1), -ENOTSUP);
+	assert_int_equal(vqs_version_check(0, VQS_VERSION_MINOR), 0);
 }
 
 struct captured {
@@ -89,6 +100,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(version_matches_headers),
 		cmocka_unit_test(version_check_same_major_and_older_minor_only),
+		cmocka_unit_test(version_check_zero_major_needs_the_same_minor),
 		cmocka_unit_test(log_hook_receives_messages_up_to_its_level),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
