@@ -403,8 +403,9 @@ bool vqs_vq_need_call(struct vqs_vq *vq)
 	return call;
 }
 
-/* After a notification switch: mark the field it wrote, as flush marks the used ring (the
- * destination's driver reads it as this one left it). One test when not logging. */
+/* After a notification switch: mark the field it wrote and signal the log's eventfd, as flush
+ * does for the used ring (the destination's driver reads it as this one left it). One test when
+ * not logging. */
 static void log_notify(struct vqs_vq *vq, const struct vqs_mem_table *t, bool enable)
 {
 	uint64_t off;
@@ -414,6 +415,7 @@ static void log_notify(struct vqs_vq *vq, const struct vqs_mem_table *t, bool en
 		return;
 	bool packed = vq->cfg.features & VQS_BIT(VQS_F_RING_PACKED);
 	vqs_mem_log_write(t, (packed ? vq->cfg.log_event_addr : vq->cfg.log_addr) + off, len);
+	vqs_mem_log_signal(t);
 }
 
 unsigned vqs_vq_avail_count(struct vqs_vq *vq)

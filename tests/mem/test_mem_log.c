@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <vqsched/vqsched.h>
 
@@ -207,16 +209,27 @@ static void test_log_never_written_past_its_end(void **state)
 	fix_fini(&x);
 }
 
+/* Did the log's eventfd get a signal since the last look? */
+static bool signalled(int efd)
+{
+	uint64_t v;
+	return read(efd, &v, sizeof(v)) == (ssize_t)sizeof(v) && v > 0;
+}
+
 /*
  * Switching notifications marks the bytes the device wrote: used->flags without EVENT_IDX (on
  * both switches), avail_event with it (on enable only; it lies past the 1024 used entries, on
  * another page than the index), the packed device event area (on both). A destination's driver
- * reads them as the source's device left them.
+ * reads them as the source's device left them, and the log's eventfd (SET_LOG_FD) says so, as
+ * after a batch's marks.
  */
 static void marks_notify_fields(bool packed, bool event_idx)
 {
 	struct fix x;
 	fix_init_ring(&x, packed, event_idx ? VQS_BIT(VQS_F_EVENT_IDX) : 0, 1024, LOG_BYTES);
+	int efd = eventfd(0, EFD_NONBLOCK);
+	assert_true(efd >= 0);
+	assert_int_equal(vqs_mem_set_log_fd(x.mem, efd), 0);
 	uint64_t field = packed ? x.event_gpa : x.used_gpa;
 	uint64_t len = packed ? sizeof(struct vqs_vring_packed_event) : 2;
 	if (!packed && event_idx) {
@@ -228,12 +241,14 @@ static void marks_notify_fields(bool packed, bool event_idx)
 	if (packed || !event_idx)
 		set_pages(want, field, len);
 	expect_log(&x, want);
+	assert_int_equal(signalled(efd), packed || !event_idx);
 
 	memset(x.log, 0, LOG_BYTES);
 	memset(want, 0, sizeof(want));
 	assert_false(vqs_vq_enable_notify(x.dev));
 	set_pages(want, field, len);
 	expect_log(&x, want);
+	assert_true(signalled(efd));
 
 	/* Not logging: nothing. */
 	memset(x.log, 0, LOG_BYTES);
@@ -242,6 +257,10 @@ static void marks_notify_fields(bool packed, bool event_idx)
 	vqs_vq_disable_notify(x.dev);
 	assert_false(vqs_vq_enable_notify(x.dev));
 	expect_log(&x, want);
+	assert_false(signalled(efd));
+	assert_int_equal(vqs_mem_set_log_fd(x.mem, -1), 0);
+	vqs_mem_synchronize(x.mem);
+	close(efd);
 	fix_fini(&x);
 }
 
