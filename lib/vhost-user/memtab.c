@@ -76,7 +76,7 @@ static void log_release(void *opaque, void *bitmap, uint64_t len)
 int vu_log_map(uint64_t size, uint64_t off, int fd, struct vqs_mem_log *out)
 {
 	struct vqs_vu_mem_region wr = { .memory_size = size, .mmap_offset = off };
-	struct vqs_mem_region r;
+	struct vqs_mem_region r = { 0 };
 	int err = vu_region_map(&wr, fd, &r);
 	if (err < 0)
 		return err;
