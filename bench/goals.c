@@ -41,47 +41,75 @@ static struct goal *add(struct report *rep, const char *name, const char *rule)
 	return g;
 }
 
+/* Detail lines accumulate "; "-separated parts; a part that does not fit is dropped. */
+static void detail_add(struct goal *g, size_t *off, const char *part)
+{
+	int n = snprintf(g->detail + *off, sizeof(g->detail) - *off, "%s%s", *off ? "; " : "", part);
+	if (n > 0 && *off + (size_t)n < sizeof(g->detail))
+		*off += (size_t)n;
+	else
+		g->detail[*off] = '\0';
+}
+
+static void judge(struct goal *g, bool ok) { g->status = g->status == -1 ? ok : (g->status && ok); }
+
+/*
+ * The data path's stream goals (issue 18): the split rings alone (floors_vring.c) against the
+ * minimal ring at batch 64, and busy-poll through the scheduler (null handler, one stream)
+ * against the rings alone at batch 1 and 64. No packed stream reference is measured, so the
+ * packed half of the first goal is reported as such.
+ */
 static void goal_stream_floor(struct report *rep)
 {
-	struct goal *g = add(rep, "poll-stream-vs-ring",
-			     "busy-poll stream, null handler >= 80% of the minimal ring at the same batch");
+	struct goal *alone = add(rep, "rings-alone-vs-ring",
+				 "split rings alone, stream, batch 64 >= 0.30x the minimal ring "
+				 "(packed >= 0.40x: no packed stream reference yet)");
+	struct goal *sched = add(rep, "poll-vs-rings-alone",
+				 "busy-poll stream, null handler, split >= 0.85x the rings alone at "
+				 "batch 1 and 64");
+	const struct floors *f = &rep->floors;
 	size_t off = 0;
+	char part[160];
+	unsigned i64 = floors_batch_index(f, 64);
+	if (f->measured && f->batch[i64] == 64 && f->vring_stream_ops_per_s[i64] > 0 &&
+	    f->ring_ops_per_s[i64] > 0) {
+		double x = f->vring_stream_ops_per_s[i64] / f->ring_ops_per_s[i64];
+		judge(alone, x >= 0.30);
+		snprintf(alone->detail, sizeof(alone->detail), "batch 64: %.0f / %.0f ops/s = %.2fx",
+			 f->vring_stream_ops_per_s[i64], f->ring_ops_per_s[i64], x);
+	}
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
-		if (!plain(r) || r->pt.workload != WL_STREAM || r->pt.policy != VQS_POLICY_POLL ||
-		    r->pt.streams != 1 || r->pt.rate || !r->floor_name)
+		if (!plain(r) || r->pt.packed || r->pt.workload != WL_STREAM ||
+		    r->pt.policy != VQS_POLICY_POLL || r->pt.streams != 1 || r->pt.rate ||
+		    (r->pt.batch_max != 1 && r->pt.batch_max != 64))
 			continue;
-		bool ok = r->floor_ratio >= 0.80;
-		g->status = g->status == -1 ? ok : (g->status && ok);
-		/* and, for split rings, how far the ring format alone gets without the scheduler */
-		double alone = r->pt.packed ? 0
-			: rep->floors.vring_stream_ops_per_s[floors_batch_index(&rep->floors,
-										r->pt.batch_max)];
-		char ref[48] = "";
-		if (alone > 0)
-			snprintf(ref, sizeof(ref), " (split rings alone: %.0f%%)",
-				 100 * alone / r->floor_value);
-		off += (size_t)snprintf(g->detail + off, off < sizeof(g->detail) ? sizeof(g->detail) - off : 0,
-					"%sbatch %u: %.0f ops/s = %.0f%% of %.0f%s", off ? "; " : "",
-					r->pt.batch_max, r->med[FIG_OPS], r->floor_ratio * 100,
-					r->floor_value, ref);
-		if (off >= sizeof(g->detail))
-			break;
+		unsigned k = floors_batch_index(f, r->pt.batch_max);
+		double ref = f->batch[k] == r->pt.batch_max ? f->vring_stream_ops_per_s[k] : 0;
+		if (ref <= 0)
+			continue;
+		double x = r->med[FIG_OPS] / ref;
+		judge(sched, x >= 0.85);
+		snprintf(part, sizeof(part), "batch %u: %.0f / %.0f ops/s = %.2fx", r->pt.batch_max,
+			 r->med[FIG_OPS], ref, x);
+		detail_add(sched, &off, part);
 	}
 }
 
 /* Busy-poll rr against the minimal ring's request/response, on one ring layout. */
 static const struct result *goal_poll_rr(struct report *rep, bool packed)
 {
+	double max = packed ? 1.00 : 1.30;
 	struct goal *g = add(rep, packed ? "poll-rr-vs-ring-packed" : "poll-rr-vs-ring",
-			     packed ? "as poll-rr-vs-ring, on packed rings"
-				    : "busy-poll rr p50 <= 1.25x the minimal ring request/response p50");
+			     packed ? "busy-poll rr p50, packed rings <= 1.00x the minimal ring's"
+				    : "busy-poll rr p50, split rings <= 1.30x the minimal ring "
+				      "request/response p50");
 	const struct result *poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 64, 0, packed);
 	if (!poll)
 		poll = find(rep, WL_RR, VQS_POLICY_POLL, 1, 0, 0, packed);
 	if (poll && rep->floors.ring_rr_p50_ns > 0) {
 		double x = poll->med[FIG_P50] / rep->floors.ring_rr_p50_ns;
-		g->status = x <= 1.25;
+		g->status = x <= max;
 		snprintf(g->detail, sizeof(g->detail), "poll p50 %.0f ns / ring %.0f ns = %.2fx",
 			 poll->med[FIG_P50], rep->floors.ring_rr_p50_ns, x);
 	}
