@@ -139,8 +139,11 @@ static void logs_exactly(bool packed)
 	set_pages(want, field, field_len);
 	assert_memory_equal(log, want, n);
 
-	/* Off, live: nothing marked any more. */
+	/* Off, live: nothing marked any more, once the worker served a batch after the switch (a
+	 * notification switch of the logging period may come after the sync above). */
 	assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	vqs_vu_frontend_log_sync(f, log, sizeof(log));
 	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
 	vqs_vu_frontend_log_sync(f, log, sizeof(log));
 	memset(want, 0, sizeof(want));
@@ -190,11 +193,18 @@ static void test_log_fd_signalled_after_marks(void **state)
 			 0);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0); /* not logging: no signal */
 	assert_int_equal(take_signals(efd), 0);
+	/* Switching logging on restarts the rings with VRING_F_LOG, and a restarted ring's
+	 * notification switch marks (and signals) its field, at a moment of the worker's choosing:
+	 * only the signals after traffic are counted. */
 	assert_int_equal(vqs_vu_frontend_set_log(f, true), 0);
-	assert_int_equal(take_signals(efd), 0);
+	take_signals(efd);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
 	assert_true(take_signals(efd) > 0);
+	/* The worker's last switch while logging may come after that count; once it served a
+	 * batch after logging went off, it made every switch of the logging period. */
 	assert_int_equal(vqs_vu_frontend_set_log(f, false), 0);
+	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
+	take_signals(efd);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 8, 64), 0);
 	assert_int_equal(take_signals(efd), 0);
 	close(efd);
