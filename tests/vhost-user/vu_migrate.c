@@ -245,6 +245,26 @@ static void test_log_switched_under_traffic(void **state)
  * tests, so each keeps its own. */
 static struct vu_env async_env[2];
 
+/* INFLIGHT echo requests on queue 0, each copying one 64-byte buffer filled with `pattern` into
+ * in[i], kicked, and 3 ms for the backend to take them: returns the source buffer. */
+static uint8_t *post_inflight(struct vqs_vu_frontend *f, uint8_t pattern, uint64_t *in,
+			      int *tokens)
+{
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	uint64_t out = vqs_gmem_alloc(g, 64, 64);
+	uint8_t *src = vqs_gmem_host(g, out, 64);
+	memset(src, pattern, 64);
+	for (unsigned i = 0; i < INFLIGHT; i++) {
+		in[i] = vqs_gmem_alloc(g, 64, 64);
+		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
+		assert_int_equal(vqs_drv_add(vqs_vu_frontend_vq(f, 0), bufs, 1, 1, &tokens[i], false),
+				 0);
+	}
+	kick(f);
+	usleep(3000);
+	return src;
+}
+
 /*
  * async: the source completes from another thread, newest first, so at the stop requests were
  * popped and wait for a completion that is no ring position's; GET_VRING_BASE must answer only
@@ -267,17 +287,9 @@ static void migrates(bool packed, bool async)
 
 	/* Requests in flight as the source stops, slow to complete. */
 	env->echo.delay_us = 300;
-	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
-	uint8_t *src = vqs_gmem_host(g, out, 64);
-	memset(src, 0xa5, 64);
+	uint64_t in[INFLIGHT];
 	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
-	for (unsigned i = 0; i < INFLIGHT; i++) {
-		in[i] = vqs_gmem_alloc(g, 64, 64);
-		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
-		assert_int_equal(vqs_drv_add(dq, bufs, 1, 1, &tokens[i], false), 0);
-	}
-	kick(f);
-	usleep(3000);
+	uint8_t *src = post_inflight(f, 0xa5, in, tokens);
 	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
 
 	/* Stopped: every completion the source made is published and logged. */
@@ -357,19 +369,10 @@ static void stops_and_resumes(bool packed)
 	struct vqs_vu_frontend *f = start(&env, packed);
 	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
 	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
-	struct vqs_drv_vq *dq = vqs_vu_frontend_vq(f, 0);
 	env.echo.delay_us = 300;
-	uint64_t out = vqs_gmem_alloc(g, 64, 64), in[INFLIGHT];
-	uint8_t *src = vqs_gmem_host(g, out, 64);
-	memset(src, 0x3c, 64);
+	uint64_t in[INFLIGHT];
 	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
-	for (unsigned i = 0; i < INFLIGHT; i++) {
-		in[i] = vqs_gmem_alloc(g, 64, 64);
-		struct vqs_drv_buf bufs[2] = { { out, 64 }, { in[i], 64 } };
-		assert_int_equal(vqs_drv_add(dq, bufs, 1, 1, &tokens[i], false), 0);
-	}
-	kick(f);
-	usleep(3000);
+	uint8_t *src = post_inflight(f, 0x3c, in, tokens);
 	assert_int_equal(vqs_vu_frontend_stop(f), 0);
 	uint64_t before_resume = atomic_load(&env.echo.completed);
 	assert_true(before_resume < INFLIGHT);
