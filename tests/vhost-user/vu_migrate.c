@@ -265,6 +265,24 @@ static uint8_t *post_inflight(struct vqs_vu_frontend *f, uint8_t pattern, uint64
 	return src;
 }
 
+/* Every request post_inflight made comes back once, with its token and the echoed data. */
+static void reap_inflight(struct vqs_vu_frontend *f, const uint64_t *in, int *tokens,
+			  const uint8_t *src)
+{
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	int seen[INFLIGHT] = { 0 };
+	for (unsigned k = 0; k < INFLIGHT; k++) {
+		uint32_t len;
+		int *tok = vu_wait_used(f, 0, &len);
+		assert_non_null(tok);
+		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
+		assert_int_equal(len, 64);
+		assert_int_equal(seen[tok - tokens]++, 0);
+	}
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+}
+
 /*
  * async: the source completes from another thread, newest first, so at the stop requests were
  * popped and wait for a completion that is no ring position's; GET_VRING_BASE must answer only
@@ -288,7 +306,7 @@ static void migrates(bool packed, bool async)
 	/* Requests in flight as the source stops, slow to complete. */
 	env->echo.delay_us = 300;
 	uint64_t in[INFLIGHT];
-	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
+	int tokens[INFLIGHT];
 	uint8_t *src = post_inflight(f, 0xa5, in, tokens);
 	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
 
@@ -334,16 +352,7 @@ static void migrates(bool packed, bool async)
 	assert_int_equal(vqs_vu_frontend_connect(f), 0);
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 
-	for (unsigned k = 0; k < INFLIGHT; k++) {
-		uint32_t len;
-		int *tok = vu_wait_used(f, 0, &len);
-		assert_non_null(tok);
-		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
-		assert_int_equal(len, 64);
-		assert_int_equal(seen[tok - tokens]++, 0);
-	}
-	for (unsigned i = 0; i < INFLIGHT; i++)
-		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+	reap_inflight(f, in, tokens, src);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 100, 64), 0);
 	/* Each request served once: by the source before it stopped, or by the destination. */
 	assert_int_equal(source_done + atomic_load(&dest.completed), 100 + INFLIGHT + 100);
@@ -368,10 +377,9 @@ static void stops_and_resumes(bool packed)
 	struct vu_env env;
 	struct vqs_vu_frontend *f = start(&env, packed);
 	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
-	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
 	env.echo.delay_us = 300;
 	uint64_t in[INFLIGHT];
-	int tokens[INFLIGHT], seen[INFLIGHT] = { 0 };
+	int tokens[INFLIGHT];
 	uint8_t *src = post_inflight(f, 0x3c, in, tokens);
 	assert_int_equal(vqs_vu_frontend_stop(f), 0);
 	uint64_t before_resume = atomic_load(&env.echo.completed);
@@ -379,16 +387,7 @@ static void stops_and_resumes(bool packed)
 	env.echo.delay_us = 0;
 	assert_int_equal(vqs_vu_frontend_setup(f), 0);
 	kick(f);
-	for (unsigned k = 0; k < INFLIGHT; k++) {
-		uint32_t len;
-		int *tok = vu_wait_used(f, 0, &len);
-		assert_non_null(tok);
-		assert_true(tok >= tokens && tok < tokens + INFLIGHT);
-		assert_int_equal(len, 64);
-		assert_int_equal(seen[tok - tokens]++, 0);
-	}
-	for (unsigned i = 0; i < INFLIGHT; i++)
-		assert_memory_equal(vqs_gmem_host(g, in[i], 64), src, 64);
+	reap_inflight(f, in, tokens, src);
 	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT);
 	assert_int_equal(vu_echo_roundtrip(f, 0, 50, 64), 0);
 	assert_int_equal(atomic_load(&env.echo.completed), INFLIGHT + 50);
