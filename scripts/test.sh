@@ -85,15 +85,22 @@ fuzz() {
   done
 }
 
+# A script whose header holds "# vqs-interop: every policy" runs once per scheduler policy, each
+# run its own result named after the policy (tests/interop/lib/common.sh, interop_policy).
 interop() {
-  local s
+  local s p policies name rc
   for s in tests/interop/*.sh; do
     [ -f "$s" ] || continue
-    note "interop: $s"
-    VQS_BUILD_DIR=build/test-plain timeout 900 bash "$s"
-    local rc=$?
-    [ $rc -eq 77 ] && echo "skipped: $s"
-    record "$s" $rc
+    policies=("")
+    grep -q '^# vqs-interop: every policy$' "$s" && policies=(dedicated pool poll adaptive)
+    for p in "${policies[@]}"; do
+      name="$s${p:+ (policy $p)}"
+      note "interop: $name"
+      VQS_INTEROP_POLICY=$p VQS_BUILD_DIR=build/test-plain timeout 900 bash "$s"
+      rc=$?
+      [ $rc -eq 77 ] && echo "skipped: $name"
+      record "$name" $rc
+    done
   done
 }
 

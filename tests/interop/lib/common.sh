@@ -4,6 +4,7 @@
 #
 #   interop_init NAME        -> $WORK (mktemp -d), $SWITCH and $BLK checked, trap set
 #   interop_skip MSG         -> exit 77 (the peer truly cannot run here)
+#   interop_policy DEFAULT   -> $POLICY: the backend's scheduler policy for this run
 #   spawn LOG cmd...         -> runs cmd in the background, $! remembered, echo its pid
 #   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
 #   wait_for CMD SECONDS     -> poll a shell condition
@@ -38,6 +39,14 @@ interop_init() {
   trap interop_cleanup EXIT
   trap 'exit 130' INT TERM
   SECONDS=0
+}
+
+# scripts/test.sh runs a script whose header holds the line "# vqs-interop: every policy" once
+# per scheduler policy, each run its own result, with VQS_INTEROP_POLICY set; run by hand, the
+# variable picks one.
+interop_policy() { # interop_policy DEFAULT
+  POLICY=${VQS_INTEROP_POLICY:-$1}
+  echo "$INTEROP_NAME: policy=$POLICY"
 }
 
 interop_skip() {
