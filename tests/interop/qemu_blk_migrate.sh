@@ -10,7 +10,7 @@
 # destination holds what those pages held before) and then, caches dropped, from the disk (every
 # block it wrote). VQS_BLK_MIGRATE_UNMARKED=1 runs both backends with --test-log-unmarked, which
 # accepts dirty logging but marks nothing: then the test must fail (the proof that it can).
-# Both backends run the policy interop_policy picks (default pool).
+# Both backends run the policy interop_policies picks (default pool).
 # TCG unless KVM truly works (tests/interop/lib/guest.sh); the kernel and initramfs are cached.
 #
 # The guest has 512 MiB + 8 KiB of memory on purpose. QEMU before 9.0 (commit 03bfc2188f,
@@ -26,7 +26,9 @@ cd "$(dirname "$0")/../.."
 . tests/interop/lib/guest.sh
 . tests/interop/lib/migrate.sh
 interop_init qemu_blk_migrate
-interop_policy pool
+interop_policies pool
+POLICY=$POLICIES
+[ "$POLICY" = "${POLICY%% *}" ] || fail "one policy at a time (VQS_INTEROP_POLICIES)"
 guest_setup
 migrate_setup
 ROUNDS_MAX=${VQS_BLK_MIGRATE_ROUNDS:-60} # the guest stops earlier when told to
