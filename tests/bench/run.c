@@ -48,6 +48,11 @@ int bench_run(const char *out_path, const char *const *args)
 	return spawn(VQS_BENCH_BIN, out_path, args);
 }
 
+int bench_run_bin(const char *bin, const char *out_path, const char *const *args)
+{
+	return spawn(bin, out_path, args);
+}
+
 const char *bench_tmpdir(void)
 {
 	static char dir[64];

@@ -8,6 +8,8 @@
 /* Run vqs-bench with args (NULL-terminated), stdout to out_path (NULL: /dev/null), stderr
  * inherited. Returns its exit status, or -1 when it could not run or died of a signal. */
 int bench_run(const char *out_path, const char *const *args);
+/* The same for another of the bench's programs. */
+int bench_run_bin(const char *bin, const char *out_path, const char *const *args);
 /* A fresh directory for one test's files; path of `name` inside it (static buffers). */
 const char *bench_tmpdir(void);
 const char *bench_path(const char *name);

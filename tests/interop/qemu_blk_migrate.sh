@@ -10,6 +10,7 @@
 # destination holds what those pages held before) and then, caches dropped, from the disk (every
 # block it wrote). VQS_BLK_MIGRATE_UNMARKED=1 runs both backends with --test-log-unmarked, which
 # accepts dirty logging but marks nothing: then the test must fail (the proof that it can).
+# Both backends run the policy interop_policies picks (default pool).
 # TCG unless KVM truly works (tests/interop/lib/guest.sh); the kernel and initramfs are cached.
 #
 # The guest has 512 MiB + 8 KiB of memory on purpose. QEMU before 9.0 (commit 03bfc2188f,
@@ -23,10 +24,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tests/interop/lib/common.sh
 . tests/interop/lib/guest.sh
+. tests/interop/lib/migrate.sh
 interop_init qemu_blk_migrate
+interop_policies pool
+POLICY=$POLICIES
+[ "$POLICY" = "${POLICY%% *}" ] || fail "one policy at a time (VQS_INTEROP_POLICIES)"
 guest_setup
-command -v python3 >/dev/null || interop_skip "python3 (the QMP client) not installed"
-QMP="python3 tests/interop/lib/qmp.py"
+migrate_setup
 ROUNDS_MAX=${VQS_BLK_MIGRATE_ROUNDS:-60} # the guest stops earlier when told to
 DISK=$WORK/disk.img
 # Region 0 holds the stop mark, round r region r, region ROUNDS_MAX + 1 is scratch.
@@ -38,7 +42,7 @@ UNMARKED=()
 # (GET_VRING_BASE) with requests in flight.
 start_blk() { # start_blk NAME
   spawn "$WORK/blk-$1.log" "$BLK" --socket "$WORK/$1.sock" --file "$DISK" --io-threads 2 \
-    --latency-us 2000 --policy "${VQS_BLK_MIGRATE_POLICY:-pool}" "${UNMARKED[@]}"
+    --latency-us 2000 --policy "$POLICY" "${UNMARKED[@]}"
   wait_for "[ -S $WORK/$1.sock ]" 10 || fail "vqs-blk socket $1 missing"
 }
 start_blk src; BLK_SRC=$SPAWNED
@@ -89,10 +93,6 @@ guest_blk src; SRC=$SPAWNED
 guest_blk dst -incoming "unix:$WORK/migration"; DST=$SPAWNED
 
 last_round() { grep -aoE 'vqs-round-[0-9]+' "$WORK/src.log" | tail -1 | sed 's/.*-//'; }
-migration() { # migration -> "STATUS SYNCS": SYNCS counts QEMU's passes over the dirty bitmap
-  $QMP "$WORK/qmp-src" query-migrate | python3 -c 'import json,sys; m = json.load(sys.stdin)
-print(m.get("status", "?"), m.get("ram", {}).get("dirty-sync-count", 0))'
-}
 limits() { # limits DOWNTIME-MS BYTES-PER-S
   $QMP "$WORK/qmp-src" migrate-set-parameters \
     "{\"downtime-limit\": $1, \"max-bandwidth\": $2}" >/dev/null
@@ -105,18 +105,14 @@ wait_for "grep -aq vqs-round-2 $WORK/src.log" 300 || fail "the guest's I/O never
 # complete.
 SYNCS=${VQS_BLK_MIGRATE_SYNCS:-4}
 limits 1 $((1 << 30)) || fail "QMP migrate-set-parameters refused"
-r0=$(last_round) t0=$SECONDS
-$QMP "$WORK/qmp-src" migrate "{\"uri\": \"unix:$WORK/migration\"}" >/dev/null ||
-  fail "QMP migrate refused (a migration blocker?)"
-status= syncs=0 converging=
-for _ in $(seq 1200); do
-  read -r status syncs < <(migration)
-  case $status in completed | failed | cancelled) break ;; esac
-  if [ -z "$converging" ] && [ "$syncs" -ge "$SYNCS" ]; then
+converge() { # converge STATUS SYNCS: migrate's hook
+  if [ -z "$converging" ] && [ "$2" -ge "$SYNCS" ]; then
     limits 5000 $((1 << 30)) && converging=$(last_round)
   fi
-  sleep 0.5
-done
+}
+r0=$(last_round) t0=$SECONDS converging=
+migrate "$WORK/qmp-src" "unix:$WORK/migration" converge
+status=$MIGRATE_STATUS syncs=$MIGRATE_SYNCS
 r1=$(last_round)
 how="done within 1 ms of downtime" # before SYNCS passes: little was dirty
 [ -n "$converging" ] && how="downtime raised at round $converging"

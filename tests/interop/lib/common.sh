@@ -4,6 +4,8 @@
 #
 #   interop_init NAME        -> $WORK (mktemp -d), $SWITCH and $BLK checked, trap set
 #   interop_skip MSG         -> exit 77 (the peer truly cannot run here)
+#   interop_policies DEFAULT -> $POLICIES: the scheduler policies the script is to run under
+#   interop_result POLICY RC -> reports one policy's result to scripts/test.sh
 #   spawn LOG cmd...         -> runs cmd in the background, $! remembered, echo its pid
 #   stop_pid PID [SIG]       -> signal one of our processes and wait for it (bounded)
 #   wait_for CMD SECONDS     -> poll a shell condition
@@ -38,6 +40,19 @@ interop_init() {
   trap interop_cleanup EXIT
   trap 'exit 130' INT TERM
   SECONDS=0
+}
+
+# scripts/test.sh runs a script whose header holds the line "# vqs-interop: every policy" with
+# VQS_INTEROP_POLICIES set to every policy and records what the script reports for each policy
+# (interop_result, into the file VQS_INTEROP_RESULTS) as a result of its own. By hand,
+# VQS_INTEROP_POLICIES="pool poll" picks policies; without it a script runs under DEFAULT.
+interop_policies() { # interop_policies DEFAULT
+  POLICIES=${VQS_INTEROP_POLICIES:-$1}
+  echo "$INTEROP_NAME: policies $POLICIES"
+}
+
+interop_result() { # interop_result POLICY RC
+  [ -z "${VQS_INTEROP_RESULTS:-}" ] || echo "$1 $2" >>"$VQS_INTEROP_RESULTS"
 }
 
 interop_skip() {
