@@ -36,17 +36,32 @@ static inline void busy_set(struct vqs_split_ring *s, unsigned head, bool busy)
 
 /*
  * One descriptor, copied once: two relaxed 8-byte loads (the table is 16-byte aligned), so no
- * field can change between its check and its use.
+ * field can change between its check and its use. Kept as the two words by the fast run (fewer
+ * registers than four fields), decoded for the general walk.
  */
-static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
+struct desc_raw {
+	uint64_t lo; /* addr */
+	uint64_t hi; /* len | flags << 32 | next << 48 */
+};
+
+static inline struct desc_raw desc_read(const struct vqs_vring_desc *src)
 {
 	const _Atomic uint64_t *w = (const _Atomic uint64_t *)(const void *)src;
-	uint64_t lo = le64toh(atomic_load_explicit(&w[0], memory_order_relaxed));
-	uint64_t hi = le64toh(atomic_load_explicit(&w[1], memory_order_relaxed));
-	d->addr = lo;
-	d->len = (uint32_t)hi;
-	d->flags = (uint16_t)(hi >> 32);
-	d->next = (uint16_t)(hi >> 48);
+	return (struct desc_raw){le64toh(atomic_load_explicit(&w[0], memory_order_relaxed)),
+				 le64toh(atomic_load_explicit(&w[1], memory_order_relaxed))};
+}
+
+static inline void desc_decode(struct desc_raw r, struct vqs_vring_desc *d)
+{
+	d->addr = r.lo;
+	d->len = (uint32_t)r.hi;
+	d->flags = (uint16_t)(r.hi >> 32);
+	d->next = (uint16_t)(r.hi >> 48);
+}
+
+static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
+{
+	desc_decode(desc_read(src), d);
 }
 
 static enum vqs_vq_err split_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
@@ -164,33 +179,42 @@ static int split_begin(struct vqs_vq *vq)
  * start fetching every head descriptor's line and every used line the chains will complete into.
  * The driver wrote all of them on its CPU, so each first load misses; issued together, the misses
  * overlap instead of being taken one after another in the walks. Nothing is trusted here (a
- * prefetch never faults): the second pass validates each head.
+ * prefetch never faults): the second pass validates each head. The ring pointers and the mask are
+ * locals: a store to heads[] could alias the queue's 16-bit fields, so the compiler would reload
+ * them from *s after every entry.
  */
-static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigned m)
+static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, unsigned m)
 {
-	uint16_t pos = s->last_avail_idx;
+	uint16_t *ring = s->avail->ring;
+	const struct vqs_vring_desc *desc = s->desc;
+	const unsigned mask = s->mask;
+	/* mask < 2^15, so (pos + i) & mask is the 16-bit ring position */
+	unsigned pos = s->last_avail_idx;
 	for (unsigned i = 0; i < m; i++) {
-		uint16_t h = load16(&s->avail->ring[(uint16_t)(pos + i) & s->mask]);
+		uint16_t h = load16(&ring[(pos + i) & mask]);
 		heads[i] = h;
-		__builtin_prefetch(&s->desc[h & s->mask]);
+		__builtin_prefetch(&desc[h & mask]);
 	}
 	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
 	 * line of used->idx is taken with the first entries when they share it; the driver polls
 	 * it, but the release store in flush needs it anyway.) */
-	uint16_t u = (uint16_t)(s->used_idx + s->pending);
+	struct vqs_vring_used_elem *used = s->used->ring;
+	unsigned u = (unsigned)s->used_idx + s->pending;
 	for (unsigned i = 0; i < m; i += 8)
-		vqs_prefetch_write(&s->used->ring[(uint16_t)(u + i) & s->mask]);
-	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
+		vqs_prefetch_write(&used[(u + i) & mask]);
+	vqs_prefetch_write(&used[(u + m - 1) & mask]);
 }
 
-/* take_chain beyond the fast paths: out of line, so that the common pop keeps its state in
- * registers. */
+/* The general walk, for every chain the fast run leaves (d: the head's snapshot; second: the
+ * snapshot of the descriptor d.next names, when the run read it): out of line, so that the run
+ * keeps its state in registers. */
 static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
 					       uint16_t head, const struct vqs_vring_desc *d,
 					       const struct vqs_vring_desc *second,
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
+	e->id = head;
 	vqs_chain_begin(&c, e, vq);
 	enum vqs_vq_err err = walk_chain(vq, t, *d, second, &c);
 	if (err != VQS_VQ_OK)
@@ -202,92 +226,126 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 	return 0;
 }
 
-/* What a batch of pops reads once, kept in registers (the element stores could alias any field
- * of the queue): the table, the window of the hinted region, the descriptor table, the queue
- * size, the device's iovec limit. */
-struct pop_ctx {
-	const struct vqs_mem_table *t;
-	struct vqs_mem_win win;
+/* What the fast run reads once per batch (the element stores could alias any field of the
+ * queue), and the snapshots of the chain it stopped at. */
+struct pop_run {
 	const struct vqs_vring_desc *desc;
+	uint8_t *busy;
+	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
-	bool max_iov2;
+	bool max_iov2;          /* the device's iovec limit allows two */
+	struct desc_raw d[2];
+	unsigned nd;            /* snapshots in d[]: 0 when the run stopped before reading one */
 };
 
-static inline struct pop_ctx pop_ctx_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
+/*
+ * Pop heads[i..m) while each is a chain of one descriptor, or of two (not the head twice: the
+ * walk judges that), in the window: straight lines, a leaf function whose state stays in
+ * registers. Returns where it stopped: m, or the first head it leaves to the caller (out of
+ * range, in flight, or a chain for the general walk, with the snapshots it took in r->d).
+ */
+static __attribute__((noinline)) unsigned pop_fast(struct pop_run *r, const uint16_t *heads,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
 {
-	return (struct pop_ctx){.t = t, .win = vqs_mem_win(t, vq->hint), .desc = vq->u.split.desc,
-				.num = vq->cfg.num, .max_iov2 = vq->cfg.max_iov >= 2};
-}
-
-/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
- * -EIO. A 0 commits the pop as far as the area is concerned. One descriptor and two (not the
- * head twice: the walk judges that) are straight lines; the rest is the general walk, which
- * moves the hint, so the window follows. */
-static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
-							    struct pop_ctx *p, uint16_t head,
-							    struct vqs_elem *e)
-{
-	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
-	struct vqs_vring_desc d, d1;
-	const struct vqs_vring_desc *second = NULL;
-	desc_snapshot(&p->desc[head], &d);
-	e->id = head;
-	if (!(d.flags & chained)) {
-		if (vqs_chain_single(e, &p->win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
-			return 0;
-	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < p->num &&
-		   d.next != head) {
-		desc_snapshot(&p->desc[d.next], &d1);
-		second = &d1;
-		if (!(d1.flags & chained) &&
-		    vqs_chain_pair(e, &p->win, p->max_iov2, d.addr, d.len,
-				   d.flags & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
-				   d1.flags & VQS_VRING_DESC_F_WRITE))
-			return 0;
+	const uint64_t chained = (uint64_t)(VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)
+				 << 32;
+	const uint64_t next_only = (uint64_t)VQS_VRING_DESC_F_NEXT << 32;
+	const uint64_t write = (uint64_t)VQS_VRING_DESC_F_WRITE << 32;
+	const struct vqs_vring_desc *desc = r->desc;
+	uint8_t *busy = r->busy;
+	const struct vqs_mem_win w = r->win;
+	const unsigned num = r->num;
+	r->nd = 0;
+	for (; i < m; i++) {
+		unsigned head = heads[i];
+		/* The driver may not offer a chain again before the device used it (2.7.13):
+		 * its in-flight records would be overwritten. Set per chain: a batch may name a
+		 * head twice. */
+		if (head >= num || busy[head])
+			return i;
+		struct vqs_elem *e = elems[i];
+		struct desc_raw d = desc_read(&desc[head]);
+		if (!(d.hi & chained)) {
+			if (!vqs_chain_single(e, &w, d.lo, (uint32_t)d.hi, d.hi & write)) {
+				r->d[0] = d;
+				r->nd = 1;
+				return i;
+			}
+		} else {
+			unsigned next = (unsigned)(d.hi >> 48);
+			if ((d.hi & chained) != next_only || next >= num || next == head) {
+				r->d[0] = d;
+				r->nd = 1;
+				return i;
+			}
+			struct desc_raw d1 = desc_read(&desc[next]);
+			if ((d1.hi & chained) ||
+			    !vqs_chain_pair(e, &w, r->max_iov2, d.lo, (uint32_t)d.hi, d.hi & write,
+					    d1.lo, (uint32_t)d1.hi, d1.hi & write)) {
+				r->d[0] = d;
+				r->d[1] = d1;
+				r->nd = 2;
+				return i;
+			}
+		}
+		e->id = (uint16_t)head;
+		busy[head] = 1;
 	}
-	int rc = take_long(vq, p->t, head, &d, second, e);
-	p->win = vqs_mem_win(p->t, vq->hint);
-	return rc;
+	return i;
 }
 
-/* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
+static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	return (struct pop_run){.desc = vq->u.split.desc, .busy = vq->u.split.busy,
+				.win = vqs_mem_win(t, vq->hint), .num = vq->cfg.num,
+				.max_iov2 = vq->cfg.max_iov >= 2};
+}
+
+/* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore; it is in
+ * flight already): the general walk, which gives the same element as the fast run. */
 static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_ctx p = pop_ctx_load(vq, t);
-	int rc = take_chain(vq, &p, s->resubmit[s->resubmit_pos].head, e);
+	uint16_t head = s->resubmit[s->resubmit_pos].head;
+	struct vqs_vring_desc d;
+	desc_snapshot(&s->desc[head], &d);
+	int rc = take_long(vq, t, head, &d, NULL, e);
 	if (rc == 0)
 		s->resubmit_pos++;
 	return rc;
 }
 
 /* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
- * last_avail_idx. Returns how many were popped (the bookkeeping of the batch is done once, for
- * them), *rc the reason for stopping short. */
+ * last_avail_idx: the fast run, and the general walk for each chain it leaves. Returns how many
+ * were popped (the bookkeeping of the batch is done once, for them), *rc the reason for stopping
+ * short. */
 static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
 				 int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_ctx p = pop_ctx_load(vq, t);
-	uint8_t *busy = s->busy;
-	unsigned i;
-	for (i = 0; i < m; i++) {
+	struct pop_run r = pop_run_load(vq, t);
+	unsigned i = 0;
+	while ((i = pop_fast(&r, heads, elems, i, m)) < m) {
 		uint16_t head = heads[i];
-		if (head >= p.num) {
+		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
 			break;
 		}
-		/* The driver may not offer a chain again before the device used it (2.7.13):
-		 * its in-flight records would be overwritten. Set per chain: a batch may name a
-		 * head twice. */
-		if (busy[head]) {
+		if (s->busy[head]) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 			break;
 		}
-		if ((*rc = take_chain(vq, &p, head, elems[i])))
+		struct vqs_vring_desc d[2];
+		desc_decode(r.d[0], &d[0]);
+		desc_decode(r.d[1], &d[1]);
+		if ((*rc = take_long(vq, t, head, &d[0], r.nd == 2 ? &d[1] : NULL, elems[i])))
 			break;
-		busy[head] = 1;
+		s->busy[head] = 1;
+		/* the walk moves the hint */
+		r.win = vqs_mem_win(t, vq->hint);
+		i++;
 	}
 	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
 	s->avail_since_restore += s->nresubmit ? i : 0;
