@@ -93,6 +93,7 @@ static void split_reset_state(struct vqs_vq *vq)
 	s->event_idx = vq->cfg.features & VQS_BIT(VQS_F_EVENT_IDX);
 	s->indirect = vq->cfg.features & VQS_BIT(VQS_F_INDIRECT_DESC);
 	s->notify_on_empty = vq->cfg.features & VQS_BIT(VQS_F_NOTIFY_ON_EMPTY);
+	s->in_order_fold = (vq->cfg.features & VQS_BIT(VQS_F_IN_ORDER)) && vq->cfg.in_order_fold;
 }
 
 /*
@@ -423,28 +424,54 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 	return 0;
 }
 
-/* The used entries go straight to the ring (the session is inside its section): plain stores,
- * the driver reads them only after the release store of the index in flush. */
+/*
+ * The used entries go straight to the ring (the session is inside its section): plain stores,
+ * the driver reads them only after the release store of the index in flush. Returns how many
+ * of elems[0..n) were accepted (up to the first refused).
+ *
+ * fold, for IN_ORDER with vqs_vq_config.in_order_fold (2.7.9 in virtio 1.2): the device may
+ * answer a batch of chains with one used entry, at the offset of the batch's first avail entry,
+ * naming the batch's last chain; "the skipped buffers ... are assumed to have been used (read or
+ * written) by the device completely", so a chain joins the run the next entry answers for only
+ * when it was written whole (written == in_len). Every entry is stored at the run's first
+ * position, so the last store there is the run's answer whatever ends it (the batch, a partly
+ * written chain, a refused one), and the used lines after it are left alone. The caller
+ * completes in pop order, as IN_ORDER requires of the device. A constant in each call, so the
+ * loop without it carries none of it.
+ */
+static inline __attribute__((always_inline)) unsigned
+fill_entries(struct vqs_split_ring *s, const struct vqs_elem *const *elems,
+	     const uint32_t *written, unsigned n, const bool fold)
+{
+	/* in registers: the entry stores could alias any field of the queue */
+	struct vqs_vring_used_elem *ring = s->used->ring;
+	uint8_t *busy = s->busy;
+	const unsigned mask = s->mask; /* ids above it are out of range: num is mask + 1 */
+	/* mask < 2^15, so slot & mask is the 16-bit ring position. slot: where the next entry
+	 * goes, its own position or the first of the IN_ORDER run; next: the position after it. */
+	unsigned slot = (unsigned)s->used_idx + s->pending, next = slot;
+	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
+	for (; ep < end; ep++, written++) {
+		const unsigned id = (*ep)->id;
+		const uint32_t len = *written, in_len = (*ep)->in_len;
+		if (id > mask || !busy[id] || len > in_len)
+			break;
+		/* one 8-byte store: the entry is id then len, both little-endian */
+		uint64_t entry = htole64((uint64_t)len << 32 | id);
+		memcpy(&ring[slot & mask], &entry, sizeof(entry));
+		busy[id] = 0;
+		next++;
+		slot = fold && len == in_len ? slot : next;
+	}
+	return (unsigned)(ep - elems);
+}
+
 static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	/* in registers: the entry stores could alias any field of the queue */
-	struct vqs_vring_used_elem *ring = s->used->ring;
-	uint8_t *busy = s->busy;
-	const unsigned num = vq->cfg.num, mask = s->mask;
-	uint16_t pos = (uint16_t)(s->used_idx + s->pending);
-	unsigned k;
-	for (k = 0; k < n; k++) {
-		const struct vqs_elem *e = elems[k];
-		uint16_t id = e->id;
-		if (id >= num || !busy[id] || written[k] > e->in_len)
-			break;
-		struct vqs_vring_used_elem *u = &ring[(uint16_t)(pos + k) & mask];
-		u->id = htole32(id);
-		u->len = htole32(written[k]);
-		busy[id] = 0;
-	}
+	const unsigned k = s->in_order_fold ? fill_entries(s, elems, written, n, true)
+				       : fill_entries(s, elems, written, n, false);
 	if (s->infl)
 		for (unsigned i = 0; i < k; i++)
 			vqs_split_infl_filled(vq, elems[i]->id);
