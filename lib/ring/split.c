@@ -240,14 +240,15 @@ struct pop_run {
 };
 
 /*
- * Pop heads[i..m) while each is a chain of one descriptor, or of two (not the head twice: the
- * walk judges that), in the window: straight lines, a leaf function whose state stays in
- * registers. Returns where it stopped: m, or the first head it leaves to the caller (out of
- * range, in flight, or a chain for the general walk, with the snapshots it took in r->d).
+ * Pop heads[i..m) while each is a chain of the run's shape in the window: one descriptor, or
+ * (pair) two (not the head twice: the walk judges that). Straight lines in a leaf function, one
+ * instance per shape, so that the state of each stays in registers. Returns where it stopped: m,
+ * or the first head it leaves to the caller (out of range, in flight, or another shape or a
+ * chain for the general walk, with the snapshots it took in r->d).
  */
-static __attribute__((noinline)) unsigned pop_fast(struct pop_run *r, const uint16_t *heads,
-						   struct vqs_elem *const *elems, unsigned i,
-						   unsigned m)
+static inline __attribute__((always_inline)) unsigned
+pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems, unsigned i,
+	unsigned m, const bool pair)
 {
 	const uint64_t chained = (uint64_t)(VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)
 				 << 32;
@@ -258,42 +259,59 @@ static __attribute__((noinline)) unsigned pop_fast(struct pop_run *r, const uint
 	const struct vqs_mem_win w = r->win;
 	const unsigned num = r->num;
 	r->nd = 0;
-	for (; i < m; i++) {
-		unsigned head = heads[i];
+	/* pointers, not an index beside them: one register fewer */
+	const uint16_t *hp = heads + i, *const hend = heads + m;
+	struct vqs_elem *const *ep = elems + i;
+	for (; hp < hend; hp++, ep++) {
+		unsigned head = *hp;
 		/* The driver may not offer a chain again before the device used it (2.7.13):
 		 * its in-flight records would be overwritten. Set per chain: a batch may name a
 		 * head twice. */
 		if (head >= num || busy[head])
-			return i;
-		struct vqs_elem *e = elems[i];
+			break;
+		struct vqs_elem *e = *ep;
 		struct desc_raw d = desc_read(&desc[head]);
-		if (!(d.hi & chained)) {
-			if (!vqs_chain_single(e, &w, d.lo, (uint32_t)d.hi, d.hi & write)) {
-				r->d[0] = d;
-				r->nd = 1;
-				return i;
-			}
+		if (!pair) {
+			if ((d.hi & chained) ||
+			    !vqs_chain_single(e, &w, d.lo, (uint32_t)d.hi, d.hi & write))
+				goto stop1;
 		} else {
 			unsigned next = (unsigned)(d.hi >> 48);
-			if ((d.hi & chained) != next_only || next >= num || next == head) {
-				r->d[0] = d;
-				r->nd = 1;
-				return i;
-			}
+			if ((d.hi & chained) != next_only || next >= num || next == head)
+				goto stop1;
 			struct desc_raw d1 = desc_read(&desc[next]);
 			if ((d1.hi & chained) ||
 			    !vqs_chain_pair(e, &w, r->max_iov2, d.lo, (uint32_t)d.hi, d.hi & write,
 					    d1.lo, (uint32_t)d1.hi, d1.hi & write)) {
-				r->d[0] = d;
 				r->d[1] = d1;
 				r->nd = 2;
-				return i;
+				r->d[0] = d;
+				break;
 			}
 		}
 		e->id = (uint16_t)head;
 		busy[head] = 1;
+		continue;
+	stop1:
+		r->d[0] = d;
+		r->nd = 1;
+		break;
 	}
-	return i;
+	return (unsigned)(hp - heads);
+}
+
+static __attribute__((noinline)) unsigned pop_run1(struct pop_run *r, const uint16_t *heads,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, heads, elems, i, m, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run2(struct pop_run *r, const uint16_t *heads,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, heads, elems, i, m, true);
 }
 
 static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
@@ -327,8 +345,11 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	struct pop_run r = pop_run_load(vq, t);
+	/* the shape of the chain before: its run goes on */
+	bool pair = false;
 	unsigned i = 0;
-	while ((i = pop_fast(&r, heads, elems, i, m)) < m) {
+	while ((i = pair ? pop_run2(&r, heads, elems, i, m) : pop_run1(&r, heads, elems, i, m)) <
+	       m) {
 		uint16_t head = heads[i];
 		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
@@ -343,6 +364,7 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 		desc_decode(r.d[1], &d[1]);
 		if ((*rc = take_long(vq, t, head, &d[0], r.nd == 2 ? &d[1] : NULL, elems[i])))
 			break;
+		pair = elems[i]->ndescs == 2;
 		s->busy[head] = 1;
 		/* the walk moves the hint */
 		r.win = vqs_mem_win(t, vq->hint);
