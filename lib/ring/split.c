@@ -270,6 +270,8 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 		if (head >= num || busy[head])
 			break;
 		struct vqs_elem *e = *ep;
+		/* first, beside the fields the builders store (the general walk stores it again) */
+		e->id = (uint16_t)head;
 		struct desc_raw d = desc_read(&desc[head]);
 		if (!pair) {
 			if ((d.hi & chained) ||
@@ -289,7 +291,6 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 				break;
 			}
 		}
-		e->id = (uint16_t)head;
 		busy[head] = 1;
 		continue;
 	stop1:
