@@ -175,6 +175,17 @@ static int split_begin(struct vqs_vq *vq)
 	return n + (s->nresubmit - s->resubmit_pos);
 }
 
+/* n avail entries from src (no wrap) into heads, each head's descriptor line fetched. */
+static inline void read_span(uint16_t *src, uint16_t *heads, unsigned n,
+			     const struct vqs_vring_desc *desc, unsigned mask)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t h = load16(&src[i]);
+		heads[i] = h;
+		__builtin_prefetch(&desc[h & mask]);
+	}
+}
+
 /*
  * First pass over the next m avail entries: copy them into heads[] (the only read of each) and
  * start fetching every head descriptor's line and every used line the chains will complete into.
@@ -189,13 +200,12 @@ static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, u
 	uint16_t *ring = s->avail->ring;
 	const struct vqs_vring_desc *desc = s->desc;
 	const unsigned mask = s->mask;
-	/* mask < 2^15, so (pos + i) & mask is the 16-bit ring position */
-	unsigned pos = s->last_avail_idx;
-	for (unsigned i = 0; i < m; i++) {
-		uint16_t h = load16(&ring[(pos + i) & mask]);
-		heads[i] = h;
-		__builtin_prefetch(&desc[h & mask]);
-	}
+	/* up to the ring's end, then from its start: no wrap per entry. mask < 2^15, so pos & mask
+	 * is the 16-bit ring position */
+	const unsigned pos = s->last_avail_idx & mask;
+	const unsigned first = m < mask + 1 - pos ? m : mask + 1 - pos;
+	read_span(ring + pos, heads, first, desc, mask);
+	read_span(ring, heads + first, m - first, desc, mask);
 	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
 	 * line of used->idx is taken with the first entries when they share it; the driver polls
 	 * it, but the release store in flush needs it anyway.) */
