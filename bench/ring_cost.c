@@ -8,7 +8,9 @@
  *   valgrind --tool=callgrind --toggle-collect=device_batch vqs-ring-cost split 1 1000
  *
  * gives the instructions of 1000 batches of 64 one-descriptor chains (divide by 64000), per
- * function with callgrind_annotate --inclusive=yes. Public API only.
+ * function with callgrind_annotate --inclusive=yes. A fourth argument, inorder, negotiates
+ * VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills every buffer whole, so that a
+ * split batch is answered by one used entry. Public API only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +36,11 @@ struct rig {
 	struct iovec iov[BATCH][4];
 };
 
-static int rig_init(struct rig *r, bool packed)
+static int rig_init(struct rig *r, bool packed, bool in_order)
 {
 	uint64_t f = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
-		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0);
+		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0) |
+		     (in_order ? VQS_BIT(VQS_F_IN_ORDER) : 0);
 	struct vqs_mem_region reg;
 	if (vqs_gmem_create(&r->gmem, GPA, ARENA) || vqs_mem_create(&r->mem))
 		return -1;
@@ -45,7 +48,8 @@ static int rig_init(struct rig *r, bool packed)
 	struct vqs_drv_vq_config dc = {.size = sizeof(dc), .num = NUM, .features = f,
 				       .gmem = r->gmem};
 	struct vqs_vq_config vc = {.size = sizeof(vc), .num = NUM, .features = f,
-				   .addr_space = VQS_ADDR_GPA, .mem = r->mem};
+				   .addr_space = VQS_ADDR_GPA, .mem = r->mem,
+				   .in_order_fold = in_order};
 	if (vqs_mem_set(r->mem, &reg, 1) || vqs_drv_vq_create(&r->drv, &dc))
 		return -1;
 	vqs_drv_vq_addrs(r->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
@@ -77,18 +81,23 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
-	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
-		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES\n");
+	if (argc < 4 || argc > 5 || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
+	    (strcmp(argv[2], "1") && strcmp(argv[2], "2")) ||
+	    (argc == 5 && strcmp(argv[4], "inorder"))) {
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
 	long batches = atol(argv[3]);
+	bool in_order = argc == 5;
 	static struct rig r;
-	if (rig_init(&r, !strcmp(argv[1], "packed"))) {
+	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order)) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
 		return 1;
 	}
+	/* the writable buffer below, filled whole (or nothing written) */
+	for (unsigned i = 0; i < BATCH; i++)
+		r.written[i] = in_order ? (descs == 2 ? BUF - 64 : 64) : 0;
 	static int token;
 	unsigned long served = 0;
 	for (long b = 0; b < batches; b++) {

@@ -167,6 +167,14 @@ struct vqs_vq_config {
 	bool log_ring;
 	uint64_t log_addr;
 	uint64_t log_event_addr; /* packed: gpa of the device event suppression area */
+	/*
+	 * Split, with VQS_F_IN_ORDER negotiated: answer a run of chains filled whole (written ==
+	 * in_len) with one used entry, at the run's first position, naming its last chain (virtio
+	 * 1.2 2.7.9: skipped buffers count as used completely); the used lines of the others are
+	 * not written. Off by default: drivers that read every used entry's len in order (DPDK's
+	 * virtio PMD, in-order receive) would read stale lengths for the skipped ones.
+	 */
+	bool in_order_fold;
 };
 
 /*

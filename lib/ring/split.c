@@ -36,17 +36,32 @@ static inline void busy_set(struct vqs_split_ring *s, unsigned head, bool busy)
 
 /*
  * One descriptor, copied once: two relaxed 8-byte loads (the table is 16-byte aligned), so no
- * field can change between its check and its use.
+ * field can change between its check and its use. Kept as the two words by the fast run (fewer
+ * registers than four fields), decoded for the general walk.
  */
-static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
+struct desc_raw {
+	uint64_t lo; /* addr */
+	uint64_t hi; /* len | flags << 32 | next << 48 */
+};
+
+static inline struct desc_raw desc_read(const struct vqs_vring_desc *src)
 {
 	const _Atomic uint64_t *w = (const _Atomic uint64_t *)(const void *)src;
-	uint64_t lo = le64toh(atomic_load_explicit(&w[0], memory_order_relaxed));
-	uint64_t hi = le64toh(atomic_load_explicit(&w[1], memory_order_relaxed));
-	d->addr = lo;
-	d->len = (uint32_t)hi;
-	d->flags = (uint16_t)(hi >> 32);
-	d->next = (uint16_t)(hi >> 48);
+	return (struct desc_raw){le64toh(atomic_load_explicit(&w[0], memory_order_relaxed)),
+				 le64toh(atomic_load_explicit(&w[1], memory_order_relaxed))};
+}
+
+static inline void desc_decode(struct desc_raw r, struct vqs_vring_desc *d)
+{
+	d->addr = r.lo;
+	d->len = (uint32_t)r.hi;
+	d->flags = (uint16_t)(r.hi >> 32);
+	d->next = (uint16_t)(r.hi >> 48);
+}
+
+static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
+{
+	desc_decode(desc_read(src), d);
 }
 
 static enum vqs_vq_err split_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
@@ -78,6 +93,7 @@ static void split_reset_state(struct vqs_vq *vq)
 	s->event_idx = vq->cfg.features & VQS_BIT(VQS_F_EVENT_IDX);
 	s->indirect = vq->cfg.features & VQS_BIT(VQS_F_INDIRECT_DESC);
 	s->notify_on_empty = vq->cfg.features & VQS_BIT(VQS_F_NOTIFY_ON_EMPTY);
+	s->in_order_fold = (vq->cfg.features & VQS_BIT(VQS_F_IN_ORDER)) && vq->cfg.in_order_fold;
 }
 
 /*
@@ -159,38 +175,57 @@ static int split_begin(struct vqs_vq *vq)
 	return n + (s->nresubmit - s->resubmit_pos);
 }
 
+/* n avail entries from src (no wrap) into heads, each head's descriptor line fetched. */
+static inline void read_span(uint16_t *src, uint16_t *heads, unsigned n,
+			     const struct vqs_vring_desc *desc, unsigned mask)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t h = load16(&src[i]);
+		heads[i] = h;
+		__builtin_prefetch(&desc[h & mask]);
+	}
+}
+
 /*
  * First pass over the next m avail entries: copy them into heads[] (the only read of each) and
  * start fetching every head descriptor's line and every used line the chains will complete into.
  * The driver wrote all of them on its CPU, so each first load misses; issued together, the misses
  * overlap instead of being taken one after another in the walks. Nothing is trusted here (a
- * prefetch never faults): the second pass validates each head.
+ * prefetch never faults): the second pass validates each head. The ring pointers and the mask are
+ * locals: a store to heads[] could alias the queue's 16-bit fields, so the compiler would reload
+ * them from *s after every entry.
  */
-static inline void read_heads(struct vqs_split_ring *s, uint16_t *heads, unsigned m)
+static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, unsigned m)
 {
-	uint16_t pos = s->last_avail_idx;
-	for (unsigned i = 0; i < m; i++) {
-		uint16_t h = load16(&s->avail->ring[(uint16_t)(pos + i) & s->mask]);
-		heads[i] = h;
-		__builtin_prefetch(&s->desc[h & s->mask]);
-	}
+	uint16_t *ring = s->avail->ring;
+	const struct vqs_vring_desc *desc = s->desc;
+	const unsigned mask = s->mask;
+	/* up to the ring's end, then from its start: no wrap per entry. mask < 2^15, so pos & mask
+	 * is the 16-bit ring position */
+	const unsigned pos = s->last_avail_idx & mask;
+	const unsigned first = m < mask + 1 - pos ? m : mask + 1 - pos;
+	read_span(ring + pos, heads, first, desc, mask);
+	read_span(ring, heads + first, m - first, desc, mask);
 	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
 	 * line of used->idx is taken with the first entries when they share it; the driver polls
 	 * it, but the release store in flush needs it anyway.) */
-	uint16_t u = (uint16_t)(s->used_idx + s->pending);
+	struct vqs_vring_used_elem *used = s->used->ring;
+	unsigned u = (unsigned)s->used_idx + s->pending;
 	for (unsigned i = 0; i < m; i += 8)
-		vqs_prefetch_write(&s->used->ring[(uint16_t)(u + i) & s->mask]);
-	vqs_prefetch_write(&s->used->ring[(uint16_t)(u + m - 1) & s->mask]);
+		vqs_prefetch_write(&used[(u + i) & mask]);
+	vqs_prefetch_write(&used[(u + m - 1) & mask]);
 }
 
-/* take_chain beyond the fast paths: out of line, so that the common pop keeps its state in
- * registers. */
+/* The general walk, for every chain the fast run leaves (d: the head's snapshot; second: the
+ * snapshot of the descriptor d.next names, when the run read it): out of line, so that the run
+ * keeps its state in registers. */
 static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct vqs_mem_table *t,
 					       uint16_t head, const struct vqs_vring_desc *d,
 					       const struct vqs_vring_desc *second,
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
+	e->id = head;
 	vqs_chain_begin(&c, e, vq);
 	enum vqs_vq_err err = walk_chain(vq, t, *d, second, &c);
 	if (err != VQS_VQ_OK)
@@ -202,92 +237,149 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 	return 0;
 }
 
-/* What a batch of pops reads once, kept in registers (the element stores could alias any field
- * of the queue): the table, the window of the hinted region, the descriptor table, the queue
- * size, the device's iovec limit. */
-struct pop_ctx {
-	const struct vqs_mem_table *t;
-	struct vqs_mem_win win;
+/* What the fast run reads once per batch (the element stores could alias any field of the
+ * queue), and the snapshots of the chain it stopped at. */
+struct pop_run {
 	const struct vqs_vring_desc *desc;
+	uint8_t *busy;
+	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
-	bool max_iov2;
+	bool max_iov2;          /* the device's iovec limit allows two */
+	struct desc_raw d[2];
+	unsigned nd;            /* snapshots in d[]: 0 when the run stopped before reading one */
 };
 
-static inline struct pop_ctx pop_ctx_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
+/*
+ * Pop heads[i..m) while each is a chain of the run's shape in the window: one descriptor, or
+ * (pair) two (not the head twice: the walk judges that). Straight lines in a leaf function, one
+ * instance per shape, so that the state of each stays in registers. Returns where it stopped: m,
+ * or the first head it leaves to the caller (out of range, in flight, or another shape or a
+ * chain for the general walk, with the snapshots it took in r->d).
+ */
+static inline __attribute__((always_inline)) unsigned
+pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems, unsigned i,
+	unsigned m, const bool pair)
 {
-	return (struct pop_ctx){.t = t, .win = vqs_mem_win(t, vq->hint), .desc = vq->u.split.desc,
-				.num = vq->cfg.num, .max_iov2 = vq->cfg.max_iov >= 2};
-}
-
-/* Walk head's chain into e: 0, -EBUSY (waits for the long-chain area; nothing consumed) or
- * -EIO. A 0 commits the pop as far as the area is concerned. One descriptor and two (not the
- * head twice: the walk judges that) are straight lines; the rest is the general walk, which
- * moves the hint, so the window follows. */
-static inline __attribute__((always_inline)) int take_chain(struct vqs_vq *vq,
-							    struct pop_ctx *p, uint16_t head,
-							    struct vqs_elem *e)
-{
-	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
-	struct vqs_vring_desc d, d1;
-	const struct vqs_vring_desc *second = NULL;
-	desc_snapshot(&p->desc[head], &d);
-	e->id = head;
-	if (!(d.flags & chained)) {
-		if (vqs_chain_single(e, &p->win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))
-			return 0;
-	} else if ((d.flags & chained) == VQS_VRING_DESC_F_NEXT && d.next < p->num &&
-		   d.next != head) {
-		desc_snapshot(&p->desc[d.next], &d1);
-		second = &d1;
-		if (!(d1.flags & chained) &&
-		    vqs_chain_pair(e, &p->win, p->max_iov2, d.addr, d.len,
-				   d.flags & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
-				   d1.flags & VQS_VRING_DESC_F_WRITE))
-			return 0;
+	const uint64_t chained = (uint64_t)(VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)
+				 << 32;
+	const uint64_t next_only = (uint64_t)VQS_VRING_DESC_F_NEXT << 32;
+	const uint64_t write = (uint64_t)VQS_VRING_DESC_F_WRITE << 32;
+	const struct vqs_vring_desc *desc = r->desc;
+	uint8_t *busy = r->busy;
+	const struct vqs_mem_win w = r->win;
+	const unsigned num = r->num;
+	r->nd = 0;
+	/* pointers, not an index beside them: one register fewer */
+	const uint16_t *hp = heads + i, *const hend = heads + m;
+	struct vqs_elem *const *ep = elems + i;
+	for (; hp < hend; hp++, ep++) {
+		unsigned head = *hp;
+		/* The driver may not offer a chain again before the device used it (2.7.13):
+		 * its in-flight records would be overwritten. Set per chain: a batch may name a
+		 * head twice. */
+		if (head >= num || busy[head])
+			break;
+		struct vqs_elem *e = *ep;
+		/* first, beside the fields the builders store (the general walk stores it again) */
+		e->id = (uint16_t)head;
+		struct desc_raw d = desc_read(&desc[head]);
+		if (!pair) {
+			if ((d.hi & chained) ||
+			    !vqs_chain_single(e, &w, d.lo, (uint32_t)d.hi, d.hi & write))
+				goto stop1;
+		} else {
+			unsigned next = (unsigned)(d.hi >> 48);
+			if ((d.hi & chained) != next_only || next >= num || next == head)
+				goto stop1;
+			struct desc_raw d1 = desc_read(&desc[next]);
+			if ((d1.hi & chained) ||
+			    !vqs_chain_pair(e, &w, r->max_iov2, d.lo, (uint32_t)d.hi, d.hi & write,
+					    d1.lo, (uint32_t)d1.hi, d1.hi & write)) {
+				r->d[1] = d1;
+				r->nd = 2;
+				r->d[0] = d;
+				break;
+			}
+		}
+		busy[head] = 1;
+		continue;
+	stop1:
+		r->d[0] = d;
+		r->nd = 1;
+		break;
 	}
-	int rc = take_long(vq, p->t, head, &d, second, e);
-	p->win = vqs_mem_win(p->t, vq->hint);
-	return rc;
+	return (unsigned)(hp - heads);
 }
 
-/* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore). */
+static __attribute__((noinline)) unsigned pop_run1(struct pop_run *r, const uint16_t *heads,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, heads, elems, i, m, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run2(struct pop_run *r, const uint16_t *heads,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, heads, elems, i, m, true);
+}
+
+static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
+{
+	return (struct pop_run){.desc = vq->u.split.desc, .busy = vq->u.split.busy,
+				.win = vqs_mem_win(t, vq->hint), .num = vq->cfg.num,
+				.max_iov2 = vq->cfg.max_iov >= 2};
+}
+
+/* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore; it is in
+ * flight already): the general walk, which gives the same element as the fast run. */
 static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_ctx p = pop_ctx_load(vq, t);
-	int rc = take_chain(vq, &p, s->resubmit[s->resubmit_pos].head, e);
+	uint16_t head = s->resubmit[s->resubmit_pos].head;
+	struct vqs_vring_desc d;
+	desc_snapshot(&s->desc[head], &d);
+	int rc = take_long(vq, t, head, &d, NULL, e);
 	if (rc == 0)
 		s->resubmit_pos++;
 	return rc;
 }
 
 /* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
- * last_avail_idx. Returns how many were popped (the bookkeeping of the batch is done once, for
- * them), *rc the reason for stopping short. */
+ * last_avail_idx: the fast run, and the general walk for each chain it leaves. Returns how many
+ * were popped (the bookkeeping of the batch is done once, for them), *rc the reason for stopping
+ * short. */
 static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
 				 int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_ctx p = pop_ctx_load(vq, t);
-	uint8_t *busy = s->busy;
-	unsigned i;
-	for (i = 0; i < m; i++) {
+	struct pop_run r = pop_run_load(vq, t);
+	/* the shape of the chain before: its run goes on */
+	bool pair = false;
+	unsigned i = 0;
+	while ((i = pair ? pop_run2(&r, heads, elems, i, m) : pop_run1(&r, heads, elems, i, m)) <
+	       m) {
 		uint16_t head = heads[i];
-		if (head >= p.num) {
+		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
 			break;
 		}
-		/* The driver may not offer a chain again before the device used it (2.7.13):
-		 * its in-flight records would be overwritten. Set per chain: a batch may name a
-		 * head twice. */
-		if (busy[head]) {
+		if (s->busy[head]) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 			break;
 		}
-		if ((*rc = take_chain(vq, &p, head, elems[i])))
+		struct vqs_vring_desc d[2];
+		desc_decode(r.d[0], &d[0]);
+		desc_decode(r.d[1], &d[1]);
+		if ((*rc = take_long(vq, t, head, &d[0], r.nd == 2 ? &d[1] : NULL, elems[i])))
 			break;
-		busy[head] = 1;
+		pair = elems[i]->ndescs == 2;
+		s->busy[head] = 1;
+		/* the walk moves the hint */
+		r.win = vqs_mem_win(t, vq->hint);
+		i++;
 	}
 	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
 	s->avail_since_restore += s->nresubmit ? i : 0;
@@ -365,28 +457,54 @@ static int split_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned
 	return 0;
 }
 
-/* The used entries go straight to the ring (the session is inside its section): plain stores,
- * the driver reads them only after the release store of the index in flush. */
+/*
+ * The used entries go straight to the ring (the session is inside its section): plain stores,
+ * the driver reads them only after the release store of the index in flush. Returns how many
+ * of elems[0..n) were accepted (up to the first refused).
+ *
+ * fold, for IN_ORDER with vqs_vq_config.in_order_fold (2.7.9 in virtio 1.2): the device may
+ * answer a batch of chains with one used entry, at the offset of the batch's first avail entry,
+ * naming the batch's last chain; "the skipped buffers ... are assumed to have been used (read or
+ * written) by the device completely", so a chain joins the run the next entry answers for only
+ * when it was written whole (written == in_len). Every entry is stored at the run's first
+ * position, so the last store there is the run's answer whatever ends it (the batch, a partly
+ * written chain, a refused one), and the used lines after it are left alone. The caller
+ * completes in pop order, as IN_ORDER requires of the device. A constant in each call, so the
+ * loop without it carries none of it.
+ */
+static inline __attribute__((always_inline)) unsigned
+fill_entries(struct vqs_split_ring *s, const struct vqs_elem *const *elems,
+	     const uint32_t *written, unsigned n, const bool fold)
+{
+	/* in registers: the entry stores could alias any field of the queue */
+	struct vqs_vring_used_elem *ring = s->used->ring;
+	uint8_t *busy = s->busy;
+	const unsigned mask = s->mask; /* ids above it are out of range: num is mask + 1 */
+	/* mask < 2^15, so slot & mask is the 16-bit ring position. slot: where the next entry
+	 * goes, its own position or the first of the IN_ORDER run; next: the position after it. */
+	unsigned slot = (unsigned)s->used_idx + s->pending, next = slot;
+	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
+	for (; ep < end; ep++, written++) {
+		const unsigned id = (*ep)->id;
+		const uint32_t len = *written, in_len = (*ep)->in_len;
+		if (id > mask || !busy[id] || len > in_len)
+			break;
+		/* one 8-byte store: the entry is id then len, both little-endian */
+		uint64_t entry = htole64((uint64_t)len << 32 | id);
+		memcpy(&ring[slot & mask], &entry, sizeof(entry));
+		busy[id] = 0;
+		next++;
+		slot = fold && len == in_len ? slot : next;
+	}
+	return (unsigned)(ep - elems);
+}
+
 static int split_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		      const uint32_t *written, unsigned n)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	/* in registers: the entry stores could alias any field of the queue */
-	struct vqs_vring_used_elem *ring = s->used->ring;
-	uint8_t *busy = s->busy;
-	const unsigned num = vq->cfg.num, mask = s->mask;
-	uint16_t pos = (uint16_t)(s->used_idx + s->pending);
-	unsigned k;
-	for (k = 0; k < n; k++) {
-		const struct vqs_elem *e = elems[k];
-		uint16_t id = e->id;
-		if (id >= num || !busy[id] || written[k] > e->in_len)
-			break;
-		struct vqs_vring_used_elem *u = &ring[(uint16_t)(pos + k) & mask];
-		u->id = htole32(id);
-		u->len = htole32(written[k]);
-		busy[id] = 0;
-	}
+	const unsigned k = s->in_order_fold ? fill_entries(s, elems, written, n, true)
+				       : fill_entries(s, elems, written, n, false);
 	if (s->infl)
 		for (unsigned i = 0; i < k; i++)
 			vqs_split_infl_filled(vq, elems[i]->id);

@@ -41,6 +41,8 @@ struct vqs_split_ring {
 	struct vqs_vring_used *used;
 	uint16_t mask;            /* num - 1 */
 	bool event_idx, indirect, notify_on_empty;
+	bool in_order_fold;       /* IN_ORDER and cfg.in_order_fold: fill answers a run of whole
+				   * chains with one entry */
 
 	uint16_t last_avail_idx;  /* next avail entry to pop */
 	uint16_t avail_idx;       /* last validated value read from avail->idx */

@@ -215,11 +215,12 @@ static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win
 {
 	if (e->iov_cap == 0 || !vqs_mem_win_translate(w, addr, len, &e->iov[0]))
 		return false;
+	/* in field order, so that the compiler can merge neighbouring stores */
+	e->ndescs = 1;
 	e->out_num = !write;
 	e->in_num = write;
 	e->out_len = write ? 0 : len;
 	e->in_len = write ? len : 0;
-	e->ndescs = 1;
 	return true;
 }
 
