@@ -14,6 +14,7 @@
 #include "ab.h"
 #include "compare.h"
 #include "cpu.h"
+#include "inject.h"
 #include "opts.h"
 #include "output.h"
 #include "presets.h"
@@ -80,15 +81,17 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	for (unsigned i = 0; i < plan.n; i++) {
 		const struct point *pt = &plan.pts[i];
 		struct sample scratch[2]; /* two when interleaved */
+		unsigned agreed = 0;
 		inject[i].sizing = true;
-		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? 4 : 1); k++) {
+		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? INJECT_SIZING_WINDOWS : 1);
+		     k++) {
 			if (workload_run(pt, &inject[i], scratch)) {
 				fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
 					strerror(-scratch[0].error));
 				break;
 			}
-			double err = scratch[1].inject_achieved_pct - pt->inject_pct;
-			if (pt->interleave && (err < 0 ? -err : err) <= pt->inject_pct / 5.0)
+			if (pt->interleave && inject_sizing_done(pt->inject_pct,
+								 scratch[1].inject_achieved_pct, &agreed))
 				break;
 		}
 		inject[i].sizing = false;
