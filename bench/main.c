@@ -75,9 +75,9 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	bool tty = isatty(STDERR_FILENO);
 	/* An injected slowdown is sized by a run of its own, so that no measured window comes after
 	 * more than its warm-up (as without injection): the repeats then only check it. An
-	 * interleaved point sizes it on whole windows too, up to four, until one measures it
-	 * within a fifth of the target: its short calibration slices are timed, and a stall
-	 * spoils them. */
+	 * interleaved point sizes it on whole windows too, until two in a row measure it within a
+	 * fifth of the target (inject_sizing_done): its short calibration slices are timed, and a
+	 * stall spoils them, a window too. */
 	for (unsigned i = 0; i < plan.n; i++) {
 		const struct point *pt = &plan.pts[i];
 		struct sample scratch[2]; /* two when interleaved */
