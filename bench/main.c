@@ -171,9 +171,10 @@ int main(int argc, char **argv)
 				"presets\n");
 		return 2;
 	}
-	if (o.sc[SC_INTERLEAVE] > 0 && (p->run || !o.json_base || !o.json)) {
+	if (o.sc[SC_INTERLEAVE] > 0 && p->run != preset_seed2023_run &&
+	    (p->run || !o.json_base || !o.json)) {
 		fprintf(stderr, "vqs-bench: --interleave needs --json and --json-base, and a preset "
-				"of vqs-bench's own points\n");
+				"of vqs-bench's own points, or seed-2023\n");
 		return 2;
 	}
 	if (o.json_base && (!o.json || (!p->run && o.sc[SC_INTERLEAVE] <= 0))) {

@@ -247,6 +247,7 @@ int preset_seed2023_run(const struct opts *o, struct report *rep, struct report 
 	set_host(o, &ko.costs);
 	ko.repeats = repeats_for(o);
 	ko.cell_ms = cell_ms_for(o, ko.cell_ms);
+	ko.interleave = o->sc[SC_INTERLEAVE] > 0 ? (uint32_t)o->sc[SC_INTERLEAVE] : 0;
 	/* The owner and vCPU on the first CPU this process may use, the external host on the
 	 * second (floating when there is only one). */
 	struct cpu_list all;
@@ -254,8 +255,9 @@ int preset_seed2023_run(const struct opts *o, struct report *rep, struct report 
 	ko.vcpu_cpu = all.n ? all.cpu[0] : 0;
 	ko.peer_cpu = all.n > 1 ? all.cpu[1] : -1;
 	struct vqs_ksim_seed2023_result kr = {.size = sizeof(kr)};
-	fprintf(stderr, "seed-2023: %u cells x %u, %u ms each...\n",
-		VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS, ko.repeats, ko.cell_ms);
+	fprintf(stderr, "seed-2023: %u cells x %u, %u ms each%s...\n",
+		VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS, ko.repeats, ko.cell_ms,
+		ko.interleave ? ", task and kthread interleaved" : "");
 	int rc = vqs_ksim_seed2023_run(&ko, &kr);
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS)))
 		return rc;

@@ -296,6 +296,13 @@ struct vqs_ksim_seed2023_opts {
 	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
 	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
 	uint32_t stream_window;     /* TCP_STREAM window, packets (default 512) */
+	/* 0 (default): each column runs in a world of its own. N > 0: the task and kthread
+	 * columns share one world per repeat and workload, whose worker (forked in task mode)
+	 * has its mask switched between the vCPU's CPU and kthreadd's every N packets or
+	 * transactions, A B B A, for cell_ms and until each side had two slices; each side's
+	 * rate is that of its median slice. Both then meet whatever other programs do at that
+	 * moment alike, which separate worlds, cells apart, do not. */
+	uint32_t interleave;
 };
 /* Defaults; the costs are this VM's with recv_pkt_ns 5000 and host_pkt_ns 2000 (busy guest,
  * busy worker) and KVM's default halt polling (200 us). TCP_RR runs with 64-byte payloads.
