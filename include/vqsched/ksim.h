@@ -240,7 +240,10 @@ struct vqs_ksim_seed2017_opts {
 	uint32_t cell_ms;           /* measured time per cell (default 1000; quick 400, two
 				     * retransmission timeouts) */
 	unsigned repeats;           /* runs per cell, median reported (default 1) */
-	unsigned streams[VQS_KSIM_SEED2017_ROWS]; /* default 1, 10, 50 */
+	/* Streams of each row, default 1, 10, 50. 0: the row is not run (its cells' err is
+	 * -ENODATA and the verdicts that need it are false), so that a caller that needs one row,
+	 * a guard comparing the light-load pair, does not wait for the others; one row at least. */
+	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
 };
