@@ -286,10 +286,16 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 			   "(%.2fx)%s\n",
 			r->streams[last], r->heavy_load_gain ? "REPRODUCED" : "not reproduced",
 			col_ratio(heavy, COL_413_B64, COL_FIXED_B1), why);
-	fprintf(f,
-		"verdict: vqsched adaptive loses nothing (no drops; within %.0f%% of the best kernel "
-		"column at %u and %u streams: %.2fx, %.2fx)%s: %s%s\n",
-		VQS_KSIM_VERDICT_MARGIN * 100, r->streams[0], r->streams[last],
-		adaptive_ratio(light), adaptive_ratio(heavy), partial,
-		r->adaptive_no_loss ? "YES" : "NO", why);
+	/* the light and heavy rows that ran */
+	const struct vqs_ksim_cell *ends[2] = {r->streams[0] ? light : NULL,
+					       r->streams[last] ? heavy : NULL};
+	unsigned end_streams[2] = {r->streams[0], r->streams[last]};
+	fprintf(f, "verdict: vqsched adaptive loses nothing (no drops; within %.0f%% of the best "
+		   "kernel column at",
+		VQS_KSIM_VERDICT_MARGIN * 100);
+	for (unsigned i = 0, n = 0; i < 2; i++)
+		if (ends[i])
+			fprintf(f, "%s %u stream%s: %.2fx", n++ ? "," : "", end_streams[i],
+				end_streams[i] > 1 ? "s" : "", adaptive_ratio(ends[i]));
+	fprintf(f, ")%s: %s%s\n", partial, r->adaptive_no_loss ? "YES" : "NO", why);
 }
