@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Short runs of both reproductions: their mechanisms, and the two effects that hold on a shared
- * machine. The 4.13 variant keeps its batch and loses a packet only now and then (no stall), the
- * fixed variant and vqsched lose nothing, the task-mode worker carries the vCPU's pin; 4.13
- * loses throughput at one stream (with the leak path hit more often than the preset's), and
- * TCP_RR drops in task mode (task and kthread interleaved in one world). Not asserted: the
- * heavy-load batching gain and the TCP_STREAM task-mode drop, which need CPUs the model does not
- * get while other programs run (in CI-sized runs on a shared 2-vCPU machine they reproduced in 1
- * to 8 of 10 runs, under ASan a 1.08x gain); scripts/seed-verdicts.sh counts them over repeated
+ * Short runs of both reproductions: their mechanisms, and the one effect that holds whatever
+ * the load. The 4.13 variant keeps its batch and loses a packet only now and then (no stall),
+ * the fixed variant and vqsched lose nothing, the task-mode worker carries the vCPU's pin; 4.13
+ * loses throughput at one stream (with the leak path hit more often than the preset's: a
+ * timeout is wall time). Not asserted: the heavy-load batching gain and the TCP_STREAM drop,
+ * which need CPUs the model does not get while other programs run, and the TCP_RR drop, whose
+ * size moves with the CPU the model gets (interleaved, 100 ms x 10: 0.48-0.75x under nice at
+ * load average 7-8, 0.85-1.00x not niced; in CI-sized runs the throughput effects reproduced in
+ * 1 to 8 of 10, under ASan a 1.08x gain). scripts/seed-verdicts.sh counts them over repeated
  * full runs instead (docs/bench.md).
  */
 #include <errno.h>
@@ -164,41 +165,6 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	assert_true(r.drop_expected);
 }
 
-/*
- * The effect seed-2023 must show: on TCP_RR a worker that shares the vCPU's CPU waits behind the
- * vCPU's halt polling between request and response, so task mode completes fewer transactions
- * than kthread mode. Task and kthread mode interleaved in one world per repeat (the worker's
- * mask switched every 8 transactions): the pairs meet the same load from other programs, which
- * is what makes a ratio of two rates measured on a shared machine mean something. The verdict
- * is the median over 10 repeats of the per-repeat ratio, below 0.9. Measured before it became
- * a test, on the shared 2-vCPU VM at load average 10-12 under nice: the ratio 0.36-0.82 in 6
- * quick runs of 10 repeats. TCP_STREAM's drop is not asserted: it is the second CPU that task
- * mode takes from the worker, which a model that other programs leave under one CPU never had.
- */
-static void test_seed2023_task_mode_rr_drop_interleaved(void **state)
-{
-	int a = -1, b = -1;
-	if (!two_cpus(&a, &b))
-		vqs_test_skip();
-	struct vqs_ksim_seed2023_opts o;
-	vqs_ksim_seed2023_opts_init(&o, true);
-	o.vcpu_cpu = a;
-	o.peer_cpu = b;
-	o.cell_ms = 100;
-	o.repeats = 10;
-	o.interleave = 8;
-	struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
-	assert_int_equal(vqs_ksim_seed2023_run(&o, &r), 0);
-	vqs_ksim_seed2023_print(stdout, &o, &r);
-	assert_true(r.task_inherits_pin); /* the kthread side's mask is read back too */
-	const struct vqs_ksim_cell *rr = r.cell[VQS_KSIM_SEED2023_RR];
-	assert_int_equal(rr[TASK].err, 0);
-	assert_int_equal(rr[KTHREAD].err, 0);
-	assert_int_equal(rr[TASK].repeats, 10);
-	assert_int_equal(rr[KTHREAD].repeats, 10);
-	assert_true(r.task_drop[VQS_KSIM_SEED2023_RR]);
-}
-
 static void test_seed2023_rejects_unusable_cpu(void **state)
 {
 	struct vqs_ksim_seed2023_opts o;
@@ -234,7 +200,6 @@ int main(void)
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
 		cmocka_unit_test(test_seed2017_light_load_loss),
 		cmocka_unit_test(test_seed2023_task_mode_worker_inherits_the_vcpu_pin),
-		cmocka_unit_test(test_seed2023_task_mode_rr_drop_interleaved),
 	};
 	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
