@@ -14,6 +14,7 @@
 #include "ab.h"
 #include "compare.h"
 #include "cpu.h"
+#include "inject.h"
 #include "opts.h"
 #include "output.h"
 #include "presets.h"
@@ -74,21 +75,23 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	bool tty = isatty(STDERR_FILENO);
 	/* An injected slowdown is sized by a run of its own, so that no measured window comes after
 	 * more than its warm-up (as without injection): the repeats then only check it. An
-	 * interleaved point sizes it on whole windows too, up to four, until one measures it
-	 * within a fifth of the target: its short calibration slices are timed, and a stall
-	 * spoils them. */
+	 * interleaved point sizes it on whole windows too, until two in a row measure it within a
+	 * fifth of the target (inject_sizing_done): its short calibration slices are timed, and a
+	 * stall spoils them, a window too. */
 	for (unsigned i = 0; i < plan.n; i++) {
 		const struct point *pt = &plan.pts[i];
 		struct sample scratch[2]; /* two when interleaved */
+		unsigned agreed = 0;
 		inject[i].sizing = true;
-		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? 4 : 1); k++) {
+		for (unsigned k = 0; pt->inject_pct && k < (pt->interleave ? INJECT_SIZING_WINDOWS : 1);
+		     k++) {
 			if (workload_run(pt, &inject[i], scratch)) {
 				fprintf(stderr, "vqs-bench: calibrating the injection: %s\n",
 					strerror(-scratch[0].error));
 				break;
 			}
-			double err = scratch[1].inject_achieved_pct - pt->inject_pct;
-			if (pt->interleave && (err < 0 ? -err : err) <= pt->inject_pct / 5.0)
+			if (pt->interleave && inject_sizing_done(pt->inject_pct,
+								 scratch[1].inject_achieved_pct, &agreed))
 				break;
 		}
 		inject[i].sizing = false;
@@ -168,9 +171,10 @@ int main(int argc, char **argv)
 				"presets\n");
 		return 2;
 	}
-	if (o.sc[SC_INTERLEAVE] > 0 && (p->run || !o.json_base || !o.json)) {
+	if (o.sc[SC_INTERLEAVE] > 0 && p->run != preset_seed2023_run &&
+	    (p->run || !o.json_base || !o.json)) {
 		fprintf(stderr, "vqs-bench: --interleave needs --json and --json-base, and a preset "
-				"of vqs-bench's own points\n");
+				"of vqs-bench's own points, or seed-2023\n");
 		return 2;
 	}
 	if (o.json_base && (!o.json || (!p->run && o.sc[SC_INTERLEAVE] <= 0))) {

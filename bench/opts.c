@@ -56,8 +56,9 @@ static const struct flag flags[] = {
 	 "of known size for `compare` to catch", K_SC, SC_INJECT_PCT},
 	{"--interleave", "N", "alternate slices of N round trips of the queue (N x the requests in "
 	 "flight) without and with the injection inside each window (P may be 0): --json gets the "
-	 "slices with it, --json-base those without, paired by repeat for `compare`", K_SC,
-	 SC_INTERLEAVE},
+	 "slices with it, --json-base those without, paired by repeat for `compare`; seed-2023: "
+	 "switch the worker between task and kthread mode every N packets or transactions in one "
+	 "world per repeat", K_SC, SC_INTERLEAVE},
 	{"--json-base", "FILE", "with --interleave: write the slices without the injection as "
 	 "JSON", K_STR, 6},
 	{"--duration-ms", "MS", "measured time per repeat (default 250, quick 60)", K_SC, SC_DURATION},

@@ -185,6 +185,22 @@ int preset_seed2017_run(const struct opts *o, struct report *rep, struct report 
 	set_host(o, &ko.costs);
 	ko.repeats = repeats_for(o);
 	ko.cell_ms = cell_ms_for(o, ko.cell_ms);
+	if (o->dim[DIM_STREAMS]) { /* the rows to run, the others not */
+		const char *p = o->dim[DIM_STREAMS];
+		unsigned n = 0;
+		memset(ko.streams, 0, sizeof(ko.streams));
+		for (char *end; *p && n < VQS_KSIM_SEED2017_ROWS; p = *end == ',' ? end + 1 : end) {
+			unsigned long v = strtoul(p, &end, 10);
+			if (end == p || !v || v > UINT16_MAX || (*end && *end != ','))
+				break;
+			ko.streams[n++] = (unsigned)v;
+		}
+		if (*p || !n) {
+			fprintf(stderr, "vqs-bench: seed-2017 --streams takes 1 to %u stream counts\n",
+				VQS_KSIM_SEED2017_ROWS);
+			return -EINVAL;
+		}
+	}
 	struct vqs_ksim_seed2017_result kr = {.size = sizeof(kr)};
 	fprintf(stderr, "seed-2017: %u cells x %u, %u ms each...\n",
 		VQS_KSIM_SEED2017_ROWS * VQS_KSIM_SEED2017_COLS, ko.repeats, ko.cell_ms);
@@ -195,7 +211,7 @@ int preset_seed2017_run(const struct opts *o, struct report *rep, struct report 
 	printf("figures of variant %s (column %s)%s, one sample per repeat:\n",
 	       variant_name[variant], vqs_ksim_seed2017_col_name(variant_col[variant]),
 	       base ? ", and of the other for --json-base" : "");
-	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++) {
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS && kr.streams[row]; row++) {
 		char name[64];
 		snprintf(name, sizeof(name), "goodput-%u-stream%s", kr.streams[row],
 			 kr.streams[row] > 1 ? "s" : "");
@@ -207,7 +223,7 @@ int preset_seed2017_run(const struct opts *o, struct report *rep, struct report 
 	}
 	struct cell_costs k = {.costs = &ko.costs, .cell_ms = ko.cell_ms,
 			       .payload = ko.costs.pkt_bytes};
-	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS && kr.streams[row]; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
 			struct cell_shape sh;
 			seed2017_shape(col, kr.streams[row], &sh);
@@ -247,6 +263,7 @@ int preset_seed2023_run(const struct opts *o, struct report *rep, struct report 
 	set_host(o, &ko.costs);
 	ko.repeats = repeats_for(o);
 	ko.cell_ms = cell_ms_for(o, ko.cell_ms);
+	ko.interleave = o->sc[SC_INTERLEAVE] > 0 ? (uint32_t)o->sc[SC_INTERLEAVE] : 0;
 	/* The owner and vCPU on the first CPU this process may use, the external host on the
 	 * second (floating when there is only one). */
 	struct cpu_list all;
@@ -254,8 +271,9 @@ int preset_seed2023_run(const struct opts *o, struct report *rep, struct report 
 	ko.vcpu_cpu = all.n ? all.cpu[0] : 0;
 	ko.peer_cpu = all.n > 1 ? all.cpu[1] : -1;
 	struct vqs_ksim_seed2023_result kr = {.size = sizeof(kr)};
-	fprintf(stderr, "seed-2023: %u cells x %u, %u ms each...\n",
-		VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS, ko.repeats, ko.cell_ms);
+	fprintf(stderr, "seed-2023: %u cells x %u, %u ms each%s...\n",
+		VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS, ko.repeats, ko.cell_ms,
+		ko.interleave ? ", task and kthread interleaved" : "");
 	int rc = vqs_ksim_seed2023_run(&ko, &kr);
 	if (rc || (rc = alloc_results(rep, VQS_KSIM_SEED2023_ROWS * VQS_KSIM_SEED2023_COLS)))
 		return rc;

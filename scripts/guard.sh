@@ -59,9 +59,12 @@ case "${1:-}" in
 	d=$(mktemp -d /tmp/vqs-guard-seeds-XXXXXX)
 	# 32 repeats (ksim's most): 10 pairs cannot tell a 30% change from a model that other
 	# programs leave half a CPU. Cells as short as the effect allows: 2017's light-load loss
-	# is a leaked packet's retransmission, which a cell under 250 ms turns into a stall.
-	args2017=${SEED2017_ARGS---quick --duration-ms 250 --repeat 32}
-	args2023=${SEED2023_ARGS---quick --duration-ms 100 --repeat 32}
+	# is a leaked packet's retransmission, which a cell under 250 ms turns into a stall; only
+	# its 1-stream row, the one the guard judges. 2023's task and kthread modes share one
+	# world per repeat, the worker's mask switched every 8 packets or transactions: both
+	# sides of a pair meet the same load.
+	args2017=${SEED2017_ARGS---quick --duration-ms 250 --repeat 32 --streams 1}
+	args2023=${SEED2023_ARGS---quick --duration-ms 100 --repeat 32 --interleave 8}
 	run() { # NAME ARGS...: $d/NAME-new.json (regressed variant), $d/NAME-base.json (good one)
 		local n=$1
 		shift

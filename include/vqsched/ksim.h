@@ -240,7 +240,10 @@ struct vqs_ksim_seed2017_opts {
 	uint32_t cell_ms;           /* measured time per cell (default 1000; quick 400, two
 				     * retransmission timeouts) */
 	unsigned repeats;           /* runs per cell, median reported (default 1) */
-	unsigned streams[VQS_KSIM_SEED2017_ROWS]; /* default 1, 10, 50 */
+	/* Streams of each row, default 1, 10, 50. 0: the row is not run (its cells' err is
+	 * -ENODATA and the verdicts that need it are false), so that a caller that needs one row,
+	 * a guard comparing the light-load pair, does not wait for the others; one row at least. */
+	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
 };
@@ -296,6 +299,13 @@ struct vqs_ksim_seed2023_opts {
 	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
 	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
 	uint32_t stream_window;     /* TCP_STREAM window, packets (default 512) */
+	/* 0 (default): each column runs in a world of its own. N > 0: the task and kthread
+	 * columns share one world per repeat and workload, whose worker (forked in task mode)
+	 * has its mask switched between the vCPU's CPU and kthreadd's every N packets or
+	 * transactions, A B B A, for cell_ms and until each side had two slices; each side's
+	 * rate is that of its median slice. Both then meet whatever other programs do at that
+	 * moment alike, which separate worlds, cells apart, do not. */
+	uint32_t interleave;
 };
 /* Defaults; the costs are this VM's with recv_pkt_ns 5000 and host_pkt_ns 2000 (busy guest,
  * busy worker) and KVM's default halt polling (200 us). TCP_RR runs with 64-byte payloads.

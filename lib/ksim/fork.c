@@ -74,13 +74,18 @@ static void *kthreadd(void *p)
 	return NULL;
 }
 
+void ksim_kthread_cpus(cpu_set_t *all)
+{
+	CPU_ZERO(all);
+	int ncpu = get_nprocs_conf();
+	for (int i = 0; i < ncpu && i < CPU_SETSIZE; i++)
+		CPU_SET(i, all);
+}
+
 static int fork_kthread(void *(*fn)(void *), void *arg, pthread_t *th)
 {
 	cpu_set_t all;
-	CPU_ZERO(&all);
-	int ncpu = get_nprocs_conf();
-	for (int i = 0; i < ncpu && i < CPU_SETSIZE; i++)
-		CPU_SET(i, &all);
+	ksim_kthread_cpus(&all);
 	pthread_attr_t attr;
 	int rc = pthread_attr_init(&attr);
 	if (rc)

@@ -10,5 +10,7 @@
 /* Start fn(arg) on a new thread created the way `mode` says. 0, -EAGAIN (task mode over
  * RLIMIT_NPROC, or the system refused a thread), -errno. */
 int ksim_fork(enum vqs_ksim_fork mode, void *(*fn)(void *), void *arg, pthread_t *th);
+/* The mask a kthread-mode thread gets: kthreadd's, every CPU. */
+void ksim_kthread_cpus(cpu_set_t *all);
 
 #endif

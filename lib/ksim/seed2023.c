@@ -13,6 +13,7 @@
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ksim/fork.h"
 #include "ksim/guest.h"
 #include "ksim/peer.h"
 #include "ksim/report.h"
@@ -129,12 +130,112 @@ static void *owner_main(void *p)
 struct cell_ctx {
 	const struct vqs_ksim_seed2023_opts *o;
 	struct vqs_ksim_seed2023_result *r; /* worker masks, per column */
+	/* o->interleave: the kthread side of the task column's world of this repeat and row,
+	 * which ksim_table_run asks for next (columns in order within a repeat and row) */
+	struct vqs_ksim_cell *paired;
 };
+
+#define SLICES_MAX 1024 /* per side of an interleaved window */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void cell_add(struct vqs_ksim_cell *c, const struct ksim_snap *a, const struct ksim_snap *b,
+		     double *cpu_ns)
+{
+	c->delivered += b->delivered - a->delivered;
+	c->drops_batch += b->drops_batch - a->drops_batch;
+	c->drops_ring += b->drops_ring - a->drops_ring;
+	c->kicks += b->kicks - a->kicks;
+	c->elapsed_ns += b->t - a->t;
+	*cpu_ns += (double)(b->cpu - a->cpu);
+}
+
+/*
+ * o->interleave: the measured window of a world whose worker runs in task mode, its mask
+ * switched between kthreadd's (side 0, kthread mode: the mask is all the modes differ in once
+ * the worker runs) and the vCPU's CPU alone (side 1, task mode's inherited mask) in slices of
+ * o->interleave deliveries, A B B A, until cell_ms passed and each side had two slices (at most
+ * 20 cell_ms). Slices count deliveries, not time, so a stall leaves no side empty; each side's
+ * rate is its median slice's, so a slice that other programs starved counts as one slice. The
+ * deliveries at a switch were served under the other mask: a dilution of about one round trip
+ * (RR) or a window (STREAM) per slice.
+ */
+static int interleaved_window(const struct cell_ctx *ctx, unsigned row, struct ksim_world *w,
+			      struct ksim_nic *nic, struct ksim_peer *peer,
+			      struct vqs_ksim_cell side[2])
+{
+	const struct vqs_ksim_seed2023_opts *o = ctx->o;
+	int tid = ksim_vnet_worker_tid(nic);
+	if (tid < 0)
+		return tid;
+	cpu_set_t mask[2];
+	ksim_kthread_cpus(&mask[0]);
+	CPU_ZERO(&mask[1]);
+	CPU_SET(o->vcpu_cpu, &mask[1]);
+	double *per = malloc(2 * SLICES_MAX * sizeof(*per)), cpu_ns[2] = {0, 0};
+	if (!per)
+		return -ENOMEM;
+	unsigned n[2] = {0, 0};
+	int rc = 0;
+	uint64_t t0 = vqs_now_ns(), t_end = t0 + o->cell_ms * 1000000ull,
+		 t_max = t0 + 20ull * o->cell_ms * 1000000ull;
+	for (unsigned k = 0;; k++) {
+		unsigned s = (k + 1) / 2 % 2;
+		if (sched_setaffinity(tid, sizeof(mask[s]), &mask[s])) {
+			rc = -errno;
+			break;
+		}
+		if (k == 0) { /* kthread mode's mask as the worker has it */
+			cpu_set_t got;
+			unsigned col = COL_KTHREAD;
+			if (!ksim_vnet_worker_cpus(nic, &got)) {
+				ksim_cpus_format(&got, ctx->r->worker_cpus[col],
+						 sizeof(ctx->r->worker_cpus[col]));
+				ctx->r->worker_cpu_pinned[col] =
+					CPU_COUNT(&got) == 1 && CPU_ISSET(o->vcpu_cpu, &got);
+			}
+		}
+		struct ksim_snap a, b;
+		ksim_snap_take(w, atomic_load(&peer->transactions), &a);
+		do {
+			ksim_sleep_ms(1);
+			ksim_snap_take(w, atomic_load(&peer->transactions), &b);
+		} while (b.delivered - a.delivered < o->interleave && b.t < t_max);
+		cell_add(&side[s], &a, &b, &cpu_ns[s]);
+		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
+			per[s * SLICES_MAX + n[s]++] =
+				(double)(b.t - a.t) / (double)(b.delivered - a.delivered);
+		if (b.t >= t_max || (k % 4 == 3 && b.t >= t_end && n[0] >= 2 && n[1] >= 2) ||
+		    n[s] == SLICES_MAX)
+			break;
+	}
+	for (unsigned s = 0; s < 2; s++) {
+		struct vqs_ksim_cell *c = &side[s];
+		c->cpus_used = c->elapsed_ns ? cpu_ns[s] / (double)c->elapsed_ns : 0;
+		if (!n[s]) {
+			c->rate = 0;
+			continue;
+		}
+		qsort(&per[s * SLICES_MAX], n[s], sizeof(*per), cmp_double);
+		double ns = per[s * SLICES_MAX + n[s] / 2]; /* per delivery */
+		c->rate = row == ROW_RR ? 1e9 / ns : (double)w->costs.pkt_bytes * 8.0 * 1e3 / ns;
+	}
+	free(per);
+	return rc;
+}
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
 {
 	const struct cell_ctx *ctx = opaque;
 	const struct vqs_ksim_seed2023_opts *o = ctx->o;
+	if (o->interleave && col == COL_KTHREAD) { /* measured beside the task column's */
+		*out = *ctx->paired;
+		return out->err;
+	}
 	struct ksim_world *w = calloc(1, sizeof(*w));
 	struct ksim_nic *nic = calloc(1, sizeof(*nic));
 	struct ksim_peer *peer = calloc(1, sizeof(*peer));
@@ -170,13 +271,20 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 		goto out;
 	peer_running = true;
 	ksim_sleep_ms(o->cell_ms / 5 + 20);
-	struct ksim_snap a, b;
-	ksim_snap_take(w, atomic_load(&peer->transactions), &a);
-	ksim_sleep_ms(o->cell_ms);
-	ksim_snap_take(w, atomic_load(&peer->transactions), &b);
-	ksim_snap_cell(w, &a, &b, row == ROW_RR, out);
 	ctx->r->worker_cpu_pinned[col] = ow->worker_pinned;
 	memcpy(ctx->r->worker_cpus[col], ow->worker_cpus, sizeof(ow->worker_cpus));
+	if (o->interleave && col == COL_TASK) {
+		struct vqs_ksim_cell side[2] = {{0}};
+		rc = interleaved_window(ctx, row, w, nic, peer, side);
+		*ctx->paired = side[0];
+		*out = side[1];
+	} else {
+		struct ksim_snap a, b;
+		ksim_snap_take(w, atomic_load(&peer->transactions), &a);
+		ksim_sleep_ms(o->cell_ms);
+		ksim_snap_take(w, atomic_load(&peer->transactions), &b);
+		ksim_snap_cell(w, &a, &b, row == ROW_RR, out);
+	}
 out:
 	if (w)
 		atomic_store(&w->stop, true);
@@ -190,6 +298,8 @@ out:
 		out->retransmits = flow.retransmits;
 		out->timeouts = flow.timeouts;
 	}
+	if (o->interleave && col == COL_TASK)
+		ctx->paired->err = rc; /* the world's recoveries are not split between sides */
 	if (owner_up) {
 		sem_destroy(&ow->ready);
 		sem_destroy(&ow->teardown);
@@ -224,7 +334,8 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 	r->size = sizeof(*r);
 	for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++)
 		r->worker_cpu_pinned[col] = -1;
-	struct cell_ctx ctx = {.o = o, .r = r};
+	struct vqs_ksim_cell paired = {0};
+	struct cell_ctx ctx = {.o = o, .r = r, .paired = &paired};
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2023_ROWS, VQS_KSIM_SEED2023_COLS, o->repeats,
 		       &r->cell[0][0]);
 	r->task_inherits_pin = r->worker_cpu_pinned[COL_TASK] == 1 &&

@@ -271,3 +271,11 @@ int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus)
 	int rc = vqs_ksim_vring_get_worker(v->dev, KSIM_RXQ, &id);
 	return rc ? rc : vqs_ksim_worker_cpus(v->dev, id, cpus);
 }
+
+int ksim_vnet_worker_tid(struct ksim_nic *n)
+{
+	struct ksim_vnet *v = n->backend;
+	unsigned id;
+	int rc = vqs_ksim_vring_get_worker(v->dev, KSIM_RXQ, &id);
+	return rc ? rc : vqs_ksim_worker_tid(v->dev, id);
+}

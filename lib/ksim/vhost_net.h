@@ -22,5 +22,7 @@ int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg);
 void ksim_vnet_stop(struct ksim_nic *n);
 /* CPU mask of the worker serving the nic. */
 int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus);
+/* Linux tid of that worker (-errno): for sched_setaffinity from outside. */
+int ksim_vnet_worker_tid(struct ksim_nic *n);
 
 #endif
