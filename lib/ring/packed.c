@@ -283,6 +283,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	const bool pair_iov = vq->cfg.max_iov >= 2;
+	/* a chain's first descriptor with these flags may be the first of a pair */
+	const uint16_t pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff;
 	unsigned n = 0;
 	*rc = 0;
 	while (n < max) {
@@ -303,7 +305,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 			snapshot(&desc[idx], f0, &d);
 			unsigned nd = 1;
 			if (f0 & chained) {
-				if ((f0 & chained) != VQS_VRING_DESC_F_NEXT || num < 2)
+				if ((f0 & chained) != pair_first)
 					goto walk;
 				unsigned i1 = idx + 1 == num ? 0 : idx + 1;
 				uint16_t f1 = vqs_packed_flags_acquire(&desc[i1]);
@@ -481,7 +483,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		else
 			atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
 					      memory_order_relaxed);
-		if (__builtin_expect(p->inflight != NULL, 0))
+		if (__builtin_expect(p->inflight != NULL, 0)) /* the region is the rare case */
 			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
 						  p->staged + k == 0);
 		ids[id] = VQS_PACKED_ID_FREE;
