@@ -296,12 +296,13 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 		struct vqs_vring_packed_desc d, d1;
 		int pend = NEXT_UNREAD;
 		uint16_t f0 = head_flags(p, &desc[idx]);
+		struct vqs_elem *const *ep = elems + n, *const *end = elems + max;
 		for (;;) {
 			if ((f0 & au) != want) {
 				*rc = -EAGAIN;
 				break;
 			}
-			struct vqs_elem *e = elems[n];
+			struct vqs_elem *e = *ep;
 			snapshot(&desc[idx], f0, &d);
 			unsigned nd = 1;
 			if (f0 & chained) {
@@ -338,14 +339,16 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				idx -= num;
 				want ^= au;
 			}
-			if (++n == max)
+			if (++ep == end)
 				break;
 			f0 = vqs_packed_flags_acquire(&desc[idx]);
 		}
+		n = (unsigned)(ep - elems);
 		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
 		return n;
 walk:
 		/* The slots before this chain are taken; the walk goes on after those read. */
+		n = (unsigned)(ep - elems);
 		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
 		struct desc_cursor cur = {.slot = (uint16_t)idx, .wrap = p->avail_wrap,
 					  .pend = pend, .next = d1};
@@ -458,10 +461,10 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	/* the AVAIL and USED bits of a used descriptor at stage, and at last */
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	uint16_t stage_au = p->stage_wrap ? au : 0, last_au = p->stage_last_wrap ? au : 0;
-	unsigned k;
-	for (k = 0; k < n; k++) {
-		const struct vqs_elem *e = elems[k];
-		uint32_t len = written[k];
+	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
+	for (; ep != end; ep++, written++) {
+		const struct vqs_elem *e = *ep;
+		uint32_t len = *written;
 		uint16_t id = e->id;
 		unsigned nd = e->ndescs;
 		/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
@@ -485,7 +488,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 					      memory_order_relaxed);
 		if (__builtin_expect(p->inflight != NULL, 0)) /* the region is the rare case */
 			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
-						  p->staged + k == 0);
+						  !p->staged && ep == elems);
 		ids[id] = VQS_PACKED_ID_FREE;
 		unfilled -= nd;
 		fold = in_order && len == 0;
@@ -495,6 +498,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 			stage_au ^= au;
 		}
 	}
+	unsigned k = (unsigned)(ep - elems);
 	if (k) {
 		p->stage_idx = (uint16_t)stage;
 		p->stage_wrap = stage_au;
