@@ -122,7 +122,7 @@ struct floors {
 	/* Not floors: vqsched's own rings, [0] split and [1] packed, answering one request at a
 	 * time with no scheduler in between (floors_vring.c). 0 when not measured. */
 	double vring_rr_p50_ns[2], vring_rr_p99_ns[2];
-	double vring_stream_ops_per_s[8]; /* split, at batch[i] */
+	double vring_stream_ops_per_s[2][8]; /* [0] split, [1] packed, at batch[i] */
 };
 
 struct goal {

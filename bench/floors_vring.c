@@ -2,10 +2,10 @@
 /*
  * Reference lines next to the floors: vqsched's own rings, its driver side and its device side,
  * between two pinned polling threads with nothing in between (no scheduler, no handler, no
- * eventfd): answering one request at a time (split and packed), and streaming at the floors'
- * batch sizes (split, as vqs-bench's points: requests of a readable and a writable buffer, the
- * driver refilling as entries come back, the device running one ring session per batch:
- * begin, pop, fill, end). Not floors of the machine: they show what the ring format itself costs over the
+ * eventfd): answering one request at a time, and streaming at the floors' batch sizes (as
+ * vqs-bench's points: requests of a readable and a writable buffer, the driver refilling as
+ * entries come back, the device running one ring session per batch: begin, pop, fill, end);
+ * each for split and for packed rings. Not floors of the machine: they show what the ring format itself costs over the
  * minimal ring, so a point's gap to the floor splits into the format's share and the
  * scheduler's.
  */
@@ -213,12 +213,14 @@ void floors_measure_vring(struct floors *f, unsigned ring, int a, int b, bool qu
 		f->vring_rr_p99_ns[l] = r[1];
 	}
 	/* the batch sizes of the minimal ring's stream, median of three as there */
-	for (unsigned i = 0; i < f->nbatch; i++) {
-		double ops[3], r[2];
-		for (int t = 0; t < 3; t++) {
-			vref_measure(false, ring, a, b, (quick ? 20 : 60) * ms, f->batch[i], r);
-			ops[t] = r[0];
+	for (unsigned l = 0; l < 2; l++)
+		for (unsigned i = 0; i < f->nbatch; i++) {
+			double ops[3], r[2];
+			for (int t = 0; t < 3; t++) {
+				vref_measure(l == 1, ring, a, b, (quick ? 20 : 60) * ms, f->batch[i],
+					     r);
+				ops[t] = r[0];
+			}
+			f->vring_stream_ops_per_s[l][i] = median3(ops[0], ops[1], ops[2]);
 		}
-		f->vring_stream_ops_per_s[i] = median3(ops[0], ops[1], ops[2]);
-	}
 }

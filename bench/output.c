@@ -57,14 +57,15 @@ static void print_floors(FILE *f, const struct floors *fl)
 		fprintf(f, "  %-6s ring request/response    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal ring)\n",
 			l ? "packed" : "split", fl->vring_rr_p50_ns[l], fl->vring_rr_p99_ns[l],
 			fl->ring_rr_p50_ns > 0 ? fl->vring_rr_p50_ns[l] / fl->ring_rr_p50_ns : 0);
-	for (unsigned i = 0; i < fl->nbatch; i++) {
-		char r[32];
-		fmt_rate(r, sizeof(r), fl->vring_stream_ops_per_s[i]);
-		fprintf(f, "  split  ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring)\n",
-			fl->batch[i], r,
-			fl->ring_ops_per_s[i] > 0 ? 100 * fl->vring_stream_ops_per_s[i] / fl->ring_ops_per_s[i]
-						  : 0);
-	}
+	for (unsigned l = 0; l < 2; l++)
+		for (unsigned i = 0; i < fl->nbatch; i++) {
+			char r[32];
+			double ops = fl->vring_stream_ops_per_s[l][i];
+			fmt_rate(r, sizeof(r), ops);
+			fprintf(f, "  %-6s ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring)\n",
+				l ? "packed" : "split", fl->batch[i], r,
+				fl->ring_ops_per_s[i] > 0 ? 100 * ops / fl->ring_ops_per_s[i] : 0);
+		}
 }
 
 double machine_loadavg(void)
@@ -231,7 +232,8 @@ static void json_floors(FILE *f, const struct floors *fl)
 	fprintf(f, ", \"vring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
-		json_write_num(f, fl->vring_stream_ops_per_s[i]);
+		json_write_num(f, fl->vring_stream_ops_per_s[0][i]);
+		json_field(f, "packed_ops_per_s", fl->vring_stream_ops_per_s[1][i]);
 		fprintf(f, "}");
 	}
 	fprintf(f, "]");

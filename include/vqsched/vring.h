@@ -250,9 +250,11 @@ struct vqs_vq_session {
 	bool in_section; /* inside vqs_mem_read_lock() */
 };
 /* Chains available (>= 0), or -EINVAL (unconfigured) / -EIO (broken, possibly just now). Split:
- * exact (the avail index, read once; the session pops no further). Packed: chains whose ends
- * a look of up to 256 descriptors saw, resumed where the previous look stopped, and 1 when
- * descriptors are available but no chain end is in sight. Pair every begin with end or pause. */
+ * exact (the avail index, read once; the session pops no further). Packed: one descriptor's
+ * flags are read, the next slot's: 0 when it is not available, else the most chains there can
+ * be (the queue size less the descriptors popped and not yet filled); the pops find how many
+ * there are, reading each descriptor once (the head's flags are the ones begin read). Pair
+ * every begin with end or pause. */
 VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
 /*
  * Pop up to max chains into *elems[0..max) (elements need not be side by side: each may sit

@@ -184,7 +184,7 @@ static int restore(struct vqs_vq *vq, struct vqs_packed_inflight *r)
 	p->last_avail_idx = old_used;
 	p->avail_wrap = old_wrap;
 	vqs_packed_advance(&p->last_avail_idx, &p->avail_wrap, slots, num);
-	p->scan_valid = false;
+	p->head_seen = false;
 	unpublish_stale(vq, old_used, old_wrap, slots);
 	p->resubmit_pending = pending;
 	p->restored_counter = max_counter;
@@ -292,12 +292,12 @@ bool vqs_packed_inflight_unpop(struct vqs_vq *vq, uint16_t entry)
 	return false;
 }
 
-void vqs_packed_inflight_stage(struct vqs_vq *vq, uint16_t entry)
+void vqs_packed_inflight_stage(struct vqs_vq *vq, uint16_t entry, bool first)
 {
 	/* Staged chains are linked through their last entries' next (unused while in flight:
 	 * a resubmission walks a chain by its length, never past its last entry). */
 	struct vqs_packed_ring *p = ring(vq);
-	if (p->staged == 0)
+	if (first)
 		p->staged_first = entry;
 	else
 		p->inflight->desc[p->staged_last].next = entry;

@@ -6,16 +6,14 @@
  *
  * Every descriptor is read once: its flags with an acquire load (pairs with the driver's release
  * store of the flags that made it available), then the other fields, into a local snapshot that
- * is all the rest of the code looks at.
+ * is all the rest of the code looks at. The next head's flags may have been read by begin (or
+ * enable_notify), which keeps them for the pop instead of the pop reading them again.
  */
 #include "ring/vq_internal.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
-
-/* Most slots avail_count looks at. */
-#define AVAIL_SCAN 256u
 
 static struct vqs_packed_ring *ring(struct vqs_vq *vq) { return &vq->u.packed; }
 
@@ -162,14 +160,81 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
 	}
 }
 
-static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t,
-			  struct vqs_mem_win *win, struct vqs_elem *e)
+/* The flags of the ring's next descriptor, slot (at last_avail_idx): those begin or
+ * enable_notify read already, else read now, with acquire (pairs with the driver's release store
+ * of the flags that made it available). */
+static inline uint16_t head_flags(struct vqs_packed_ring *p, struct vqs_vring_packed_desc *slot)
+{
+	if (p->head_seen) {
+		p->head_seen = false;
+		return p->head_flags;
+	}
+	return vqs_packed_flags_acquire(slot);
+}
+
+/* The popped chain e (ndescs descriptors, its last one's buffer id `id`) is the device's now:
+ * mark the id in flight, record it in the inflight region, move past its slots (ring chains:
+ * cur says where the next one starts) or take it off the pending ones (resubmitted: `head` is
+ * its region entry). */
+static int take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned ndescs, int head,
+		const struct desc_cursor *cur, bool in_area)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
+	if (id >= vq->cfg.num || p->ids[id] != VQS_PACKED_ID_FREE)
+		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+	uint16_t entry = 0;
+	if (head >= 0) {
+		vqs_packed_inflight_resubmitted(vq, (uint16_t)head);
+		entry = (uint16_t)head;
+	} else {
+		if (p->inflight)
+			entry = vqs_packed_inflight_commit(vq, ndescs);
+		p->last_avail_idx = cur->slot;
+		p->avail_wrap = cur->wrap;
+	}
+	p->ids[id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
+	p->unfilled_descs += ndescs;
+	e->id = id;
+	if (in_area)
+		vqs_long_hold(&vq->lg, e, id);
+	return 0;
+}
+
+/* Pop the chain whose first descriptor is *d (snapshotted; cur goes on after what was read) by
+ * the general walk: 0, or -EBUSY (waits for the long-chain area, nothing consumed), or -EIO. */
+static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vqs_mem_table *t,
+					      struct vqs_mem_win *win, struct vqs_elem *e,
+					      struct desc_cursor *cur,
+					      struct vqs_vring_packed_desc *d, int head)
+{
+	struct vqs_chain ch;
+	unsigned ndescs = 0;
+	vqs_chain_begin(&ch, e, vq);
+	enum vqs_vq_err err = walk_chain(vq, t, cur, d, &ch, &ndescs);
+	*win = vqs_mem_win(t, vq->hint); /* the walk may have moved the hint */
+	if (err)
+		return vqs_vq_break(vq, err);
+	if (ch.must_wait)
+		return -EBUSY;
+	if (cur->from_region && cur->left != 0)
+		return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
+	vqs_chain_end(&ch);
+	e->ndescs = (uint16_t)ndescs;
+	return take(vq, e, d->id, ndescs, head, cur, ch.in_area);
+}
+
+/* One chain while the inflight region is involved (a chain to resubmit, or a ring chain to
+ * record as it is read): 0, -EAGAIN (none available), -EBUSY or -EIO. */
+static __attribute__((noinline)) int pop_recorded(struct vqs_vq *vq,
+						  const struct vqs_mem_table *t,
+						  struct vqs_mem_win *win, struct vqs_elem *e)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
 	struct vqs_vring_packed_desc d;
-	int head = -1;
 	unsigned left = 0;
+	int head = -1;
 	if (p->resubmit_pending && (head = vqs_packed_inflight_next(vq, &left)) >= 0) {
 		cur.from_region = true;
 		cur.entry = (uint16_t)head;
@@ -179,134 +244,156 @@ static inline int pop_one(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			return vqs_vq_break(vq, err);
 	} else {
 		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
-		uint16_t flags = vqs_packed_flags_acquire(slot);
+		uint16_t flags = head_flags(p, slot);
 		if (!vqs_packed_desc_is_avail(flags, cur.wrap))
 			return -EAGAIN;
 		snapshot(slot, flags, &d);
 		vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
 	}
+	return pop_walk(vq, t, win, e, &cur, &d, head);
+}
 
-	unsigned ndescs = 1;
-	bool in_area = false;
-	/* A walk records descriptors in the inflight region as it reads them; one or two
-	 * descriptors (straight lines, as split's) need no walk only when there is nothing to
-	 * record. */
+/* The chains popped from ring position `from` (vqs_packed_linear) on end before (idx, wrap):
+ * their slots are in flight, and the next pop starts there. */
+static inline void advance_to(struct vqs_packed_ring *p, unsigned from, unsigned idx, bool wrap,
+			      unsigned num)
+{
+	p->unfilled_descs += (vqs_packed_linear((uint16_t)idx, wrap, num) + 2 * num - from) %
+			     (2 * num);
+	p->last_avail_idx = (uint16_t)idx;
+	p->avail_wrap = wrap;
+}
+
+/*
+ * Pop up to max ring chains with no inflight region, in registers: a chain of one descriptor,
+ * or of two (NEXT, then neither NEXT nor INDIRECT), whose buffers lie in the window is built in
+ * a straight line; any other goes to the general walk, handed what was read already, and the
+ * loop goes on after it. Availability is found as the loop reads each head's flags (AVAIL equal
+ * to the wrap counter, USED not: 2.8.1), so the batch's stop is its first unavailable slot.
+ * How many, with *rc the reason it stopped short (-EAGAIN, -EBUSY, -EIO).
+ */
+static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				    struct vqs_mem_win *win, struct vqs_elem *const *elems,
+				    unsigned max, int *rc)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	struct vqs_vring_packed_desc *desc = p->desc;
+	uint16_t *ids = p->ids;
+	const unsigned num = vq->cfg.num;
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
-	bool fast = !cur.from_region && !p->inflight;
-	if (fast && (d.flags & chained) == VQS_VRING_DESC_F_NEXT && vq->cfg.num >= 2) {
-		struct vqs_vring_packed_desc *slot = &p->desc[cur.slot];
-		uint16_t f1 = vqs_packed_flags_acquire(slot);
-		cur.pend = NEXT_UNAVAIL;
-		if (vqs_packed_desc_is_avail(f1, cur.wrap)) {
-			snapshot(slot, f1, &cur.next);
-			vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
-			cur.pend = NEXT_READ;
-			if (!(f1 & chained) &&
-			    vqs_chain_pair(e, win, vq->cfg.max_iov >= 2, d.addr, d.len,
-					   d.flags & VQS_VRING_DESC_F_WRITE, cur.next.addr,
-					   cur.next.len, f1 & VQS_VRING_DESC_F_WRITE)) {
-				d = cur.next;
-				ndescs = 2;
-				fast = false; /* built */
+	const bool pair_iov = vq->cfg.max_iov >= 2;
+	/* a chain's first descriptor with these flags may be the first of a pair */
+	const uint16_t pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff;
+	unsigned n = 0;
+	*rc = 0;
+	while (n < max) {
+		struct vqs_mem_win w = *win; /* a copy the loop keeps in registers */
+		const unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
+		unsigned idx = p->last_avail_idx;
+		/* the AVAIL and USED bits an available descriptor at idx has */
+		uint16_t want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
+		struct vqs_vring_packed_desc d, d1;
+		int pend = NEXT_UNREAD;
+		uint16_t f0 = head_flags(p, &desc[idx]);
+		struct vqs_elem *const *ep = elems + n, *const *end = elems + max;
+		for (;;) {
+			if ((f0 & au) != want) {
+				*rc = -EAGAIN;
+				break;
 			}
+			struct vqs_elem *e = *ep;
+			snapshot(&desc[idx], f0, &d);
+			unsigned nd = 1;
+			if (f0 & chained) {
+				if ((f0 & chained) != pair_first)
+					goto walk;
+				unsigned i1 = idx + 1 == num ? 0 : idx + 1;
+				uint16_t f1 = vqs_packed_flags_acquire(&desc[i1]);
+				pend = NEXT_UNAVAIL;
+				if ((f1 & au) != (i1 ? want : want ^ au))
+					goto walk;
+				snapshot(&desc[i1], f1, &d1);
+				pend = NEXT_READ;
+				if ((f1 & chained) ||
+				    !vqs_chain_pair(e, &w, pair_iov, d.addr, d.len,
+						    f0 & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
+						    f1 & VQS_VRING_DESC_F_WRITE))
+					goto walk;
+				d.id = d1.id;
+				pend = NEXT_UNREAD;
+				nd = 2;
+			} else if (!vqs_chain_single(e, &w, d.addr, d.len,
+						     f0 & VQS_VRING_DESC_F_WRITE)) {
+				goto walk;
+			}
+			/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
+			if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
+				*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+				break;
+			}
+			ids[d.id] = VQS_PACKED_ID_INFLIGHT;
+			e->id = d.id;
+			idx += nd;
+			if (idx >= num) {
+				idx -= num;
+				want ^= au;
+			}
+			if (++ep == end)
+				break;
+			f0 = vqs_packed_flags_acquire(&desc[idx]);
 		}
+		n = (unsigned)(ep - elems);
+		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
+		return n;
+walk:
+		/* The slots before this chain are taken; the walk goes on after those read. */
+		n = (unsigned)(ep - elems);
+		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
+		struct desc_cursor cur = {.slot = (uint16_t)idx, .wrap = p->avail_wrap,
+					  .pend = pend, .next = d1};
+		vqs_packed_advance(&cur.slot, &cur.wrap, pend == NEXT_READ ? 2 : 1, num);
+		struct vqs_vring_packed_desc first = d; /* d stays in registers */
+		if ((*rc = pop_walk(vq, t, win, elems[n], &cur, &first, -1)) != 0)
+			return n;
+		n++;
 	}
-	if (ndescs == 1 &&
-	    (!fast || (d.flags & chained) ||
-	     !vqs_chain_single(e, win, d.addr, d.len, d.flags & VQS_VRING_DESC_F_WRITE))) {
-		struct vqs_chain ch;
-		vqs_chain_begin(&ch, e, vq);
-		enum vqs_vq_err err = walk_chain(vq, t, &cur, &d, &ch, &ndescs);
-		*win = vqs_mem_win(t, vq->hint); /* the walk may have moved the hint */
-		if (err)
-			return vqs_vq_break(vq, err);
-		if (ch.must_wait)
-			return -EBUSY;
-		if (cur.from_region && cur.left != 0)
-			return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
-		vqs_chain_end(&ch);
-		e->ndescs = (uint16_t)ndescs;
-		in_area = ch.in_area;
-	}
-	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
-	if (d.id >= vq->cfg.num || p->ids[d.id] != VQS_PACKED_ID_FREE)
-		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-
-	uint16_t entry = 0;
-	if (head >= 0) {
-		vqs_packed_inflight_resubmitted(vq, (uint16_t)head);
-		entry = (uint16_t)head;
-	} else {
-		if (p->inflight)
-			entry = vqs_packed_inflight_commit(vq, ndescs);
-		p->last_avail_idx = cur.slot;
-		p->avail_wrap = cur.wrap;
-		p->ring_pops++;
-	}
-	p->ids[d.id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
-	p->unfilled_descs += ndescs;
-	e->id = d.id;
-	if (in_area)
-		vqs_long_hold(&vq->lg, e, d.id);
-	return 0;
+	return n;
 }
 
 static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		      struct vqs_elem *const *elems, unsigned max)
 {
-	unsigned n = 0;
-	int rc;
+	struct vqs_packed_ring *p = ring(vq);
 	struct vqs_mem_win win = vqs_mem_win(t, vq->hint);
-	while (n < max && (rc = pop_one(vq, t, &win, elems[n])) == 0)
+	unsigned n = 0;
+	int rc = 0;
+	while (n < max && (p->resubmit_pending || p->inflight) &&
+	       (rc = pop_recorded(vq, t, &win, elems[n])) == 0)
 		n++;
+	if (n < max && !rc)
+		n += pop_straight(vq, t, &win, elems + n, max - n, &rc);
 	return n ? (int)n : rc;
 }
 
 static int packed_begin(struct vqs_vq *vq)
 {
-	/* An estimate from the flags alone: available descriptors that end a chain, looking at
-	 * most AVAIL_SCAN slots ahead (the count only sizes batches; a pop finds the rest). The
-	 * look goes on from where the previous one stopped: what it saw stays available until
-	 * popped. */
+	/* One flags read: the next slot's. When it is available, the most chains the driver can
+	 * have made available, one a slot, in the slots not in flight: the count sizes batches,
+	 * and a pop finds how many there are as it reads each head's flags (which it then does not
+	 * read here). A chain longer than any look counts too. */
 	struct vqs_packed_ring *p = ring(vq);
+	unsigned n = p->resubmit_pending;
 	if (!p->desc)
-		return p->resubmit_pending;
-	unsigned num = vq->cfg.num;
-	if (!p->scan_valid || p->ring_pops - p->scan_pops > p->scan_chains) {
-		p->scan_idx = p->last_avail_idx;
-		p->scan_wrap = p->avail_wrap;
-		p->scan_pops = p->ring_pops;
-		p->scan_chains = 0;
-		p->scan_valid = true;
+		return (int)n;
+	if (!p->head_seen) {
+		uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->last_avail_idx]);
+		if (!vqs_packed_desc_is_avail(flags, p->avail_wrap))
+			return (int)n;
+		p->head_flags = flags;
+		p->head_seen = true;
 	}
-	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
-	unsigned seen = (vqs_packed_linear(p->scan_idx, p->scan_wrap, num) + 2 * num - from) %
-			(2 * num);
-	unsigned scan = num < AVAIL_SCAN ? num : AVAIL_SCAN;
-	/* in registers for the look; one flags load per descriptor: AVAIL and USED as the wrap
-	 * counter wants them (2.8.1) */
-	struct vqs_vring_packed_desc *desc = p->desc;
-	unsigned idx = p->scan_idx, chains = p->scan_chains;
-	uint16_t want = p->scan_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
-	for (; seen < scan; seen++) {
-		uint16_t flags = vqs_packed_flags_acquire(&desc[idx]);
-		if ((flags & (VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED)) != want)
-			break;
-		chains += !(flags & VQS_VRING_DESC_F_NEXT);
-		if (++idx == num) {
-			idx = 0;
-			want ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
-		}
-	}
-	p->scan_idx = (uint16_t)idx;
-	p->scan_wrap = want == VQS_PACKED_F_AVAIL;
-	p->scan_chains = chains;
-	unsigned n = p->resubmit_pending + p->scan_chains - (p->ring_pops - p->scan_pops);
-	/* Descriptors without a chain's end in sight (a chain longer than the look, or one the
-	 * driver never ends): one, so that a pop walks it and takes or refuses it. */
-	if (!n && seen)
-		n = 1;
-	return (int)n;
+	return (int)(n + vq->cfg.num - p->unfilled_descs);
 }
 
 static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
@@ -327,7 +414,7 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	}
 	if (total > p->unfilled_descs)
 		return -EINVAL;
-	p->scan_valid = false;
+	p->head_seen = false;
 	for (unsigned i = n; i-- > 0;) {
 		const struct vqs_elem *e = &elems[i];
 		uint16_t state = p->ids[e->id];
@@ -349,49 +436,78 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
-static inline int fill_one(struct vqs_vq *vq, const struct vqs_elem *e, uint32_t written)
-{
-	struct vqs_packed_ring *p = ring(vq);
-	if (!in_flight(vq, e) || written > e->in_len || e->ndescs > p->unfilled_descs || !p->desc)
-		return -EINVAL;
-	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
-	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
-	 * taken over by this fill instead of this fill taking a descriptor of its own. */
-	bool fold = has(vq, VQS_F_IN_ORDER) && p->staged && p->stage_last_empty;
-	if (!fold) {
-		p->stage_last = p->stage_idx;
-		p->stage_last_wrap = p->stage_wrap;
-	}
-	struct vqs_vring_packed_desc *slot = &p->desc[p->stage_last];
-	/* 2.8.7: a used descriptor carries AVAIL and USED both equal to the used wrap counter. */
-	uint16_t flags = p->stage_last_wrap ? (uint16_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) : 0;
-	if (written)
-		flags |= VQS_VRING_DESC_F_WRITE;
-	atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(e->id), memory_order_relaxed);
-	atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(written),
-			      memory_order_relaxed);
-	if (p->stage_last == p->used_idx) /* the batch's first used descriptor */
-		p->stage_first_flags = flags;
-	else
-		/* Pairs with the driver's acquire load of these flags; the driver looks at this
-		 * slot only after the first staged one, published last by flush. */
-		vqs_packed_flags_release(slot, flags);
-	if (p->inflight)
-		vqs_packed_inflight_stage(vq, p->ids[e->id] - VQS_PACKED_ID_INFLIGHT);
-	p->ids[e->id] = VQS_PACKED_ID_FREE;
-	p->unfilled_descs -= e->ndescs;
-	p->staged++;
-	p->stage_last_empty = written == 0;
-	vqs_packed_advance(&p->stage_idx, &p->stage_wrap, e->ndescs, vq->cfg.num);
-	return 0;
-}
-
+/*
+ * Used descriptors for elems[0..n), in registers: id, len and flags (2.8.7: AVAIL and USED both
+ * equal to the used wrap counter; WRITE when bytes were written) straight into the ring, one
+ * descriptor a chain at its first slot. The flags of all but the batch's first are stored
+ * relaxed: the driver reads used descriptors in ring order, so it looks at one of them only
+ * after the acquire load of the first one's flags, which flush stores last, with release.
+ */
 static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		       const uint32_t *written, unsigned n)
 {
-	unsigned k = 0;
-	while (k < n && fill_one(vq, elems[k], written[k]) == 0)
-		k++;
+	struct vqs_packed_ring *p = ring(vq);
+	struct vqs_vring_packed_desc *desc = p->desc;
+	if (!desc)
+		return -EINVAL;
+	uint16_t *ids = p->ids;
+	const unsigned num = vq->cfg.num, first = p->used_idx;
+	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
+	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
+	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
+	const bool in_order = has(vq, VQS_F_IN_ORDER);
+	bool fold = in_order && p->staged && p->stage_last_empty;
+	unsigned stage = p->stage_idx, last = p->stage_last, unfilled = p->unfilled_descs;
+	/* the AVAIL and USED bits of a used descriptor at stage, and at last */
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	uint16_t stage_au = p->stage_wrap ? au : 0, last_au = p->stage_last_wrap ? au : 0;
+	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
+	for (; ep != end; ep++, written++) {
+		const struct vqs_elem *e = *ep;
+		uint32_t len = *written;
+		uint16_t id = e->id;
+		unsigned nd = e->ndescs;
+		/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
+		if (id >= num || ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= unfilled ||
+		    len > e->in_len)
+			break;
+		if (!fold) {
+			last = stage;
+			last_au = stage_au;
+		}
+		struct vqs_vring_packed_desc *slot = &desc[last];
+		uint16_t flags = (uint16_t)(last_au | (len ? VQS_VRING_DESC_F_WRITE : 0));
+		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
+				      memory_order_relaxed);
+		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
+				      memory_order_relaxed);
+		if (last == first)
+			p->stage_first_flags = flags;
+		else
+			atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
+					      memory_order_relaxed);
+		if (__builtin_expect(p->inflight != NULL, 0)) /* the region is the rare case */
+			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
+						  !p->staged && ep == elems);
+		ids[id] = VQS_PACKED_ID_FREE;
+		unfilled -= nd;
+		fold = in_order && len == 0;
+		stage += nd;
+		if (stage >= num) {
+			stage -= num;
+			stage_au ^= au;
+		}
+	}
+	unsigned k = (unsigned)(ep - elems);
+	if (k) {
+		p->stage_idx = (uint16_t)stage;
+		p->stage_wrap = stage_au;
+		p->stage_last = (uint16_t)last;
+		p->stage_last_wrap = last_au;
+		p->stage_last_empty = fold;
+		p->staged = (uint16_t)(p->staged + k);
+		p->unfilled_descs = unfilled;
+	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
 }
@@ -463,7 +579,15 @@ static bool packed_enable_notify(struct vqs_vq *vq)
 	 * driver's kick_prepare between publishing descriptors and reading this structure, so
 	 * either the driver sees notifications enabled or we see its descriptors. */
 	atomic_thread_fence(memory_order_seq_cst);
-	return vqs_packed_desc_is_avail(vqs_packed_flags_acquire(&p->desc[p->last_avail_idx]), p->avail_wrap);
+	if (p->head_seen)
+		return true;
+	uint16_t flags = vqs_packed_flags_acquire(&p->desc[p->last_avail_idx]);
+	if (!vqs_packed_desc_is_avail(flags, p->avail_wrap))
+		return false;
+	/* the pop that follows takes them from here */
+	p->head_flags = flags;
+	p->head_seen = true;
+	return true;
 }
 
 /* Both write the device event area when the driver gave one, except an enable that found
@@ -493,7 +617,7 @@ static int packed_set_state(struct vqs_vq *vq, const struct vqs_vq_state *st)
 		return -EINVAL;
 	p->last_avail_idx = st->last_avail_idx;
 	p->avail_wrap = st->avail_wrap;
-	p->scan_valid = false;
+	p->head_seen = false;
 	p->used_idx = p->stage_idx = p->signalled_idx = st->used_idx;
 	p->used_wrap = p->stage_wrap = p->signalled_wrap = st->used_wrap;
 	p->signalled_valid = false;

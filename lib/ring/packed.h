@@ -28,14 +28,11 @@ struct vqs_packed_ring {
 
 	uint16_t last_avail_idx; /* next slot to pop */
 	bool avail_wrap;         /* the wrap counter that slot is expected available with */
-	/* avail_count's look-ahead, kept across calls so that it reads each slot's flags once, not
-	 * up to AVAIL_SCAN of them per call: since it started, when ring_pops was scan_pops, it saw
-	 * scan_chains whole chains available up to (scan_idx, scan_wrap). Pops only count
-	 * (ring_pops); a look that finds more popped than it saw, or scan_valid false (after an
-	 * unpop or a restore), starts over from last_avail_idx. */
-	uint32_t ring_pops, scan_pops, scan_chains;
-	uint16_t scan_idx;
-	bool scan_wrap, scan_valid;
+	/* The flags of the descriptor at last_avail_idx, read (acquire) by begin or enable_notify
+	 * and found available: the pop takes them from here, so that it reads them no second time.
+	 * Cleared whenever last_avail_idx moves. */
+	bool head_seen;
+	uint16_t head_flags;
 	uint16_t used_idx;       /* next slot to publish a used entry in (after the staged ones) */
 	bool used_wrap;
 	uint32_t unfilled_descs; /* slots of popped chains not filled yet: the most unpop rewinds */
@@ -48,7 +45,7 @@ struct vqs_packed_ring {
 	uint16_t stage_first_flags;
 	uint16_t stage_last;    /* slot of the last staged used descriptor (IN_ORDER folding) */
 	bool stage_last_wrap;
-	bool stage_last_empty;  /* ... and it reports 0 bytes */
+	bool stage_last_empty;  /* ... and it reports 0 bytes, with IN_ORDER: the next fill folds it */
 
 	/* need_call: used position when the driver was last considered for a call; not valid
 	 * after a restore (set_state, inflight), when the previous backend's decisions are
@@ -158,8 +155,9 @@ uint16_t vqs_packed_inflight_commit(struct vqs_vq *vq, unsigned ndescs);
 /* Unpop of the chain recorded at head `entry`: true when it was a resubmitted chain (back to
  * the pending ones; the ring position is not involved), else its entries are freed. */
 bool vqs_packed_inflight_unpop(struct vqs_vq *vq, uint16_t entry);
-/* A filled chain's head entry; flush brackets publishing the staged used descriptors. */
-void vqs_packed_inflight_stage(struct vqs_vq *vq, uint16_t entry);
+/* A filled chain's head entry (first: the first staged since the flush); flush brackets
+ * publishing the staged used descriptors. */
+void vqs_packed_inflight_stage(struct vqs_vq *vq, uint16_t entry, bool first);
 void vqs_packed_inflight_flush_begin(struct vqs_vq *vq);
 void vqs_packed_inflight_flush_end(struct vqs_vq *vq, unsigned count);
 /*

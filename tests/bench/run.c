@@ -116,8 +116,10 @@ void bench_check_report(const char *json_path, unsigned min_runs)
 		const struct json *vs = json_get(floors, "vring_stream");
 		assert_non_null(vs);
 		assert_true(vs->type == JSON_ARR && vs->n > 0);
-		for (size_t i = 0; i < vs->n; i++)
+		for (size_t i = 0; i < vs->n; i++) {
 			assert_true(json_num_or(&vs->items[i], "ops_per_s", 0) > 0);
+			assert_true(json_num_or(&vs->items[i], "packed_ops_per_s", 0) > 0);
+		}
 	}
 	assert_non_null(json_get(&doc, "goals"));
 	const struct json *runs = json_get(&doc, "runs");

@@ -202,7 +202,9 @@ static void short_and_long_chains_in_one_batch(void **state)
 		pe[i] = &e[i];
 	}
 	struct vqs_vq_session ss;
-	assert_int_equal(vqs_vq_session_begin(c->l.vq, &ss), 3);
+	/* split: the avail index; packed: room for chains, at least those there */
+	int has = vqs_vq_session_begin(c->l.vq, &ss);
+	assert_true(c->l.packed ? has >= 3 : has == 3);
 	int n = vqs_vq_session_pop(&ss, pe, 3);
 	vqs_vq_session_pause(&ss);
 	assert_int_equal(n, 3);
