@@ -57,12 +57,18 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return;
 	}
-	uint64_t t = vqs_now_ns(), c0 = timeout_ns >= 0 ? sched_thread_cpu_ns() : 0;
+	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
+	 * start of a nap's CPU */
+	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
+	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
+	if (adaptive)
+		sched_cost_sample(w, t, c0);
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
 	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
 	uint64_t slept = now - t;
+	w->mark_slept_ns += slept;
 	w->awake_ns = sched_awake_after_sleep(w->awake_ns, t, now);
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, slept);
@@ -71,7 +77,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (n > 0)
 		dispatch(w, ev, n, now);
-	else if (!n && timeout_ns >= 0)
+	else if (!n && timeout_ns >= 0 && adaptive)
 		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
 }
 

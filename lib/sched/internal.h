@@ -101,7 +101,8 @@ struct q_counters {
 
 struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
-	_Atomic uint64_t wake_ns; /* sched_worker.wake_ns, published for the stats */
+	/* sched_worker's cost model inputs and thresholds, published for the stats */
+	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns;
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -218,6 +219,13 @@ struct sched_worker {
 	 * measurements and learned from the worker's own naps; the nap to ask for next; and the
 	 * gaps below which spinning, then napping, costs less than sleeping, recomputed from them. */
 	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
+	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
+	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
+	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
+	 * the requests served so far, and the stall priced when the thresholds were last
+	 * recomputed. */
+	uint64_t stall_ns, stall_priced_ns;
+	uint64_t mark_ns, mark_cpu_ns, mark_slept_ns, mark_reqs, reqs;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -252,6 +260,12 @@ void sched_cost_init(struct sched_worker *w);
  * wake-up cost from a timer wake-up. Owner of w. */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
 			   uint64_t cpu_ns);
+/* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
+ * requests: learn what its preemption costs a request. Owner of w. */
+void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
+/* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time it was awake since the last
+ * sample, for sched_cost_awake. Owner of w. */
+void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;

@@ -48,8 +48,9 @@
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
  *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
- *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g;
- *       sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
+ *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g
+ *       and the wait k S of a request that arrives while the spinning worker is preempted (S:
+ *       "The stall" below, learned); sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
  *       (one wake-up: W is a sleep/wake round trip, measured at creation, cost.c, and learned
  *       from the worker's naps: sched_cost_timed_wake), c the CPU of a sleep/wake, K the
  *       driver's kick (kick_ns);
@@ -166,9 +167,17 @@ static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker 
 	return lo;
 }
 
+/* Spinning through a gap g costs g of CPU, and the wait of a request that arrives while the
+ * spinning worker is preempted (w->stall_ns, learned: sched_cost_awake). */
+static uint64_t spin_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	return g + price(s, w->stall_ns);
+}
+
 static bool spin_cheapest(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
-	return g < sleep_cost(s, w) && (!s->o.spin_pct || g <= nap_cost(s, w, g));
+	uint64_t c = spin_cost(s, w, g);
+	return c < sleep_cost(s, w) && (!s->o.spin_pct || c <= nap_cost(s, w, g));
 }
 
 static bool nap_beats_sleep(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
@@ -182,11 +191,16 @@ static void cost_update(struct sched_worker *w)
 	const struct vqs_sched *s = w->s;
 	uint64_t sc = sleep_cost(s, w);
 	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
+	w->stall_priced_ns = w->stall_ns;
 	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
 	w->poll_max_ns = w->spin_max_ns;
 	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
 	if (s->o.spin_pct && w->nap_cpu_ns && nap_beats_sleep(s, w, w->spin_max_ns))
 		w->poll_max_ns = last_below(s, w, w->spin_max_ns, 64u * sc, nap_beats_sleep);
+	atomic_store_explicit(&w->c.timer_ns, w->timer_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.nap_cpu_ns, w->nap_cpu_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.spin_max_ns, w->spin_max_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.poll_max_ns, w->poll_max_ns, memory_order_relaxed);
 }
 
 void sched_cost_init(struct sched_worker *w)
@@ -194,6 +208,7 @@ void sched_cost_init(struct sched_worker *w)
 	w->wake_ns = w->s->wake_ns;
 	w->timer_ns = w->s->timer_ns;
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
+	w->stall_ns = 0;
 	cost_update(w);
 }
 
@@ -219,6 +234,63 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 	uint64_t rt = ewma(w->wake_ns, 2u * over, ADAPT_COST_SHIFT);
 	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
 	cost_update(w);
+}
+
+/* The stall: a spinning worker keeps its CPU only while nothing else wants it. On a shared
+ * machine the kernel preempts it (its runtime is ahead of the sleepers'), and a request that
+ * arrives meanwhile waits until it runs again: a scheduler slice, milliseconds, where a worker
+ * that sleeps is woken ahead of the others (its runtime is behind) and waits a wake-up. The
+ * worker learns what its preemption costs a request from samples of its thread's CPU time
+ * against the wall time it was awake: the difference is the time it was runnable and not
+ * running (or its vCPU was stolen). A sample's lost time L in an awake time A, taken as one
+ * stall, is waited through by the requests that arrived in it, n L / A of the n the sample
+ * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
+ * each L / 2 on average: n L^2 / (2 A) in all. stall_ns is that wait per request, averaged over
+ * the last ADAPT_STALL_REQS requests (an EWMA by requests, so that a sleeping worker, whose
+ * samples are its short awake spans after each wake-up, forgets a stall at the rate it serves
+ * requests and tries spinning again). A closed loop (rr: the driver waits for each response)
+ * has one request per stream in the stall, not n L / A: the estimate then runs high by the
+ * requests of the sample's awake time, which a fast loop's many requests dilute.
+ * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
+ * spinning worker was runnable and not running for 185-296 ms of 284-424 ms it ran, in 70-133
+ * involuntary switches (1.4-4 ms each), and its p99 was 6-18x the sleeping dedicated worker's,
+ * whose wake-ups waited 15-40 us for the CPU. */
+#define ADAPT_STALL_REQS 1024u
+#define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
+
+void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs)
+{
+	if (!reqs || !awake_ns)
+		return; /* no request waited */
+	uint64_t lost = awake_ns > cpu_ns ? awake_ns - cpu_ns : 0;
+	if (lost > ADAPT_STALL_MAX_NS)
+		lost = ADAPT_STALL_MAX_NS;
+	if (lost > awake_ns)
+		awake_ns = lost;
+	uint64_t each = lost / 2u * lost / awake_ns; /* a request's wait in this sample */
+	if (reqs >= ADAPT_STALL_REQS)
+		w->stall_ns = each;
+	else
+		w->stall_ns = (uint64_t)((int64_t)w->stall_ns +
+					 ((int64_t)each - (int64_t)w->stall_ns) * (int64_t)reqs /
+						 (int64_t)ADAPT_STALL_REQS);
+	/* The thresholds move when the price moves by a 32nd of a sleep's cost, not per sample:
+	 * recomputing them is a few microseconds of search. */
+	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
+	uint64_t a = price(w->s, w->stall_ns), b = price(w->s, w->stall_priced_ns);
+	if ((a > b ? a - b : b - a) * 32u > sleep_cost(w->s, w))
+		cost_update(w);
+}
+
+void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
+{
+	uint64_t wall = now_ns - w->mark_ns;
+	sched_cost_awake(w, wall > w->mark_slept_ns ? wall - w->mark_slept_ns : 0,
+			 cpu_ns - w->mark_cpu_ns, w->reqs - w->mark_reqs);
+	w->mark_ns = now_ns;
+	w->mark_cpu_ns = cpu_ns;
+	w->mark_slept_ns = 0;
+	w->mark_reqs = w->reqs;
 }
 
 static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }
@@ -373,6 +445,10 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
 	a->nap = false;
+	/* While it spins, the worker samples its CPU once requests were served since the last
+	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
+	if (w->reqs != w->mark_reqs && now - w->mark_ns >= w->mark_slept_ns + window_min(w))
+		sched_cost_sample(w, now, sched_thread_cpu_ns());
 	if (!a->q.last_arrival_ns)
 		return false;
 	switch (arrivals_mode(w, &w->ad, w->awake_ns, now)) {

@@ -29,6 +29,8 @@ void *sched_worker_main(void *arg)
 	sched_cost_init(w);
 	w->now_ns = vqs_now_ns();
 	w->awake_ns = w->now_ns;
+	w->mark_ns = w->now_ns;
+	w->mark_cpu_ns = sched_thread_cpu_ns();
 	sched_signal(w->s);
 	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
 		struct vqs_queue *q = group_take(w->g);
