@@ -58,7 +58,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		return;
 	}
 	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
-	 * start of a nap's CPU */
+	 * start of the sleep's CPU (c, or a nap's) */
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
 	if (adaptive)
@@ -68,17 +68,20 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
 	uint64_t slept = now - t;
-	w->mark_slept_ns += slept;
 	w->awake_ns = sched_awake_after_sleep(w->awake_ns, t, now);
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
+	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
+		uint64_t c1 = sched_thread_cpu_ns();
+		sched_cost_woke(w, now, c1, n > 0 && timeout_ns < 0, c1 - c0);
+		if (!n && timeout_ns >= 0)
+			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0);
+	}
 	if (n > 0)
 		dispatch(w, ev, n, now);
-	else if (!n && timeout_ns >= 0 && adaptive)
-		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
 }
 
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */

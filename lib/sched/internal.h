@@ -102,7 +102,8 @@ struct q_counters {
 struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
 	/* sched_worker's cost model inputs and thresholds, published for the stats */
-	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns;
+	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
+		sleep_cpu_ns;
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -222,10 +223,13 @@ struct sched_worker {
 	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
-	 * the requests served so far, and the stall priced when the thresholds were last
-	 * recomputed. */
-	uint64_t stall_ns, stall_priced_ns;
-	uint64_t mark_ns, mark_cpu_ns, mark_slept_ns, mark_reqs, reqs;
+	 * the requests served so far, and the stall and the sleep's cost priced when the
+	 * thresholds were last recomputed. */
+	uint64_t stall_ns, stall_priced_ns, sleep_priced_ns;
+	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
+	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
+	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
+	uint64_t sleep_cpu_ns;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -263,9 +267,13 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 /* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
  * requests: learn what its preemption costs a request. Owner of w. */
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
-/* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time it was awake since the last
- * sample, for sched_cost_awake. Owner of w. */
+/* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
+ * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
+/* w woke up at now_ns with its thread's CPU at cpu_ns; an event ended the sleep (not a nap's
+ * timer) and the sleep cost slept_cpu_ns of CPU: learn c from it. Owner of w. */
+void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
+		     uint64_t slept_cpu_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;

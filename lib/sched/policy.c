@@ -109,8 +109,8 @@
 /* Costs of the model ("Cost model" above), in ns, with latency priced at spin_pct/100 ns of CPU
  * per ns. A request that finds its worker asleep waits one wake-up, half the learned round trip
  * W (w->wake_ns; the call back to a halted guest is the other half, and the guest pays it
- * whether the worker slept or polled); c (s->wake_cpu_ns) is what a sleep/wake costs the
- * worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
+ * whether the worker slept or polled); c (w->sleep_cpu_ns, learned: sched_cost_woke) is what
+ * a sleep/wake costs the worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
  * k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
 static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 {
@@ -119,7 +119,7 @@ static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 
 static uint64_t sleep_cost(const struct vqs_sched *s, const struct sched_worker *w)
 {
-	return price(s, w->wake_ns / 2u) + s->wake_cpu_ns + s->o.kick_ns;
+	return price(s, w->wake_ns / 2u) + w->sleep_cpu_ns + s->o.kick_ns;
 }
 
 static uint64_t isqrt(uint64_t v)
@@ -192,6 +192,7 @@ static void cost_update(struct sched_worker *w)
 	uint64_t sc = sleep_cost(s, w);
 	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
 	w->stall_priced_ns = w->stall_ns;
+	w->sleep_priced_ns = sc;
 	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
 	w->poll_max_ns = w->spin_max_ns;
 	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
@@ -201,6 +202,7 @@ static void cost_update(struct sched_worker *w)
 	atomic_store_explicit(&w->c.nap_cpu_ns, w->nap_cpu_ns, memory_order_relaxed);
 	atomic_store_explicit(&w->c.spin_max_ns, w->spin_max_ns, memory_order_relaxed);
 	atomic_store_explicit(&w->c.poll_max_ns, w->poll_max_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.sleep_cpu_ns, w->sleep_cpu_ns, memory_order_relaxed);
 }
 
 void sched_cost_init(struct sched_worker *w)
@@ -208,6 +210,7 @@ void sched_cost_init(struct sched_worker *w)
 	w->wake_ns = w->s->wake_ns;
 	w->timer_ns = w->s->timer_ns;
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
+	w->sleep_cpu_ns = w->s->wake_cpu_ns;
 	w->stall_ns = 0;
 	cost_update(w);
 }
@@ -256,6 +259,18 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
  * involuntary switches (1.4-4 ms each), and its p99 was 6-18x the sleeping dedicated worker's,
  * whose wake-ups waited 15-40 us for the CPU. */
 #define ADAPT_STALL_REQS 1024u
+
+static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+/* The thresholds move when the stall's price or a sleep's cost moved by a 32nd of a sleep's cost
+ * since they were computed, not per sample: recomputing them is a few microseconds of search. */
+static void cost_maybe_update(struct sched_worker *w)
+{
+	uint64_t sc = sleep_cost(w->s, w);
+	if ((absdiff(price(w->s, w->stall_ns), price(w->s, w->stall_priced_ns)) +
+	     absdiff(sc, w->sleep_priced_ns)) * 32u > sc)
+		cost_update(w);
+}
 #define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs)
@@ -274,23 +289,34 @@ void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns
 		w->stall_ns = (uint64_t)((int64_t)w->stall_ns +
 					 ((int64_t)each - (int64_t)w->stall_ns) * (int64_t)reqs /
 						 (int64_t)ADAPT_STALL_REQS);
-	/* The thresholds move when the price moves by a 32nd of a sleep's cost, not per sample:
-	 * recomputing them is a few microseconds of search. */
 	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
-	uint64_t a = price(w->s, w->stall_ns), b = price(w->s, w->stall_priced_ns);
-	if ((a > b ? a - b : b - a) * 32u > sleep_cost(w->s, w))
-		cost_update(w);
+	cost_maybe_update(w);
 }
 
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
 {
-	uint64_t wall = now_ns - w->mark_ns;
-	sched_cost_awake(w, wall > w->mark_slept_ns ? wall - w->mark_slept_ns : 0,
-			 cpu_ns - w->mark_cpu_ns, w->reqs - w->mark_reqs);
+	sched_cost_awake(w, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns, w->reqs - w->mark_reqs);
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
-	w->mark_slept_ns = 0;
 	w->mark_reqs = w->reqs;
+}
+
+/* c was measured once, at creation, by two threads ping-ponging on otherwise idle CPUs, where
+ * each wake-up takes a halted vCPU's exits: 28-81 us on the development VM under load, or the
+ * 10 us default when a busy CPU kept the measurement from finishing in its 5 ms. The workers'
+ * own sleeps cost less where the machine is busy (adaptive at 1 queue, 20k requests/s beside a
+ * busy loop: dedicated's whole CPU per request was 18 us), and a c priced 2-4x too high made
+ * sleeping look dear: the worker napped, paying more CPU per request than dedicated and a
+ * later wake-up. Each sleep that an event ends (a kick, a doorbell) teaches c. */
+void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
+		     uint64_t slept_cpu_ns)
+{
+	w->mark_ns = now_ns;
+	w->mark_cpu_ns = cpu_ns;
+	if (!event)
+		return;
+	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	cost_maybe_update(w);
 }
 
 static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }
@@ -447,7 +473,7 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	a->nap = false;
 	/* While it spins, the worker samples its CPU once requests were served since the last
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
-	if (w->reqs != w->mark_reqs && now - w->mark_ns >= w->mark_slept_ns + window_min(w))
+	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
 		sched_cost_sample(w, now, sched_thread_cpu_ns());
 	if (!a->q.last_arrival_ns)
 		return false;

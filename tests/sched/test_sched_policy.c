@@ -340,6 +340,30 @@ static void adaptive_cost_model_learns_the_wake_cost(void **state)
 }
 
 /*
+ * The cost model learns c, the CPU of a sleep and its wake-up by a kick, from the worker's own
+ * sleeps: measured at creation 40 us (two threads ping-ponging between idle vCPUs, each wake-up
+ * a halted vCPU's exits), a 70 us stream is worth a spin (70 us of CPU against 2 x 25 + 40 us;
+ * a nap at 40 us of CPU costs more); where the worker's sleeps cost it 10 us, it sleeps. A nap's
+ * timer wake-up and an early end of a nap teach c nothing.
+ */
+static void adaptive_cost_model_learns_the_sleep_cpu(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_cpu_ns = 40 * US;
+	f->s.timer_cpu_ns = 40 * US;
+	sched_cost_init(&f->w);
+	assert_int_equal(steady_mode(f, 70 * US), SPIN);
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_woke(&f->w, 0, 0, false, 2 * US);
+	assert_int_equal(steady_mode(f, 70 * US), SPIN);
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_woke(&f->w, 0, 0, true, 10 * US);
+	assert_true(f->w.sleep_cpu_ns < 11 * US);
+	assert_int_equal(steady_mode(f, 70 * US), SLEEP);
+	free(f);
+}
+
+/*
  * The stall: a spinning worker on a shared CPU is preempted, and a request that arrives then
  * waits for the scheduler to run it again. The sweep's shape (one queue, 20k requests/s
  * offered, a loaded machine): the spinning worker got half of its wall time in stalls of
@@ -435,6 +459,7 @@ int main(void)
 		cmocka_unit_test(adaptive_naps_between_spin_and_sleep),
 		cmocka_unit_test(adaptive_cost_model_learns_the_wake_cost),
 		cmocka_unit_test(adaptive_spins_only_while_the_worker_keeps_its_cpu),
+		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
 	};
