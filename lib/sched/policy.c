@@ -50,10 +50,11 @@
  *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
  *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g
  *       and the wait k S of a request that arrives while the spinning worker is preempted (S:
- *       "The stall" below, learned); sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
- *       (one wake-up: W is a sleep/wake round trip, measured at creation, cost.c, and learned
- *       from the worker's naps: sched_cost_timed_wake), c the CPU of a sleep/wake, K the
- *       driver's kick (kick_ns);
+ *       "The stall" below, learned); sleeping k W / 2 + c + K, with W / 2 what a request
+ *       that finds its worker asleep waits (one wake-up: W is a sleep/wake round trip,
+ *       measured at creation, cost.c, and learned from the worker's naps:
+ *       sched_cost_timed_wake), c the CPU of a sleep/wake (measured with it, and learned from
+ *       the worker's sleeps: sched_cost_woke), K the driver's kick (kick_ns);
  *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
  *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
  *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
@@ -110,8 +111,8 @@
  * per ns. A request that finds its worker asleep waits one wake-up, half the learned round trip
  * W (w->wake_ns; the call back to a halted guest is the other half, and the guest pays it
  * whether the worker slept or polled); c (w->sleep_cpu_ns, learned: sched_cost_woke) is what
- * a sleep/wake costs the worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
- * k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
+ * a sleep/wake costs the worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping
+ * through a gap costs k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
 static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 {
 	return latency_ns * s->o.spin_pct / 100u;
@@ -259,6 +260,7 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
  * involuntary switches (1.4-4 ms each), and its p99 was 6-18x the sleeping dedicated worker's,
  * whose wake-ups waited 15-40 us for the CPU. */
 #define ADAPT_STALL_REQS 1024u
+#define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 
 static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
 
@@ -271,7 +273,6 @@ static void cost_maybe_update(struct sched_worker *w)
 	     absdiff(sc, w->sleep_priced_ns)) * 32u > sc)
 		cost_update(w);
 }
-#define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs)
 {
@@ -306,8 +307,8 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * 10 us default when a busy CPU kept the measurement from finishing in its 5 ms. The workers'
  * own sleeps cost less where the machine is busy (adaptive at 1 queue, 20k requests/s beside a
  * busy loop: dedicated's whole CPU per request was 18 us), and a c priced 2-4x too high made
- * sleeping look dear: the worker napped, paying more CPU per request than dedicated and a
- * later wake-up. Each sleep that an event ends (a kick, a doorbell) teaches c. */
+ * sleeping look dearer than spinning or napping. Each sleep that an event ends (a kick, a
+ * doorbell) teaches c. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns)
 {
