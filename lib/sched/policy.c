@@ -257,8 +257,8 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
  * requests of the sample's awake time, which a fast loop's many requests dilute.
  * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
  * spinning worker was runnable and not running for 185-296 ms of 284-424 ms it ran, in 70-133
- * involuntary switches (1.4-4 ms each), and its p99 was 6-18x the sleeping dedicated worker's,
- * whose wake-ups waited 15-40 us for the CPU. */
+ * involuntary switches (1.4-4 ms each), and its p99 was 1.6-6.2x the sleeping dedicated worker's,
+ * whose wake-ups waited 21-39 us for the CPU. */
 #define ADAPT_STALL_REQS 1024u
 #define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 

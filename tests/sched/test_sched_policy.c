@@ -367,7 +367,7 @@ static void adaptive_cost_model_learns_the_sleep_cpu(void **state)
  * The stall: a spinning worker on a shared CPU is preempted, and a request that arrives then
  * waits for the scheduler to run it again. The sweep's shape (one queue, 20k requests/s
  * offered, a loaded machine): the spinning worker got half of its wall time in stalls of
- * milliseconds, its p99 was 6-18x dedicated's and it paid 3-5x dedicated's CPU per request.
+ * milliseconds, its p99 was 1.6-6.2x dedicated's at 2.4-4.9x its CPU per request.
  * Here: with no preemption a request every 30 us is worth a spin (W 50 us: see
  * adaptive_thresholds_follow_the_wake_cost_and_the_knob); after 6 ms awake of which 3 ms ran,
  * serving the 120 requests that 20k/s brings meanwhile, each request waited ~0.75 ms on average,
