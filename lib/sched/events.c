@@ -58,8 +58,9 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		return;
 	}
 	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
-	 * start of the sleep's CPU (c, or a nap's) */
+	 * start of the sleep's CPU (c, or a nap's) and of its run queue wait (W) */
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
+	uint64_t q0 = adaptive ? sched_queued_ns(w->queued_fd) : SCHED_QUEUED_UNKNOWN;
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
 	if (adaptive)
 		sched_cost_sample(w, t, c0);
@@ -76,7 +77,11 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
 		uint64_t c1 = sched_thread_cpu_ns();
-		sched_cost_woke(w, now, c1, n > 0 && timeout_ns < 0, c1 - c0);
+		bool event = n > 0 && timeout_ns < 0;
+		uint64_t q1 = event && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
+								  : SCHED_QUEUED_UNKNOWN;
+		sched_cost_woke(w, now, c1, event, c1 - c0,
+				q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN);
 		if (!n && timeout_ns >= 0)
 			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0);
 	}

@@ -52,9 +52,10 @@
  *       and the wait k S of a request that arrives while the spinning worker is preempted (S:
  *       "The stall" below, learned); sleeping k W / 2 + c + K, with W / 2 what a request
  *       that finds its worker asleep waits (one wake-up: W is a sleep/wake round trip,
- *       measured at creation, cost.c, and learned from the worker's naps:
- *       sched_cost_timed_wake), c the CPU of a sleep/wake (measured with it, and learned from
- *       the worker's sleeps: sched_cost_woke), K the driver's kick (kick_ns);
+ *       measured at creation, cost.c, and learned from the run queue waits of the worker's
+ *       kicked wake-ups: sched_cost_woke; not from its naps, whose timer wake-ups came
+ *       later), c the CPU of a sleep/wake (measured with it, and learned from the worker's
+ *       sleeps: sched_cost_woke), K the driver's kick (kick_ns);
  *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
  *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
  *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
@@ -89,7 +90,7 @@
  *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
  *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
  *   epoll set with a 1 ns timer slack, then polls them again (poll.c, events.c); each nap
- *   teaches the worker O, c_n and W. A timed wake-up here costs about an eventfd wake-up
+ *   teaches the worker O and c_n. A timed wake-up here costs about an eventfd wake-up
  *   (~33 us late), so a nap saves the kick and the spin, not the wake-up latency.
  *   The gap estimates survive the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
@@ -223,8 +224,10 @@ static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
 	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
 }
 
-/* A timer wake-up is the path a kicked worker's wake-up takes too (a blocked thread woken on a
- * CPU that may have halted), and the round trip W is two of them. */
+/* A nap's timer wake-up teaches the nap's price: how late it wakes (O) and its CPU. Not W: here
+ * a timer wake-up came 27-52 us late beside a busy loop where a kicked one (dedicated's whole
+ * request, p50) took 26-28 us, and W learned as two of them priced a sleep about twice too
+ * dear; the worker then napped where sleeping cost less CPU and latency (sched_cost_woke). */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
 			   uint64_t cpu_ns)
 {
@@ -235,8 +238,6 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
 	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
-	uint64_t rt = ewma(w->wake_ns, 2u * over, ADAPT_COST_SHIFT);
-	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
 	cost_update(w);
 }
 
@@ -308,15 +309,26 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * own sleeps cost less where the machine is busy (adaptive at 1 queue, 20k requests/s beside a
  * busy loop: dedicated's whole CPU per request was 18 us), and a c priced 2-4x too high made
  * sleeping look dearer than spinning or napping. Each sleep that an event ends (a kick, a
- * doorbell) teaches c. */
+ * doorbell) teaches c, and W: the event's wake-up took the path outside the run queue measured
+ * at creation (vqs_sched.wake_path_ns) and then queued_ns on the run queue, which the worker
+ * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A sleep is priced by
+ * the wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
-		     uint64_t slept_cpu_ns)
+		     uint64_t slept_cpu_ns, uint64_t queued_ns)
 {
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
 	if (!event)
 		return;
 	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	if (queued_ns != SCHED_QUEUED_UNKNOWN) {
+		uint64_t one = w->s->wake_path_ns + queued_ns;
+		if (one > SCHED_WAKE_MAX_NS / 2u)
+			one = SCHED_WAKE_MAX_NS / 2u; /* preempted meanwhile: a stall, not a wake-up */
+		uint64_t rt = ewma(w->wake_ns, 2u * one, ADAPT_COST_SHIFT);
+		w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
+		atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
+	}
 	cost_maybe_update(w);
 }
 
