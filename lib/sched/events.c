@@ -58,9 +58,12 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		return;
 	}
 	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
-	 * start of the sleep's CPU (c, or a nap's) and of its run queue wait (W) */
+	 * start of the sleep's CPU (c, or a nap's) and, every SCHED_QUEUED_EVERY sleeps without a
+	 * timeout, of its run queue wait (W) */
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
-	uint64_t q0 = adaptive ? sched_queued_ns(w->queued_fd) : SCHED_QUEUED_UNKNOWN;
+	uint64_t q0 = adaptive && timeout_ns < 0 && !(++w->queued_sleeps % SCHED_QUEUED_EVERY)
+			      ? sched_queued_ns(w->queued_fd)
+			      : SCHED_QUEUED_UNKNOWN;
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
 	if (adaptive)
 		sched_cost_sample(w, t, c0);

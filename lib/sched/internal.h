@@ -232,8 +232,10 @@ struct sched_worker {
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
 	uint64_t sleep_cpu_ns;
 	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its kicked
-	 * wake-ups teaches W (adaptive). */
+	 * wake-ups teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
+	 * counts them). */
 	int queued_fd;
+	unsigned queued_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -362,6 +364,9 @@ int sched_queued_open(void);
  * running; SCHED_QUEUED_UNKNOWN when fd is -1 or unreadable. A pread, ~3-4 us here. */
 #define SCHED_QUEUED_UNKNOWN UINT64_MAX
 uint64_t sched_queued_ns(int fd);
+/* Two of those reads per sleep (before, after) cost 7-8 us here at load average ~9, against
+ * 12-20 us of CPU for the sleep itself: one sleep in 8 teaches W, ~1 us per sleep. */
+#define SCHED_QUEUED_EVERY 8u
 /* Measure s's wake_ns, wake_path_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round
  * trips and 15 timed sleeps, at most ~10 ms). Threads: any; blocks. */
 void sched_measure_costs(struct vqs_sched *s);
