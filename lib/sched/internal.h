@@ -221,6 +221,7 @@ struct sched_worker {
 	 * ask for next; and the gaps below which spinning, then napping, costs less than sleeping,
 	 * recomputed from them. */
 	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
+	uint64_t timer_sq; /* the mean square of a timer's overshoot, ns^2: its spread */
 	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),

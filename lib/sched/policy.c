@@ -56,9 +56,11 @@
  *       kicked wake-ups: sched_cost_woke; not from its naps, whose timer wake-ups came
  *       later), c the CPU of a sleep/wake (measured with it, and learned from the worker's
  *       sleeps: sched_cost_woke), K the driver's kick (kick_ns);
- *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
- *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
- *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
+ *       napping (Deferred re-poll below) k (P / 2 + V / (2 P)) + c_n g / P (a random
+ *       arrival's wait, V the variance of the timer's overshoot: nap_cost), at its best period
+ *       P = sqrt(V + 2 c_n g / k) and never under the timer's mean overshoot O. The cheapest
+ *       wins: spin below spin_max, nap below poll_max, else sleep (the worker's thresholds,
+ *       cost_update).
  *       Sparse traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
  *   (b) spinning: the ring has been empty for less than window = 4 * gap, at least W / 2 and at
  *       most spin_max. Four gaps ride out jitter of a steady stream; the floor keeps a
@@ -138,20 +140,30 @@ static uint64_t isqrt(uint64_t v)
 	return r;
 }
 
-/* Napping through a gap g with period P (asked interval plus the timer's overshoot O, learned):
- * a request waits P/2 on average, and each nap costs the worker c_n (learned). Cheapest at
- * P = sqrt(2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
+/* Napping through a gap g with period P (asked interval a plus the timer's overshoot o, learned:
+ * mean O, second moment O2): a request arrives independently of the timer, so it lands in a long
+ * nap more often than in a short one and waits E[P^2] / (2 E[P]) = P / 2 + V / (2 P), with V the
+ * overshoot's variance, not P / 2. Timer wake-ups here are ~33 us late at p50 with a tail to
+ * 140-210 us at p99 (vqs-timer-cost), and a napping worker's p50 was 52 us beside a busy loop
+ * where P / 2 said 14-27. Each nap costs the worker c_n (learned). Cheapest at
+ * P = sqrt(V + 2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
 #define ADAPT_NAP_MIN_NS 1000u
+static uint64_t timer_var(const struct sched_worker *w)
+{
+	uint64_t m2 = w->timer_ns * w->timer_ns;
+	return w->timer_sq > m2 ? w->timer_sq - m2 : 0;
+}
+
 static uint64_t nap_period(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
-	uint64_t p = isqrt(2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
+	uint64_t p = isqrt(timer_var(w) + 2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
 	return p > w->timer_ns + ADAPT_NAP_MIN_NS ? p : w->timer_ns + ADAPT_NAP_MIN_NS;
 }
 
 static uint64_t nap_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
 	uint64_t p = nap_period(s, w, g);
-	return price(s, p) / 2u + w->nap_cpu_ns * g / p;
+	return price(s, p / 2u + timer_var(w) / (2u * p)) + w->nap_cpu_ns * g / p;
 }
 
 /* The largest g in [lo, hi) with below(g) (true up to some g, false after), lo if none. */
@@ -211,14 +223,18 @@ void sched_cost_init(struct sched_worker *w)
 {
 	w->wake_ns = w->s->wake_ns;
 	w->timer_ns = w->s->timer_ns;
+	w->timer_sq = w->timer_ns * w->timer_ns; /* no spread known yet */
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
 	w->sleep_cpu_ns = w->s->wake_cpu_ns;
 	w->stall_ns = 0;
 	cost_update(w);
 }
 
-/* EWMA weight of a learned cost sample: 1/2^ADAPT_COST_SHIFT. */
+/* EWMA weight of a learned cost sample: 1/2^ADAPT_COST_SHIFT; of the square of a timer's
+ * overshoot 1/2^ADAPT_TAIL_SHIFT, so that a tail of one nap in 16 is averaged over twice that
+ * many rather than forgotten between two of its samples. */
 #define ADAPT_COST_SHIFT 3
+#define ADAPT_TAIL_SHIFT 5
 static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
 {
 	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
@@ -237,6 +253,7 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 	if (over > SCHED_WAKE_MAX_NS)
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
+	w->timer_sq = ewma(w->timer_sq, over * over, ADAPT_TAIL_SHIFT);
 	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
 	cost_update(w);
 }
