@@ -191,6 +191,9 @@ void sched_measure_costs(struct vqs_sched *s)
 	s->wake_path_ns = p.n ? p.path[p.n / 2] : SCHED_WAKE_DEFAULT_NS / 2;
 	qsort(p.over, p.nt, sizeof(p.over[0]), cmp_u64);
 	s->wake_ns = clamp_wake(p.n ? p.sample[p.n / 4] : SCHED_WAKE_DEFAULT_NS);
-	/* unmeasured: one of the round trip's two wake-ups */
-	s->timer_ns = p.nt ? p.over[p.nt / 4] : s->wake_ns / 2;
+	/* unmeasured: one of the round trip's two wake-ups; capped as a learned overshoot is
+	 * (policy.c): a nap measured while the CPU was busy woke 3.96 ms late at the lower quartile,
+	 * and a worker seeded with that never napped, so never learned better */
+	uint64_t over = p.nt ? p.over[p.nt / 4] : s->wake_ns / 2;
+	s->timer_ns = over < SCHED_WAKE_MAX_NS ? over : SCHED_WAKE_MAX_NS;
 }
