@@ -66,6 +66,12 @@ struct vqs_worker_stats {
 	uint64_t naps;        /* timed sleeps of the deferred re-poll (adaptive; a subset of
 			       * wakeups) */
 	uint64_t wake_ns;     /* the wake-up round trip the cost model uses now (learned) */
+	/* The adaptive cost model's other learned inputs and the thresholds it derives from them
+	 * (docs/sched.md, "Cost model"): how late a timed wake-up comes, a nap's CPU, and the
+	 * expected gaps below which it spins, and below which it naps rather than sleeps; what a
+	 * request waits on average because the worker was preempted while awake (the stall); the
+	 * CPU a sleep and its wake-up by an event cost it. */
+	uint64_t timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns, sleep_cpu_ns;
 };
 
 struct vqs_sched;

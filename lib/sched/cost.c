@@ -14,8 +14,13 @@
  * halted guest. The first round trip (cold caches, a CPU waking from a deep idle state) is not
  * counted; of the others the lower quartile (a preemption on a shared machine only lengthens
  * round trips, and moves a mean or even a median of 15 when it is loaded), within a time bound,
- * clamped to a sane range.
+ * clamped to a sane range. Of each round trip the ping side's wait on a run queue
+ * (/proc/thread-self/schedstat) is taken out twice (the pong side's taken as equal): what is
+ * left, halved, is a wake-up's path outside the run queue (the eventfd write, the wake-up of
+ * a halted vCPU), which the workers add to the queue waits they see after their own wake-ups
+ * (policy.c, sched_cost_woke).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -39,6 +44,7 @@ struct pingpong {
 	uint64_t sample[COST_SAMPLES];
 	unsigned n;
 	uint64_t cpu_ns; /* the ping thread's CPU over the n counted round trips */
+	uint64_t path[COST_SAMPLES]; /* each round trip less twice its ping side's queue wait, / 2 */
 	uint64_t over[COST_SAMPLES]; /* timed sleeps: how late each woke */
 	unsigned nt;
 	uint64_t timer_cpu_ns; /* the ping thread's CPU over the nt timed sleeps */
@@ -58,16 +64,26 @@ static void *ping_main(void *arg)
 {
 	struct pingpong *p = arg;
 	uint64_t one = 1, stop = COST_STOP, v, start = vqs_now_ns();
+	int qfd = sched_queued_open();
 	for (unsigned i = 0; p->n < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS; i++) {
+		uint64_t q0 = sched_queued_ns(qfd);
 		uint64_t t0 = vqs_now_ns(), c0 = sched_thread_cpu_ns();
 		if (write(p->ping, &one, sizeof(one)) != sizeof(one) ||
 		    read(p->pong, &v, sizeof(v)) != sizeof(v))
 			break;
+		uint64_t rt = vqs_now_ns() - t0, q1 = sched_queued_ns(qfd);
 		if (i) { /* the first one warms up */
-			p->sample[p->n++] = vqs_now_ns() - t0;
+			/* the pong side's queue wait taken as the ping side's */
+			uint64_t queued = q0 != SCHED_QUEUED_UNKNOWN && q1 != SCHED_QUEUED_UNKNOWN
+						  ? 2u * (q1 - q0)
+						  : 0;
+			p->path[p->n] = rt > queued ? (rt - queued) / 2u : 0;
+			p->sample[p->n++] = rt;
 			p->cpu_ns += sched_thread_cpu_ns() - c0;
 		}
 	}
+	if (qfd >= 0)
+		close(qfd);
 	/* ends the pong side, blocked in read() or about to be */
 	if (write(p->ping, &stop, sizeof(stop)) != sizeof(stop))
 		vqs_warn("sched: could not stop the wake-up measurement");
@@ -110,6 +126,28 @@ static int start_on(pthread_t *th, int cpu, void *(*fn)(void *), void *arg)
 	return rc;
 }
 
+int sched_queued_open(void)
+{
+	return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+}
+
+uint64_t sched_queued_ns(int fd)
+{
+	char buf[96];
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n <= 0)
+		return SCHED_QUEUED_UNKNOWN;
+	buf[n] = 0;
+	/* "<ns on the CPU> <ns waiting on a run queue> <timeslices>" */
+	char *end;
+	strtoull(buf, &end, 10);
+	if (end == buf)
+		return SCHED_QUEUED_UNKNOWN;
+	const char *second = end;
+	unsigned long long v = strtoull(second, &end, 10);
+	return end == second ? SCHED_QUEUED_UNKNOWN : (uint64_t)v;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -148,8 +186,14 @@ void sched_measure_costs(struct vqs_sched *s)
 	s->wake_cpu_ns = clamp_wake(p.n ? p.cpu_ns / p.n : SCHED_WAKE_DEFAULT_NS / 5);
 	s->timer_cpu_ns = clamp_wake(p.nt ? p.timer_cpu_ns / p.nt : SCHED_WAKE_DEFAULT_NS / 5);
 	qsort(p.sample, p.n, sizeof(p.sample[0]), cmp_u64);
+	qsort(p.path, p.n, sizeof(p.path[0]), cmp_u64);
+	/* the queue waits taken out, a preemption no longer moves it: the median */
+	s->wake_path_ns = p.n ? p.path[p.n / 2] : SCHED_WAKE_DEFAULT_NS / 2;
 	qsort(p.over, p.nt, sizeof(p.over[0]), cmp_u64);
 	s->wake_ns = clamp_wake(p.n ? p.sample[p.n / 4] : SCHED_WAKE_DEFAULT_NS);
-	/* unmeasured: one of the round trip's two wake-ups */
-	s->timer_ns = p.nt ? p.over[p.nt / 4] : s->wake_ns / 2;
+	/* unmeasured: one of the round trip's two wake-ups; capped as a learned overshoot is
+	 * (policy.c): a nap measured while the CPU was busy woke 3.96 ms late at the lower quartile,
+	 * and a worker seeded with that never napped, so never learned better */
+	uint64_t over = p.nt ? p.over[p.nt / 4] : s->wake_ns / 2;
+	s->timer_ns = over < SCHED_WAKE_MAX_NS ? over : SCHED_WAKE_MAX_NS;
 }

@@ -57,7 +57,16 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return;
 	}
-	uint64_t t = vqs_now_ns(), c0 = timeout_ns >= 0 ? sched_thread_cpu_ns() : 0;
+	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
+	 * start of the sleep's CPU (c, or a nap's) and, every SCHED_QUEUED_EVERY sleeps without a
+	 * timeout, of its run queue wait (W) */
+	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
+	uint64_t q0 = adaptive && timeout_ns < 0 && !(++w->queued_sleeps % SCHED_QUEUED_EVERY)
+			      ? sched_queued_ns(w->queued_fd)
+			      : SCHED_QUEUED_UNKNOWN;
+	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
+	if (adaptive)
+		sched_cost_sample(w, t, c0);
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
 	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
@@ -69,10 +78,18 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
+	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
+		uint64_t c1 = sched_thread_cpu_ns();
+		bool event = n > 0 && timeout_ns < 0;
+		uint64_t q1 = event && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
+								  : SCHED_QUEUED_UNKNOWN;
+		sched_cost_woke(w, now, c1, event, c1 - c0,
+				q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN);
+		if (!n && timeout_ns >= 0)
+			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0);
+	}
 	if (n > 0)
 		dispatch(w, ev, n, now);
-	else if (!n && timeout_ns >= 0)
-		sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, sched_thread_cpu_ns() - c0);
 }
 
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */

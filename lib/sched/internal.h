@@ -101,7 +101,9 @@ struct q_counters {
 
 struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
-	_Atomic uint64_t wake_ns; /* sched_worker.wake_ns, published for the stats */
+	/* sched_worker's cost model inputs and thresholds, published for the stats */
+	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
+		sleep_cpu_ns;
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -214,10 +216,27 @@ struct sched_worker {
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
 	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
-	 * trip W, the overshoot of a timed wake-up and a nap's CPU, seeded with the creation-time
-	 * measurements and learned from the worker's own naps; the nap to ask for next; and the
-	 * gaps below which spinning, then napping, costs less than sleeping, recomputed from them. */
+	 * trip W (learned from its kicked wake-ups), the overshoot of a timed wake-up and a nap's
+	 * CPU (learned from its naps), all seeded with the creation-time measurements; the nap to
+	 * ask for next; and the gaps below which spinning, then napping, costs less than sleeping,
+	 * recomputed from them. */
 	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
+	uint64_t timer_sq; /* the mean square of a timer's overshoot, ns^2: its spread */
+	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
+	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
+	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
+	 * the requests served so far, and the stall and the sleep's cost priced when the
+	 * thresholds were last recomputed. */
+	uint64_t stall_ns, stall_priced_ns, sleep_priced_ns;
+	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
+	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
+	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
+	uint64_t sleep_cpu_ns;
+	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its kicked
+	 * wake-ups teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
+	 * counts them). */
+	int queued_fd;
+	unsigned queued_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -248,10 +267,21 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
-/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns): learn the
- * wake-up cost from a timer wake-up. Owner of w. */
+/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns): learn a
+ * nap's overshoot and CPU from a timer wake-up. Owner of w. */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
 			   uint64_t cpu_ns);
+/* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
+ * requests: learn what its preemption costs a request. Owner of w. */
+void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
+/* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
+ * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
+void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
+/* w woke up at now_ns with its thread's CPU at cpu_ns; an event ended the sleep (not a nap's
+ * timer), the sleep cost slept_cpu_ns of CPU and the thread then waited queued_ns on a run
+ * queue (SCHED_QUEUED_UNKNOWN: not known): learn c and W from it. Owner of w. */
+void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
+		     uint64_t slept_cpu_ns, uint64_t queued_ns);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;
@@ -267,6 +297,7 @@ struct vqs_sched {
 	uint32_t table_gen[SCHED_MAX_QUEUES];
 	cpu_set_t inherit_mask;         /* the creating thread's mask */
 	uint64_t wake_ns;               /* a sleep/wake round trip here, measured at creation (cost.c) */
+	uint64_t wake_path_ns;          /* a wake-up's delay outside the run queue, measured with it */
 	uint64_t wake_cpu_ns;           /* the CPU one sleep/wake costs its thread, measured with it */
 	uint64_t timer_ns, timer_cpu_ns; /* how late a 10 us timed sleep wakes, and its CPU */
 	void *topo;                     /* hwloc topology (AUTO), NULL otherwise */
@@ -327,8 +358,18 @@ void sched_poll_held(struct sched_worker *w);
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
 #define SCHED_WAKE_MAX_NS 200000u
-/* Measure s's wake_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round trips and 15 timed
- * sleeps, at most ~10 ms). Threads: any; blocks. */
+/* The calling thread's /proc/thread-self/schedstat, -1 where there is none (no
+ * CONFIG_SCHED_INFO). Threads: the thread whose queue waits it reads. */
+int sched_queued_open(void);
+/* The total time the thread of fd (sched_queued_open) waited on a run queue, runnable and not
+ * running; SCHED_QUEUED_UNKNOWN when fd is -1 or unreadable. A pread, ~3-4 us here. */
+#define SCHED_QUEUED_UNKNOWN UINT64_MAX
+uint64_t sched_queued_ns(int fd);
+/* Two of those reads per sleep (before, after) cost 7-8 us here at load average ~9, against
+ * 12-20 us of CPU for the sleep itself: one sleep in 8 teaches W, ~1 us per sleep. */
+#define SCHED_QUEUED_EVERY 8u
+/* Measure s's wake_ns, wake_path_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round
+ * trips and 15 timed sleeps, at most ~10 ms). Threads: any; blocks. */
 void sched_measure_costs(struct vqs_sched *s);
 
 /* ---- placement.c ---- */

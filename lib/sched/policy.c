@@ -48,14 +48,19 @@
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
  *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
  *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
- *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g;
- *       sleeping k W / 2 + c + K, with W / 2 what a request that finds its worker asleep waits
- *       (one wake-up: W is a sleep/wake round trip, measured at creation, cost.c, and learned
- *       from the worker's naps: sched_cost_timed_wake), c the CPU of a sleep/wake, K the
- *       driver's kick (kick_ns);
- *       napping (Deferred re-poll below) k P / 2 + c_n g / P, at its best period
- *       P = sqrt(2 c_n g / k) and never under the timer's overshoot O. The cheapest wins: spin
- *       below spin_max, nap below poll_max, else sleep (the worker's thresholds, cost_update).
+ *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g
+ *       and the wait k S of a request that arrives while the spinning worker is preempted (S:
+ *       "The stall" below, learned); sleeping k W / 2 + c + K, with W / 2 what a request
+ *       that finds its worker asleep waits (one wake-up: W is a sleep/wake round trip,
+ *       measured at creation, cost.c, and learned from the run queue waits of the worker's
+ *       kicked wake-ups: sched_cost_woke; not from its naps, whose timer wake-ups came
+ *       later), c the CPU of a sleep/wake (measured with it, and learned from the worker's
+ *       sleeps: sched_cost_woke), K the driver's kick (kick_ns);
+ *       napping (Deferred re-poll below) k (P / 2 + V / (2 P)) + c_n g / P (a random
+ *       arrival's wait, V the variance of the timer's overshoot: nap_cost), at its best period
+ *       P = sqrt(V + 2 c_n g / k) and never under the timer's mean overshoot O. The cheapest
+ *       wins: spin below spin_max, nap below poll_max, else sleep (the worker's thresholds,
+ *       cost_update).
  *       Sparse traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
  *   (b) spinning: the ring has been empty for less than window = 4 * gap, at least W / 2 and at
  *       most spin_max. Four gaps ride out jitter of a steady stream; the floor keeps a
@@ -87,7 +92,7 @@
  *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
  *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
  *   epoll set with a 1 ns timer slack, then polls them again (poll.c, events.c); each nap
- *   teaches the worker O, c_n and W. A timed wake-up here costs about an eventfd wake-up
+ *   teaches the worker O and c_n. A timed wake-up here costs about an eventfd wake-up
  *   (~33 us late), so a nap saves the kick and the spin, not the wake-up latency.
  *   The gap estimates survive the sleep, so a queue that goes quiet briefly and resumes at the
  *   same rate polls again from its first request.
@@ -108,9 +113,9 @@
 /* Costs of the model ("Cost model" above), in ns, with latency priced at spin_pct/100 ns of CPU
  * per ns. A request that finds its worker asleep waits one wake-up, half the learned round trip
  * W (w->wake_ns; the call back to a halted guest is the other half, and the guest pays it
- * whether the worker slept or polled); c (s->wake_cpu_ns) is what a sleep/wake costs the
- * worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping through a gap costs
- * k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
+ * whether the worker slept or polled); c (w->sleep_cpu_ns, learned: sched_cost_woke) is what
+ * a sleep/wake costs the worker's CPU, K (kick_ns) what the kick costs the driver. Sleeping
+ * through a gap costs k W / 2 + c + K; spinning through it costs the gap; napping, see nap_cost. */
 static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 {
 	return latency_ns * s->o.spin_pct / 100u;
@@ -118,7 +123,7 @@ static uint64_t price(const struct vqs_sched *s, uint64_t latency_ns)
 
 static uint64_t sleep_cost(const struct vqs_sched *s, const struct sched_worker *w)
 {
-	return price(s, w->wake_ns / 2u) + s->wake_cpu_ns + s->o.kick_ns;
+	return price(s, w->wake_ns / 2u) + w->sleep_cpu_ns + s->o.kick_ns;
 }
 
 static uint64_t isqrt(uint64_t v)
@@ -135,20 +140,30 @@ static uint64_t isqrt(uint64_t v)
 	return r;
 }
 
-/* Napping through a gap g with period P (asked interval plus the timer's overshoot O, learned):
- * a request waits P/2 on average, and each nap costs the worker c_n (learned). Cheapest at
- * P = sqrt(2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
+/* Napping through a gap g with period P (asked interval a plus the timer's overshoot o, learned:
+ * mean O, second moment O2): a request arrives independently of the timer, so it lands in a long
+ * nap more often than in a short one and waits E[P^2] / (2 E[P]) = P / 2 + V / (2 P), with V the
+ * overshoot's variance, not P / 2. Timer wake-ups here are ~33 us late at p50 with a tail to
+ * 140-210 us at p99 (vqs-timer-cost), and a napping worker's p50 was 52 us beside a busy loop
+ * where P / 2 said 14-27. Each nap costs the worker c_n (learned). Cheapest at
+ * P = sqrt(V + 2 c_n g / k), never shorter than O + ADAPT_NAP_MIN_NS. */
 #define ADAPT_NAP_MIN_NS 1000u
+static uint64_t timer_var(const struct sched_worker *w)
+{
+	uint64_t m2 = w->timer_ns * w->timer_ns;
+	return w->timer_sq > m2 ? w->timer_sq - m2 : 0;
+}
+
 static uint64_t nap_period(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
-	uint64_t p = isqrt(2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
+	uint64_t p = isqrt(timer_var(w) + 2u * w->nap_cpu_ns * g * 100u / s->o.spin_pct);
 	return p > w->timer_ns + ADAPT_NAP_MIN_NS ? p : w->timer_ns + ADAPT_NAP_MIN_NS;
 }
 
 static uint64_t nap_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
 	uint64_t p = nap_period(s, w, g);
-	return price(s, p) / 2u + w->nap_cpu_ns * g / p;
+	return price(s, p / 2u + timer_var(w) / (2u * p)) + w->nap_cpu_ns * g / p;
 }
 
 /* The largest g in [lo, hi) with below(g) (true up to some g, false after), lo if none. */
@@ -166,9 +181,17 @@ static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker 
 	return lo;
 }
 
+/* Spinning through a gap g costs g of CPU, and the wait of a request that arrives while the
+ * spinning worker is preempted (w->stall_ns, learned: sched_cost_awake). */
+static uint64_t spin_cost(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	return g + price(s, w->stall_ns);
+}
+
 static bool spin_cheapest(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
 {
-	return g < sleep_cost(s, w) && (!s->o.spin_pct || g <= nap_cost(s, w, g));
+	uint64_t c = spin_cost(s, w, g);
+	return c < sleep_cost(s, w) && (!s->o.spin_pct || c <= nap_cost(s, w, g));
 }
 
 static bool nap_beats_sleep(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
@@ -182,30 +205,45 @@ static void cost_update(struct sched_worker *w)
 	const struct vqs_sched *s = w->s;
 	uint64_t sc = sleep_cost(s, w);
 	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
+	w->stall_priced_ns = w->stall_ns;
+	w->sleep_priced_ns = sc;
 	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
 	w->poll_max_ns = w->spin_max_ns;
 	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
 	if (s->o.spin_pct && w->nap_cpu_ns && nap_beats_sleep(s, w, w->spin_max_ns))
 		w->poll_max_ns = last_below(s, w, w->spin_max_ns, 64u * sc, nap_beats_sleep);
+	atomic_store_explicit(&w->c.timer_ns, w->timer_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.nap_cpu_ns, w->nap_cpu_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.spin_max_ns, w->spin_max_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.poll_max_ns, w->poll_max_ns, memory_order_relaxed);
+	atomic_store_explicit(&w->c.sleep_cpu_ns, w->sleep_cpu_ns, memory_order_relaxed);
 }
 
 void sched_cost_init(struct sched_worker *w)
 {
 	w->wake_ns = w->s->wake_ns;
 	w->timer_ns = w->s->timer_ns;
+	w->timer_sq = w->timer_ns * w->timer_ns; /* no spread known yet */
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
+	w->sleep_cpu_ns = w->s->wake_cpu_ns;
+	w->stall_ns = 0;
 	cost_update(w);
 }
 
-/* EWMA weight of a learned cost sample: 1/2^ADAPT_COST_SHIFT. */
+/* EWMA weight of a learned cost sample: 1/2^ADAPT_COST_SHIFT; of the square of a timer's
+ * overshoot 1/2^ADAPT_TAIL_SHIFT, so that a tail of one nap in 16 is averaged over twice that
+ * many rather than forgotten between two of its samples. */
 #define ADAPT_COST_SHIFT 3
+#define ADAPT_TAIL_SHIFT 5
 static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
 {
 	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
 }
 
-/* A timer wake-up is the path a kicked worker's wake-up takes too (a blocked thread woken on a
- * CPU that may have halted), and the round trip W is two of them. */
+/* A nap's timer wake-up teaches the nap's price: how late it wakes (O) and its CPU. Not W: here
+ * a timer wake-up came 27-52 us late beside a busy loop where a kicked one (dedicated's whole
+ * request, p50) took 26-28 us, and W learned as two of them priced a sleep about twice too
+ * dear; the worker then napped where sleeping cost less CPU and latency (sched_cost_woke). */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
 			   uint64_t cpu_ns)
 {
@@ -215,10 +253,100 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 	if (over > SCHED_WAKE_MAX_NS)
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
+	w->timer_sq = ewma(w->timer_sq, over * over, ADAPT_TAIL_SHIFT);
 	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
-	uint64_t rt = ewma(w->wake_ns, 2u * over, ADAPT_COST_SHIFT);
-	w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
 	cost_update(w);
+}
+
+/* The stall: a spinning worker keeps its CPU only while nothing else wants it. On a shared
+ * machine the kernel preempts it (its runtime is ahead of the sleepers'), and a request that
+ * arrives meanwhile waits until it runs again: a scheduler slice, milliseconds, where a worker
+ * that sleeps is woken ahead of the others (its runtime is behind) and waits a wake-up. The
+ * worker learns what its preemption costs a request from samples of its thread's CPU time
+ * against the wall time it was awake: the difference is the time it was runnable and not
+ * running (or its vCPU was stolen). A sample's lost time L in an awake time A, taken as one
+ * stall, is waited through by the requests that arrived in it, n L / A of the n the sample
+ * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
+ * each L / 2 on average: n L^2 / (2 A) in all. stall_ns is that wait per request, averaged over
+ * the last ADAPT_STALL_REQS requests (an EWMA by requests, so that a sleeping worker, whose
+ * samples are its short awake spans after each wake-up, forgets a stall at the rate it serves
+ * requests and tries spinning again). A closed loop (rr: the driver waits for each response)
+ * has one request per stream in the stall, not n L / A: the estimate then runs high by the
+ * requests of the sample's awake time, which a fast loop's many requests dilute.
+ * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
+ * spinning worker was runnable and not running for 185-296 ms of 284-424 ms it ran, in 70-133
+ * involuntary switches (1.4-4 ms each), and its p99 was 1.6-6.2x the sleeping dedicated worker's,
+ * whose wake-ups waited 21-39 us for the CPU. */
+#define ADAPT_STALL_REQS 1024u
+#define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
+
+static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+/* The thresholds move when the stall's price or a sleep's cost moved by a 32nd of a sleep's cost
+ * since they were computed, not per sample: recomputing them is a few microseconds of search. */
+static void cost_maybe_update(struct sched_worker *w)
+{
+	uint64_t sc = sleep_cost(w->s, w);
+	if ((absdiff(price(w->s, w->stall_ns), price(w->s, w->stall_priced_ns)) +
+	     absdiff(sc, w->sleep_priced_ns)) * 32u > sc)
+		cost_update(w);
+}
+
+void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs)
+{
+	if (!reqs || !awake_ns)
+		return; /* no request waited */
+	uint64_t lost = awake_ns > cpu_ns ? awake_ns - cpu_ns : 0;
+	if (lost > ADAPT_STALL_MAX_NS)
+		lost = ADAPT_STALL_MAX_NS;
+	if (lost > awake_ns)
+		awake_ns = lost;
+	uint64_t each = lost / 2u * lost / awake_ns; /* a request's wait in this sample */
+	if (reqs >= ADAPT_STALL_REQS)
+		w->stall_ns = each;
+	else
+		w->stall_ns = (uint64_t)((int64_t)w->stall_ns +
+					 ((int64_t)each - (int64_t)w->stall_ns) * (int64_t)reqs /
+						 (int64_t)ADAPT_STALL_REQS);
+	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
+	cost_maybe_update(w);
+}
+
+void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
+{
+	sched_cost_awake(w, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns, w->reqs - w->mark_reqs);
+	w->mark_ns = now_ns;
+	w->mark_cpu_ns = cpu_ns;
+	w->mark_reqs = w->reqs;
+}
+
+/* c was measured once, at creation, by two threads ping-ponging on otherwise idle CPUs, where
+ * each wake-up takes a halted vCPU's exits: 28-81 us on the development VM under load, or the
+ * 10 us default when a busy CPU kept the measurement from finishing in its 5 ms. The workers'
+ * own sleeps cost less where the machine is busy (adaptive at 1 queue, 20k requests/s beside a
+ * busy loop: dedicated's whole CPU per request was 18 us), and a c priced 2-4x too high made
+ * sleeping look dearer than spinning or napping. Each sleep that an event ends (a kick, a
+ * doorbell) teaches c, and W: the event's wake-up took the path outside the run queue measured
+ * at creation (vqs_sched.wake_path_ns) and then queued_ns on the run queue, which the worker
+ * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A sleep is priced by
+ * the wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
+void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
+		     uint64_t slept_cpu_ns, uint64_t queued_ns)
+{
+	w->mark_ns = now_ns;
+	w->mark_cpu_ns = cpu_ns;
+	if (!event)
+		return;
+	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	if (queued_ns != SCHED_QUEUED_UNKNOWN) {
+		uint64_t one = w->s->wake_path_ns + queued_ns;
+		if (one > SCHED_WAKE_MAX_NS / 2u)
+			one = SCHED_WAKE_MAX_NS / 2u; /* preempted meanwhile: a stall, not a wake-up */
+		uint64_t rt = ewma(w->wake_ns, 2u * one, ADAPT_COST_SHIFT);
+		w->wake_ns = rt < SCHED_WAKE_MIN_NS ? SCHED_WAKE_MIN_NS : rt;
+		atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
+	}
+	cost_maybe_update(w);
 }
 
 static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }
@@ -373,6 +501,10 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
 	a->nap = false;
+	/* While it spins, the worker samples its CPU once requests were served since the last
+	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
+	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
+		sched_cost_sample(w, now, sched_thread_cpu_ns());
 	if (!a->q.last_arrival_ns)
 		return false;
 	switch (arrivals_mode(w, &w->ad, w->awake_ns, now)) {

@@ -67,6 +67,12 @@ static void worker_snapshot(struct sched_worker *w, struct vqs_worker_stats *st)
 	st->idle_ns = LOAD(w->c.idle_ns);
 	st->naps = LOAD(w->c.naps);
 	st->wake_ns = LOAD(w->c.wake_ns);
+	st->timer_ns = LOAD(w->c.timer_ns);
+	st->nap_cpu_ns = LOAD(w->c.nap_cpu_ns);
+	st->spin_max_ns = LOAD(w->c.spin_max_ns);
+	st->poll_max_ns = LOAD(w->c.poll_max_ns);
+	st->stall_ns = LOAD(w->c.stall_ns);
+	st->sleep_cpu_ns = LOAD(w->c.sleep_cpu_ns);
 	clockid_t cid;
 	struct timespec ts;
 	if (!pthread_getcpuclockid(w->th, &cid) && !clock_gettime(cid, &ts))
@@ -154,6 +160,12 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &w, idle_ns);
 		PUT_U64(&o, &w, naps);
 		PUT_U64(&o, &w, wake_ns);
+		PUT_U64(&o, &w, timer_ns);
+		PUT_U64(&o, &w, nap_cpu_ns);
+		PUT_U64(&o, &w, spin_max_ns);
+		PUT_U64(&o, &w, poll_max_ns);
+		PUT_U64(&o, &w, stall_ns);
+		PUT_U64(&o, &w, sleep_cpu_ns);
 		put(&o, "}");
 	}
 	put(&o, "],\"queues\":[");

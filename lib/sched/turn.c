@@ -437,6 +437,7 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
 {
 	uint64_t now = w->now_ns, pkts;
 	bool again = one_turn(w, q, &now, &pkts);
+	w->reqs += pkts;
 	/* No queue of the group with notifications on: no kick could concern one (a late kick for
 	 * a polled queue waits in the epoll set for the next look). */
 	if (atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) > 1 &&

@@ -26,9 +26,12 @@ void *sched_worker_main(void *arg)
 	atomic_store(&w->tid, (int)gettid());
 	/* Timed sleeps (the deferred re-poll's naps) end when asked, not up to 50 us later. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	w->queued_fd = sched_queued_open(); /* this thread's: opened by it */
 	sched_cost_init(w);
 	w->now_ns = vqs_now_ns();
 	w->awake_ns = w->now_ns;
+	w->mark_ns = w->now_ns;
+	w->mark_cpu_ns = sched_thread_cpu_ns();
 	sched_signal(w->s);
 	while (!atomic_load_explicit(&w->g->stop, memory_order_acquire)) {
 		struct vqs_queue *q = group_take(w->g);
@@ -42,5 +45,7 @@ void *sched_worker_main(void *arg)
 			sched_worker_sleep(w);
 	}
 	group_ring(w->g); /* pass the stop on to the group's next sleeping worker */
+	if (w->queued_fd >= 0)
+		close(w->queued_fd);
 	return NULL;
 }
