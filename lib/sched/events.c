@@ -58,10 +58,10 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		return;
 	}
 	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
-	 * start of the sleep's CPU (c, or a nap's) and, every SCHED_QUEUED_EVERY sleeps without a
-	 * timeout, of its run queue wait (W) */
+	 * start of the sleep's CPU (c, or a nap's) and, every SCHED_QUEUED_EVERY sleeps or naps,
+	 * of its run queue wait (W) */
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
-	uint64_t q0 = adaptive && timeout_ns < 0 && !(++w->queued_sleeps % SCHED_QUEUED_EVERY)
+	uint64_t q0 = adaptive && !(++w->queued_sleeps % SCHED_QUEUED_EVERY)
 			      ? sched_queued_ns(w->queued_fd)
 			      : SCHED_QUEUED_UNKNOWN;
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
@@ -80,13 +80,14 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
 		uint64_t c1 = sched_thread_cpu_ns();
-		bool event = n > 0 && timeout_ns < 0;
-		uint64_t q1 = event && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
-								  : SCHED_QUEUED_UNKNOWN;
-		sched_cost_woke(w, now, c1, event, c1 - c0,
-				q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN);
-		if (!n && timeout_ns >= 0)
-			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0);
+		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
+		uint64_t q1 = (event || timed) && q0 != SCHED_QUEUED_UNKNOWN
+				      ? sched_queued_ns(w->queued_fd)
+				      : SCHED_QUEUED_UNKNOWN;
+		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
+		sched_cost_woke(w, now, c1, event, c1 - c0, event ? queued : SCHED_QUEUED_UNKNOWN);
+		if (timed)
+			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0, queued);
 	}
 	if (n > 0)
 		dispatch(w, ev, n, now);

@@ -232,8 +232,8 @@ struct sched_worker {
 	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
 	uint64_t sleep_cpu_ns;
-	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its kicked
-	 * wake-ups teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
+	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its
+	 * wake-ups, kicked or timed, teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
 	 * counts them). */
 	int queued_fd;
 	unsigned queued_sleeps;
@@ -267,10 +267,11 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
-/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns): learn a
- * nap's overshoot and CPU from a timer wake-up. Owner of w. */
+/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns), then
+ * waited queued_ns on a run queue (SCHED_QUEUED_UNKNOWN: not known): learn a nap's overshoot
+ * and CPU from a timer wake-up, and W from the wait. Owner of w. */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
-			   uint64_t cpu_ns);
+			   uint64_t cpu_ns, uint64_t queued_ns);
 /* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
  * requests: learn what its preemption costs a request. Owner of w. */
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
