@@ -18,7 +18,7 @@
  * (/proc/thread-self/schedstat) is taken out twice (the pong side's taken as equal): what is
  * left, halved, is a wake-up's path outside the run queue (the eventfd write, the wake-up of
  * a halted vCPU), which the workers add to the queue waits they see after their own wake-ups
- * (policy.c, sched_cost_woke).
+ * (policy.c, learn_queued).
  */
 #include <fcntl.h>
 #include <pthread.h>
