@@ -372,6 +372,7 @@ static void queue_free(struct vqs_queue *q)
 	for (unsigned i = 0; i < q->nslots; i++)
 		free(q->slot_mem[i]);
 	free(q->slot_mem);
+	free(q->free_stack);
 	free(q->pin_mem);
 	free(q->order);
 	free(q);
@@ -432,9 +433,10 @@ void vqs_sched_destroy(struct vqs_sched *s)
 static int slots_alloc(struct vqs_queue *q, unsigned n)
 {
 	q->slot_mem = vqs_alloc_lines(n, sizeof(*q->slot_mem));
+	q->free_stack = vqs_alloc_lines(n, sizeof(*q->free_stack));
 	q->pin_mem = vqs_alloc_lines(n, sizeof(*q->pin_mem));
 	q->order = vqs_alloc_lines(n, sizeof(*q->order));
-	if (!q->slot_mem || !q->pin_mem || !q->order)
+	if (!q->slot_mem || !q->free_stack || !q->pin_mem || !q->order)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		q->pin_mem[i].next_free = q->free_pins;
@@ -445,9 +447,8 @@ static int slots_alloc(struct vqs_queue *q, unsigned n)
 		if (!r)
 			return -ENOMEM;
 		r->q = q;
-		r->free_next = q->free_slots;
-		q->free_slots = r;
-		q->slot_mem[q->nslots++] = r;
+		q->slot_mem[q->nslots] = r;
+		q->free_stack[q->nslots++] = r;
 	}
 	q->nfree = n;
 	return 0;

@@ -79,7 +79,6 @@ struct pin_ref {
 struct req_slot {
 	struct vqs_req req; /* first: vqs_req pointers convert back */
 	struct lf_node done; /* link in q->done once completed from another thread */
-	struct req_slot *free_next;
 	struct vqs_queue *q;
 	enum slot_state st;
 	uint32_t written;                 /* SLOT_DONE_HERE, or set by a remote completer before
@@ -149,7 +148,7 @@ struct vqs_queue {
 
 	/* Owner side (the worker running it, or the control thread while PAUSED). */
 	struct req_slot **slot_mem;    /* every slot, for freeing */
-	struct req_slot *free_slots;
+	struct req_slot **free_stack;  /* the free slots: free_stack[0..nfree) */
 	unsigned nslots, nfree;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	bool notify_on, parked, broken;

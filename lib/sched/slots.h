@@ -11,12 +11,12 @@
 #include "sched/internal.h"
 #include "util/log.h"
 
+/* The free slots are a stack of pointers, not a list through the slots: a batch's gets are
+ * independent loads of one array, not a chain of loads each waiting for the slot before it (a
+ * slot not touched since its last batch may have left the first-level cache). */
 static inline struct req_slot *slot_get(struct vqs_queue *q)
 {
-	struct req_slot *r = q->free_slots;
-	q->free_slots = r->free_next;
-	q->nfree--;
-	return r;
+	return q->free_stack[--q->nfree];
 }
 
 /* Drop n of pin's references; the last one unpins the table. */
@@ -34,9 +34,7 @@ static inline void slot_free(struct vqs_queue *q, struct req_slot *r)
 {
 	r->pin = NULL;
 	r->st = SLOT_FREE;
-	r->free_next = q->free_slots;
-	q->free_slots = r;
-	q->nfree++;
+	q->free_stack[q->nfree++] = r;
 }
 
 static inline void slot_put(struct vqs_queue *q, struct req_slot *r)
