@@ -151,6 +151,11 @@ struct vqs_queue {
 	struct req_slot **free_stack;  /* the free slots: free_stack[0..nfree) */
 	unsigned nslots, nfree;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
+	/* The pin of the latest batch, on which the owner keeps a reference of its own while it
+	 * has the queue: the batches that follow on the same table join it (a plain count), so a
+	 * polled queue takes no atomic pin per batch. Dropped when the table is replaced (at the
+	 * next turn) and before the queue leaves its worker (sched_hold_or_finish, a pause). */
+	struct pin_ref *pin_cur;
 	bool notify_on, parked, broken;
 	bool miscount_warned;          /* a handler gave back a request it completed: warned */
 	/*

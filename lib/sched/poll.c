@@ -5,6 +5,7 @@
  * them lightly until one has news. A group's only queue is the hold set with one member.
  */
 #include "sched/internal.h"
+#include "sched/slots.h"
 
 /* Rounds of light looks at the held queues between two full turns of each (see
  * sched_poll_held); one call makes at most about SPIN_LOOKS looks (~20-50 us of them here) and
@@ -29,6 +30,7 @@ void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool agai
 		w->held[w->nheld++] = q;
 		return;
 	}
+	queue_unpin(q);
 	sched_finish(q, again);
 }
 
@@ -128,8 +130,10 @@ void sched_poll_held(struct sched_worker *w)
 		uint32_t st = atomic_load_explicit(&q->state, memory_order_relaxed);
 		if (st & (Q_PENDING | Q_PAUSE_REQ))
 			st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
-		if (st & Q_PAUSE_REQ)
+		if (st & Q_PAUSE_REQ) {
+			queue_unpin(q);
 			sched_finish(q, true);
+		}
 		else
 			sched_run_taken(w, q);
 	}

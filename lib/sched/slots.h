@@ -29,6 +29,15 @@ static inline void pin_drop(struct vqs_queue *q, struct pin_ref *pin, unsigned n
 	q->free_pins = pin;
 }
 
+/* Drop the owner's own reference on q's current pin (vqs_queue.pin_cur). Owner of q. */
+static inline void queue_unpin(struct vqs_queue *q)
+{
+	if (q->pin_cur) {
+		pin_drop(q, q->pin_cur, 1);
+		q->pin_cur = NULL;
+	}
+}
+
 /* Free r, whose reference on its batch's pin (if any) the caller drops. */
 static inline void slot_free(struct vqs_queue *q, struct req_slot *r)
 {

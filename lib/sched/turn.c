@@ -129,7 +129,8 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
  * translated through (the session's), so that the handler can run outside the read-side section.
  * A table replaced since the session began is out of date (the frontend may unmap the old
  * regions once the replacement is acknowledged): the chains go back and are popped again, through
- * the new table, in the same session. One pin per batch (two atomic RMWs), not one per request.
+ * the new table, in the same session. The pin is the queue's current one (pin_cur) while the
+ * table stays the same: two atomic RMWs per table the queue's worker sees, not per batch.
  */
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			   unsigned want, uint64_t t0, bool *empty)
@@ -142,12 +143,19 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 		const struct vqs_mem_table *t = ss->table;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			/* A free pin is there: each pin in use holds at least one request. */
-			struct pin_ref *pin = q->free_pins;
-			q->free_pins = pin->next_free;
-			vqs_mem_table_pin(t);
-			pin->t = t;
-			pin->refs = n;
+			struct pin_ref *pin = q->pin_cur;
+			if (!pin || pin->t != t) { /* a pinned table is not freed: no reuse of t */
+				queue_unpin(q);
+				/* A free pin is there: each pin in use holds at least one request,
+				 * and at most nslots - n are outstanding besides this batch. */
+				pin = q->free_pins;
+				q->free_pins = pin->next_free;
+				vqs_mem_table_pin(t);
+				pin->t = t;
+				pin->refs = 1;
+				q->pin_cur = pin;
+			}
+			pin->refs += n;
 			for (unsigned i = 0; i < n; i++)
 				w->batch[i]->pin = pin;
 			return n;
@@ -283,6 +291,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
+	/* A replaced table: let go of it now, not when traffic comes (a comparison, no access). */
+	if (q->pin_cur && vqs_mem_current(q->mem) != q->pin_cur->t)
+		queue_unpin(q);
 	sched_reap(q);
 	if (q->notify_on && !q->parked && !q->broken) {
 		vqs_vq_disable_notify(q->vq);
