@@ -347,18 +347,19 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				end = TURN_DRAINED;
 			break;
 		}
+		for (unsigned i = 0; i < n; i++)
+			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+		q->clock_ns = t;
+		unsigned taken = hand_over(w, q, &ss, n);
+		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
+		 * ns in a VM) and the retiring of its requests are not on the way of the completions
+		 * to the driver (busy-poll rr waits for exactly this path). */
+		sched_end_call(q, &ss);
 		/* Found at t (the last clock read, just before this pop): what the rate estimate and
 		 * the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
-		for (unsigned i = 0; i < n; i++)
-			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
-		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, &ss, n);
-		/* Publish first: the clock read (tens of ns in a VM) and the bookkeeping of the batch
-		 * are not on the way of the completions to the driver. */
-		sched_end_call(q, &ss);
 		t = vqs_now_ns();
 		retire_done_here(w, q, taken, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
