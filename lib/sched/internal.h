@@ -341,8 +341,10 @@ void sched_reap(struct vqs_queue *q);
 void sched_end_call(struct vqs_queue *q, struct vqs_vq_session *ss);
 
 /* ---- turn.c: one turn ---- */
-/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q);
+/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. in_section:
+ * the caller is in a read-side section of its own (not nested in another), which the turn leaves
+ * (before any handler or demand callback runs); false: it is in none. */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool in_section);
 
 /* ---- events.c: kick events ---- */
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */

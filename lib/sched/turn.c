@@ -273,12 +273,26 @@ static void set_notify_on(struct vqs_queue *q, bool on)
 	atomic_fetch_add_explicit(&g->armed, on ? 1 : -1, memory_order_relaxed);
 }
 
+/* Leave the read-side section the caller of the turn was in (*in: it still is), once the turn
+ * no longer needs it. */
+static inline void leave_section(bool *in)
+{
+	if (*in) {
+		*in = false;
+		vqs_mem_read_unlock();
+	}
+}
+
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
  * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
  * latest clock read); on return, the latest read made (after the last handler call), so the caller
- * reads the clock once per batch, not once per step. */
+ * reads the clock once per batch, not once per step. *in_section: the caller's read-side section
+ * is open (the light looks that found the chains): the first batch begins inside it, a nested
+ * section of a counter's cost, instead of leaving one and entering another between seeing the
+ * chains and popping them; it is left before the first handler call or demand callback (which
+ * may block, or take a lock a thread waiting for a grace period holds), and by the return. */
 static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
-			   struct turn_budget *used)
+			   struct turn_budget *used, bool *in_section)
 {
 	struct vqs_sched *s = q->s;
 	const struct sched_policy *pol = s->pol;
@@ -313,6 +327,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
 		if (q->demand) {
+			leave_section(in_section);
 			unsigned d = q->demand(q, q->opaque);
 			if (!d) {
 				q->parked = true; /* as after a give-back: until vqs_queue_wake */
@@ -338,6 +353,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
 		vqs_vq_session_pause(&ss);
+		leave_section(in_section);
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
 		if (!n) {
@@ -375,6 +391,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
+	leave_section(in_section);
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;
@@ -400,8 +417,10 @@ static bool rearm_finds_more(struct vqs_queue *q)
 #define MAX_REARMS 4u
 
 /* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
- * Returns whether the queue goes back on the list; *pkts: requests it served. */
-static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts)
+ * Returns whether the queue goes back on the list; *pkts: requests it served. in_section: as
+ * sched_run_taken's. */
+static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts,
+		     bool in_section)
 {
 	uint64_t start = *now;
 	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
@@ -411,7 +430,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	struct turn_budget used = {0, 0};
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
-		enum turn_end end = serve(w, q, now, &used);
+		enum turn_end end = serve(w, q, now, &used, &in_section);
 		if (end != TURN_DRAINED) {
 			again = end == TURN_BUDGET;
 			break;
@@ -445,10 +464,10 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 #define EVENT_CHECK_TURNS 32u
 
 /* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q)
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool in_section)
 {
 	uint64_t now = w->now_ns, pkts;
-	bool again = one_turn(w, q, &now, &pkts);
+	bool again = one_turn(w, q, &now, &pkts, in_section);
 	w->reqs += pkts;
 	/* No queue of the group with notifications on: no kick could concern one (a late kick for
 	 * a polled queue waits in the epoll set for the next look). */

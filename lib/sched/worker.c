@@ -15,7 +15,7 @@ char sched_tsan_grace;
 static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
 	if (sched_take_turn(q))
-		sched_run_taken(w, q);
+		sched_run_taken(w, q, false);
 }
 
 void *sched_worker_main(void *arg)
