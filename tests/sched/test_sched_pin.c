@@ -36,15 +36,21 @@ static bool released_within(uint64_t ns)
 	return false;
 }
 
-/* A busy-polled queue that served requests through a region with a release hook. */
-static void served_through_hooked_region(struct vqs_served_pair *sp, struct vqs_drv_buf *b)
+/* A queue busy-polled for ever (poll_timeout_us 0: it stays held by its worker) that served
+ * requests through a region with a release hook; *s: its scheduler. */
+static void served_through_hooked_region(struct vqs_sched **s, struct vqs_served_pair *sp,
+					 struct vqs_drv_buf *b)
 {
 	atomic_store(&released, false);
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_POLL;
+	so.poll_timeout_us = 0;
+	assert_int_equal(vqs_sched_create(s, &so), 0);
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.handler = vqs_test_complete_all;
-	assert_int_equal(vqs_served_pair_init(sp, 16, FEATURES, 0x100000, 1 << 16, VQS_POLICY_POLL,
-					      &o), 0);
+	assert_int_equal(vqs_served_pair_attach(sp, *s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
 	struct vqs_mem_region r;
 	vqs_gmem_region(sp->p.gmem, &r);
 	r.release = on_release;
@@ -66,23 +72,26 @@ static void replace_region(struct vqs_served_pair *sp)
 static void test_polled_idle_queue_lets_go_of_a_replaced_table(void **state)
 {
 	(void)state;
+	struct vqs_sched *s;
 	struct vqs_served_pair sp;
 	struct vqs_drv_buf b;
-	served_through_hooked_region(&sp, &b);
+	served_through_hooked_region(&s, &sp, &b);
 	replace_region(&sp);
 	/* No request since: only the queue's polls can drop what it kept. */
 	assert_true(released_within(RELEASE_BOUND_NS));
 	/* and it serves through the new table */
 	assert_int_equal(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &b, 0, 1), 0);
 	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
 }
 
 static void test_paused_queue_keeps_no_pin(void **state)
 {
 	(void)state;
+	struct vqs_sched *s;
 	struct vqs_served_pair sp;
 	struct vqs_drv_buf b;
-	served_through_hooked_region(&sp, &b);
+	served_through_hooked_region(&s, &sp, &b);
 	assert_int_equal(vqs_queue_pause(sp.q), 0);
 	/* Paused: no turn runs, so the queue let go of its pin when it left its worker. */
 	replace_region(&sp);
@@ -90,6 +99,7 @@ static void test_paused_queue_keeps_no_pin(void **state)
 	assert_int_equal(vqs_queue_resume(sp.q), 0);
 	assert_int_equal(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &b, 0, 1), 0);
 	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
 }
 
 int main(void)

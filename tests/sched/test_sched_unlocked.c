@@ -63,15 +63,41 @@ static unsigned sleep_handler(struct vqs_queue *q, struct vqs_req *const *reqs, 
 	return n;
 }
 
-static void test_handler_sleep_does_not_delay_table_replacement(void **state)
+/* A demand callback that blocks the same way, then asks for everything. */
+static unsigned sleep_demand(struct vqs_queue *q, void *opaque)
+{
+	atomic_store(&sl.entered, true);
+	for (unsigned ms = 0; ms < HANDLER_BLOCK_MS && !atomic_load(&sl.go); ms++)
+		vqs_test_sleep_ms(1);
+	return 64;
+}
+
+/* The handler (or, with `demand`, the queue's demand callback) blocks while the table is
+ * replaced. Under poll the queue is first made a held one (a request served with nothing
+ * blocking), whose next turn starts from the light looks' read-side section. */
+static void sleep_during_replacement(enum vqs_policy policy, bool demand)
 {
 	memset(&sl, 0, sizeof(sl));
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.handler = sleep_handler;
+	if (demand)
+		o.demand = sleep_demand;
+	/* poll_timeout_us 0: a polled queue stays held, its turns start from the light looks */
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = policy;
+	so.poll_timeout_us = 0;
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
 	struct vqs_served_pair sp;
-	assert_int_equal(vqs_served_pair_init(&sp, 16, FEATURES, 0x100000, 1 << 16,
-					      VQS_POLICY_DEDICATED, &o), 0);
+	assert_int_equal(vqs_served_pair_attach(&sp, s, 16, FEATURES, 0x100000, 1 << 16, &o), 0);
+	if (policy == VQS_POLICY_POLL) {
+		struct vqs_drv_buf w = {vqs_gmem_alloc(sp.p.gmem, 64, 8), 64};
+		atomic_store(&sl.go, true);
+		assert_int_equal(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &w, 0, 1), 64);
+		memset(&sl, 0, sizeof(sl));
+	}
 	/* The buffers are translated through a region that leaves the map while the handler
 	 * sleeps; its release hook tells when nothing uses it any more. */
 	struct vqs_mem_region r;
@@ -98,10 +124,12 @@ static void test_handler_sleep_does_not_delay_table_replacement(void **state)
 	assert_false(handler_done);
 	assert_true(took < REPLACE_BOUND_NS);
 
-	/* The pin kept the old region until the request was completed. */
+	/* The pin kept the old region until the request was completed (a demand callback blocks
+	 * before the pop: that request goes through the new table). */
 	assert_true(wait_flag(&sl.done));
 	assert_true(wait_flag(&sl.released));
-	assert_true(sl.mapped_after_sleep);
+	if (!demand)
+		assert_true(sl.mapped_after_sleep);
 	uint32_t len = 0;
 	void *tok = NULL;
 	for (uint64_t t1 = vqs_now_ns(); !tok && vqs_now_ns() - t1 < WAIT_NS; vqs_test_sleep_ms(1))
@@ -110,6 +138,24 @@ static void test_handler_sleep_does_not_delay_table_replacement(void **state)
 	assert_int_equal(len, 64);
 	assert_int_equal(((uint8_t *)vqs_gmem_host(sp.p.gmem, b.gpa, 64))[63], 0x5a);
 	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
+}
+
+static void test_handler_sleep_does_not_delay_table_replacement(void **state)
+{
+	sleep_during_replacement(VQS_POLICY_DEDICATED, false);
+}
+
+/* A held queue's turn begins in the light looks' section and must leave it before the handler
+ * and before the demand callback. */
+static void test_polled_handler_sleep_does_not_delay_table_replacement(void **state)
+{
+	sleep_during_replacement(VQS_POLICY_POLL, false);
+}
+
+static void test_polled_demand_sleep_does_not_delay_table_replacement(void **state)
+{
+	sleep_during_replacement(VQS_POLICY_POLL, true);
 }
 
 /* ---- a handler that detaches another queue ---- */
@@ -171,6 +217,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handler_sleep_does_not_delay_table_replacement),
+		cmocka_unit_test(test_polled_handler_sleep_does_not_delay_table_replacement),
+		cmocka_unit_test(test_polled_demand_sleep_does_not_delay_table_replacement),
 		cmocka_unit_test(test_handler_detaches_another_queue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
