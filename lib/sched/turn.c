@@ -198,11 +198,15 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
  * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
  * buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned n)
+			  unsigned n, bool *in_section)
 {
 	sched_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
 	sched_running = NULL;
+	/* One read-side section from here to the pop of the turn's next batch (see serve): the
+	 * session's fill and end, and the next begin and pop, nest in it. */
+	vqs_mem_read_lock();
+	*in_section = true;
 	if (taken > n) {
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
@@ -286,11 +290,15 @@ static inline void leave_section(bool *in)
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
  * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
  * latest clock read); on return, the latest read made (after the last handler call), so the caller
- * reads the clock once per batch, not once per step. *in_section: the caller's read-side section
- * is open (the light looks that found the chains): the first batch begins inside it, a nested
- * section of a counter's cost, instead of leaving one and entering another between seeing the
- * chains and popping them; it is left before the first handler call or demand callback (which
- * may block, or take a lock a thread waiting for a grace period holds), and by the return. */
+ * reads the clock once per batch, not once per step.
+ *
+ * Read-side sections: the handler runs outside any, everything else may run inside one, and
+ * entering or leaving the outermost is two liburcu calls (with three __tls_get_addr). So one
+ * section runs from each handler's return through the fill and end of its batch to the begin and
+ * pop of the next (the sessions nest in it), and is left before the next handler call or demand
+ * callback (which may block, or take a lock a thread waiting for a grace period holds), and by
+ * the return: one outermost section per batch, not two. *in_section: a section is open; on entry,
+ * the caller's (the light looks that found the chains: the first batch begins inside it). */
 static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 			   struct turn_budget *used, bool *in_section)
 {
@@ -366,7 +374,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		for (unsigned i = 0; i < n; i++)
 			w->batch_bytes[i] = w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, &ss, n);
+		unsigned taken = hand_over(w, q, &ss, n, in_section);
 		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
