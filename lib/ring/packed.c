@@ -306,7 +306,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 			snapshot(&desc[idx], f0, &d);
 			unsigned nd = 1;
 			if (f0 & chained) {
-				if ((f0 & chained) != pair_first)
+				/* a readable first: a writable one is the walk's */
+				if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != pair_first)
 					goto walk;
 				unsigned i1 = idx + 1 == num ? 0 : idx + 1;
 				uint16_t f1 = vqs_packed_flags_acquire(&desc[i1]);
@@ -316,14 +317,13 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				snapshot(&desc[i1], f1, &d1);
 				pend = NEXT_READ;
 				if ((f1 & chained) ||
-				    !vqs_chain_pair(e, &w, pair_iov, d.addr, d.len,
-						    f0 & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
-						    f1 & VQS_VRING_DESC_F_WRITE))
+				    !vqs_chain_pair(e, &w, pair_iov, d1.id, d.addr, d.len, d1.addr,
+						    d1.len, f1 & VQS_VRING_DESC_F_WRITE))
 					goto walk;
 				d.id = d1.id;
 				pend = NEXT_UNREAD;
 				nd = 2;
-			} else if (!vqs_chain_single(e, &w, d.addr, d.len,
+			} else if (!vqs_chain_single(e, &w, d.id, d.addr, d.len,
 						     f0 & VQS_VRING_DESC_F_WRITE)) {
 				goto walk;
 			}
@@ -333,7 +333,6 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				break;
 			}
 			ids[d.id] = VQS_PACKED_ID_INFLIGHT;
-			e->id = d.id;
 			idx += nd;
 			if (idx >= num) {
 				idx -= num;
