@@ -272,7 +272,6 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 	unsigned m, const bool pair)
 {
 	const unsigned chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
-	const struct vqs_vring_desc *desc = r->desc;
 	uint8_t *busy = r->busy;
 	/* the window from memory: its three values are operands, not registers */
 	const struct vqs_mem_win *w = &r->win;
@@ -288,7 +287,7 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 		if (busy[head])
 			break;
 		struct vqs_elem *e = *ep;
-		const struct desc_fast d = desc_fast_read(&desc[head]);
+		const struct desc_fast d = desc_fast_read(&r->desc[head]);
 		if (!pair) {
 			if ((d.fn & chained) ||
 			    !vqs_chain_single(e, w, (uint16_t)head, d.addr, d.len,
@@ -307,7 +306,7 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 				r->nd = 1;
 				break;
 			}
-			const struct desc_fast d1 = desc_fast_read(&desc[next]);
+			const struct desc_fast d1 = desc_fast_read(&r->desc[next]);
 			if ((d1.fn & chained) ||
 			    !vqs_chain_pair(e, w, true, (uint16_t)head, d.addr, d.len, d1.addr,
 					    d1.len, d1.fn & VQS_VRING_DESC_F_WRITE)) {
