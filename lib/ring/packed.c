@@ -439,24 +439,26 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
  * Used descriptors for elems[0..n), in registers: id, len and flags (2.8.7: AVAIL and USED both
  * equal to the used wrap counter; WRITE when bytes were written) straight into the ring, one
  * descriptor a chain at its first slot. The flags of all but the batch's first are stored
- * relaxed: the driver reads used descriptors in ring order, so it looks at one of them only
- * after the acquire load of the first one's flags, which flush stores last, with release.
+ * relaxed, with len and id in one 8-byte store: the driver reads used descriptors in ring order,
+ * so it looks at one of them only after the acquire load of the first one's flags, which flush
+ * stores last, with release. in_order and region (an inflight region attached) are constants in
+ * each call, so that the loop without them carries none of their work.
  */
-static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
-		       const uint32_t *written, unsigned n)
+static inline __attribute__((always_inline)) int
+fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint32_t *written,
+	     unsigned n, const bool in_order, const bool region)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct vqs_vring_packed_desc *desc = p->desc;
-	if (!desc)
-		return -EINVAL;
 	uint16_t *ids = p->ids;
 	const unsigned num = vq->cfg.num, first = p->used_idx;
+	const bool none_staged = !p->staged;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
-	const bool in_order = has(vq, VQS_F_IN_ORDER);
-	bool fold = in_order && p->staged && p->stage_last_empty;
+	bool fold = in_order && !none_staged && p->stage_last_empty;
 	unsigned stage = p->stage_idx, last = p->stage_last, unfilled = p->unfilled_descs;
+	uint16_t first_flags = p->stage_first_flags;
 	/* the AVAIL and USED bits of a used descriptor at stage, and at last */
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	uint16_t stage_au = p->stage_wrap ? au : 0, last_au = p->stage_last_wrap ? au : 0;
@@ -476,18 +478,21 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		}
 		struct vqs_vring_packed_desc *slot = &desc[last];
 		uint16_t flags = (uint16_t)(last_au | (len ? VQS_VRING_DESC_F_WRITE : 0));
-		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
-				      memory_order_relaxed);
-		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
-				      memory_order_relaxed);
-		if (last == first)
-			p->stage_first_flags = flags;
-		else
-			atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
+		if (last == first) {
+			atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
 					      memory_order_relaxed);
-		if (__builtin_expect(p->inflight != NULL, 0)) /* the region is the rare case */
+			atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
+					      memory_order_relaxed);
+			first_flags = flags;
+		} else {
+			/* len, id, flags: the descriptor's second 8 bytes */
+			uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
+			atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
+					      memory_order_relaxed);
+		}
+		if (region)
 			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
-						  !p->staged && ep == elems);
+						  none_staged && ep == elems);
 		ids[id] = VQS_PACKED_ID_FREE;
 		unfilled -= nd;
 		fold = in_order && len == 0;
@@ -504,11 +509,23 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 		p->stage_last = (uint16_t)last;
 		p->stage_last_wrap = last_au;
 		p->stage_last_empty = fold;
+		p->stage_first_flags = first_flags;
 		p->staged = (uint16_t)(p->staged + k);
 		p->unfilled_descs = unfilled;
 	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
+}
+
+static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		       const uint32_t *written, unsigned n)
+{
+	if (!vq->u.packed.desc)
+		return -EINVAL;
+	if (vq->u.packed.inflight)
+		return fill_entries(vq, elems, written, n, has(vq, VQS_F_IN_ORDER), true);
+	return has(vq, VQS_F_IN_ORDER) ? fill_entries(vq, elems, written, n, true, false)
+				       : fill_entries(vq, elems, written, n, false, false);
 }
 
 static unsigned packed_flush(struct vqs_vq *vq)
