@@ -435,86 +435,125 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
+/* The fill's state, in registers while it runs (fill_one is inlined into its loops). */
+struct fill_state {
+	struct vqs_vring_packed_desc *desc;
+	uint16_t *ids;
+	unsigned num, first;            /* first: used_idx, where the batch's first goes */
+	unsigned stage, last, unfilled; /* stage_idx, stage_last, unfilled_descs */
+	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
+					 * (last: IN_ORDER only) */
+	uint16_t first_flags;           /* stage_first_flags */
+	bool fold;                      /* the next entry folds into last (IN_ORDER) */
+};
+
 /*
- * Used descriptors for elems[0..n), in registers: id, len and flags (2.8.7: AVAIL and USED both
- * equal to the used wrap counter; WRITE when bytes were written) straight into the ring, one
- * descriptor a chain at its first slot. The flags of all but the batch's first are stored
- * relaxed, with len and id in one 8-byte store: the driver reads used descriptors in ring order,
- * so it looks at one of them only after the acquire load of the first one's flags, which flush
- * stores last, with release. in_order and region (an inflight region attached) are constants in
- * each call, so that the loop without them carries none of their work.
+ * The used descriptor for e with len bytes written: false when e is refused. first: e's is the
+ * batch's first used descriptor (its flags wait for flush): 1 it is, 0 it is not, -1 find out.
+ * The flags of all but the first are stored relaxed, with len and id in one 8-byte store: the
+ * driver reads used descriptors in ring order, so it looks at one of them only after the
+ * acquire load of the first one's flags, which flush stores last, with release. in_order and
+ * region (an inflight region attached; head: e is the first staged since the flush) are
+ * constants where it is inlined.
+ */
+static inline __attribute__((always_inline)) bool
+fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint32_t len,
+	 const int first, const bool in_order, const bool region, bool head)
+{
+	const uint16_t id = e->id;
+	const unsigned nd = e->ndescs;
+	/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
+	if (id >= f->num || f->ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= f->unfilled ||
+	    len > e->in_len)
+		return false;
+	/* the slot: stage's, or (IN_ORDER) last's when the entry folds into it */
+	if (in_order && !f->fold) {
+		f->last = f->stage;
+		f->last_au = f->stage_au;
+	}
+	const unsigned at = in_order ? f->last : f->stage;
+	struct vqs_vring_packed_desc *slot = &f->desc[at];
+	const uint16_t flags = (uint16_t)((in_order ? f->last_au : f->stage_au) |
+					  (len ? VQS_VRING_DESC_F_WRITE : 0));
+	if (first == 1 || (first < 0 && at == f->first)) {
+		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
+				      memory_order_relaxed);
+		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
+				      memory_order_relaxed);
+		f->first_flags = flags;
+	} else {
+		/* len, id, flags: the descriptor's second 8 bytes */
+		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
+		atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
+				      memory_order_relaxed);
+	}
+	if (region)
+		vqs_packed_inflight_stage(vq, f->ids[id] - VQS_PACKED_ID_INFLIGHT, head);
+	f->ids[id] = VQS_PACKED_ID_FREE;
+	f->unfilled -= nd;
+	f->fold = in_order && len == 0;
+	f->stage += nd;
+	if (f->stage >= f->num) {
+		f->stage -= f->num;
+		f->stage_au ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	}
+	return true;
+}
+
+/*
+ * Used descriptors for elems[0..n), one a chain at its first slot, id, len and flags (2.8.7:
+ * AVAIL and USED both equal to the used wrap counter; WRITE when bytes were written) straight
+ * into the ring. in_order and region are constants in each call, so that the loop without them
+ * carries none of their work; without IN_ORDER only the first entry after a flush can be the
+ * first used descriptor, so it is taken before the loop, which then never asks.
  */
 static inline __attribute__((always_inline)) int
 fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint32_t *written,
 	     unsigned n, const bool in_order, const bool region)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	struct vqs_vring_packed_desc *desc = p->desc;
-	uint16_t *ids = p->ids;
-	const unsigned num = vq->cfg.num, first = p->used_idx;
 	const bool none_staged = !p->staged;
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
-	bool fold = in_order && !none_staged && p->stage_last_empty;
-	unsigned stage = p->stage_idx, last = p->stage_last, unfilled = p->unfilled_descs;
-	uint16_t first_flags = p->stage_first_flags;
-	/* the AVAIL and USED bits of a used descriptor at stage, and at last */
-	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
-	uint16_t stage_au = p->stage_wrap ? au : 0, last_au = p->stage_last_wrap ? au : 0;
-	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
-	for (; ep != end; ep++, written++) {
-		const struct vqs_elem *e = *ep;
-		uint32_t len = *written;
-		uint16_t id = e->id;
-		unsigned nd = e->ndescs;
-		/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
-		if (id >= num || ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= unfilled ||
-		    len > e->in_len)
-			break;
-		if (!fold) {
-			last = stage;
-			last_au = stage_au;
-		}
-		struct vqs_vring_packed_desc *slot = &desc[last];
-		uint16_t flags = (uint16_t)(last_au | (len ? VQS_VRING_DESC_F_WRITE : 0));
-		if (last == first) {
-			atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
-					      memory_order_relaxed);
-			atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
-					      memory_order_relaxed);
-			first_flags = flags;
-		} else {
-			/* len, id, flags: the descriptor's second 8 bytes */
-			uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
-			atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
-					      memory_order_relaxed);
-		}
-		if (region)
-			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
-						  none_staged && ep == elems);
-		ids[id] = VQS_PACKED_ID_FREE;
-		unfilled -= nd;
-		fold = in_order && len == 0;
-		stage += nd;
-		if (stage >= num) {
-			stage -= num;
-			stage_au ^= au;
-		}
-	}
-	unsigned k = (unsigned)(ep - elems);
+	struct fill_state f = {
+		.desc = p->desc, .ids = p->ids, .num = vq->cfg.num, .first = p->used_idx,
+		.stage = p->stage_idx, .last = p->stage_last,
+		.unfilled = p->unfilled_descs, .stage_au = p->stage_wrap ? au : 0,
+		.last_au = p->stage_last_wrap ? au : 0, .first_flags = p->stage_first_flags,
+		.fold = in_order && !none_staged && p->stage_last_empty};
+	unsigned k = 0;
+	if (!in_order && none_staged && n && fill_one(vq, &f, elems[0], written[0], 1, false, region,
+						      true))
+		k = 1;
+	if (in_order || !none_staged || k)
+		for (; k < n; k++)
+			if (!fill_one(vq, &f, elems[k], written[k], in_order ? -1 : 0, in_order,
+				      region, none_staged && k == 0))
+				break;
 	if (k) {
-		p->stage_idx = (uint16_t)stage;
-		p->stage_wrap = stage_au;
-		p->stage_last = (uint16_t)last;
-		p->stage_last_wrap = last_au;
-		p->stage_last_empty = fold;
-		p->stage_first_flags = first_flags;
+		p->stage_idx = (uint16_t)f.stage;
+		p->stage_wrap = f.stage_au;
+		if (in_order) { /* no other fill reads them */
+			p->stage_last = (uint16_t)f.last;
+			p->stage_last_wrap = f.last_au;
+			p->stage_last_empty = f.fold;
+		}
+		p->stage_first_flags = f.first_flags;
 		p->staged = (uint16_t)(p->staged + k);
-		p->unfilled_descs = unfilled;
+		p->unfilled_descs = f.unfilled;
 	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
+}
+
+/* The common fill, a leaf function of its own: its state stays in registers. */
+static __attribute__((noinline)) int fill_plain(struct vqs_vq *vq,
+						const struct vqs_elem *const *elems,
+						const uint32_t *written, unsigned n)
+{
+	return fill_entries(vq, elems, written, n, false, false);
 }
 
 static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
@@ -525,7 +564,7 @@ static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
 	if (vq->u.packed.inflight)
 		return fill_entries(vq, elems, written, n, has(vq, VQS_F_IN_ORDER), true);
 	return has(vq, VQS_F_IN_ORDER) ? fill_entries(vq, elems, written, n, true, false)
-				       : fill_entries(vq, elems, written, n, false, false);
+				       : fill_plain(vq, elems, written, n);
 }
 
 static unsigned packed_flush(struct vqs_vq *vq)
