@@ -288,7 +288,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	unsigned n = 0;
 	*rc = 0;
 	while (n < max) {
-		struct vqs_mem_win w = *win; /* a copy the loop keeps in registers */
+		/* the window from memory: its three values are operands, not registers */
+		const struct vqs_mem_win *w = win;
 		const unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
 		unsigned idx = p->last_avail_idx;
 		/* the AVAIL and USED bits an available descriptor at idx has */
@@ -317,13 +318,13 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				snapshot(&desc[i1], f1, &d1);
 				pend = NEXT_READ;
 				if ((f1 & chained) ||
-				    !vqs_chain_pair(e, &w, pair_iov, d1.id, d.addr, d.len, d1.addr,
+				    !vqs_chain_pair(e, w, pair_iov, d1.id, d.addr, d.len, d1.addr,
 						    d1.len, f1 & VQS_VRING_DESC_F_WRITE))
 					goto walk;
 				d.id = d1.id;
 				pend = NEXT_UNREAD;
 				nd = 2;
-			} else if (!vqs_chain_single(e, &w, d.id, d.addr, d.len,
+			} else if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
 						     f0 & VQS_VRING_DESC_F_WRITE)) {
 				goto walk;
 			}
