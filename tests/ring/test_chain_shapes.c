@@ -127,6 +127,26 @@ static void one_descriptor_past_mapped_memory_breaks_the_queue(void **state)
 	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
 }
 
+/* At the edges of the region the previous buffer was in: a zero-length buffer at its first
+ * byte (no iovec), a buffer ending at its last byte, one starting one byte below it (in the
+ * first region: two iovecs across the border). */
+static void one_descriptor_at_the_region_edges(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t b = BORDER + 0x100, first = BORDER, tail = BORDER + (1 << 16) - 32;
+	size_t l8 = 8, l32 = 32;
+	offer(c, 0, b, 8, false);
+	expect(c, 0, false, &b, &l8, 1);
+	offer(c, 1, first, 0, true);
+	expect(c, 1, true, NULL, NULL, 0);
+	offer(c, 2, tail, 32, true);
+	expect(c, 2, true, &tail, &l32, 1);
+	uint64_t across[2] = {BORDER - 1, BORDER};
+	size_t parts[2] = {1, 7};
+	offer(c, 3, BORDER - 1, 8, false);
+	expect(c, 3, false, across, parts, 2);
+}
+
 /* Offer a chain of two descriptors with buffer id (split: head) id < NUM / 2; split puts the
  * second at id + NUM / 2. */
 static void offer2(struct lfx *c, uint16_t id, uint64_t a0, uint32_t l0, bool w0, uint64_t a1,
@@ -253,6 +273,8 @@ int main(void)
 		ON(packed, one_descriptor_chains_in_every_shape),
 		ON(split, one_descriptor_past_mapped_memory_breaks_the_queue),
 		ON(packed, one_descriptor_past_mapped_memory_breaks_the_queue),
+		ON(split, one_descriptor_at_the_region_edges),
+		ON(packed, one_descriptor_at_the_region_edges),
 		ON(split, two_descriptor_chains_in_every_shape),
 		ON(packed, two_descriptor_chains_in_every_shape),
 		ON(split, two_descriptor_chains_with_zero_length_or_two_regions),
