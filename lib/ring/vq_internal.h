@@ -241,6 +241,22 @@ static inline void vqs_elem_put(struct vqs_elem *e, uint64_t nums, uint64_t lens
 }
 
 /*
+ * [addr, addr + len) inside the window w, given len - 1 (in 64 bits: 2^64 - 1 for a length of
+ * 0, which fails), with *off its offset there: the offset of the last byte must not carry and
+ * must lie below the window's size. Below the window the offset is at least 2^64 - gpa, so
+ * either that sum carries or it is at least size (a slot never wraps: size <= 2^64 - gpa); for
+ * len 0 the addition carries unless the offset is 0, and then the sum is 2^64 - 1, past any
+ * size. One addition, one carry and one comparison.
+ */
+static inline bool vqs_win_fits(const struct vqs_mem_win *w, uint64_t addr, uint64_t len_less1,
+				uint64_t *off)
+{
+	uint64_t last;
+	*off = addr - w->gpa;
+	return !__builtin_add_overflow(*off, len_less1, &last) && last < w->size;
+}
+
+/*
  * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
  * vqs_mem_win). Builds e (id, one iovec, totals, ndescs) and returns true; false leaves the chain
  * to vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail
@@ -251,8 +267,10 @@ static inline void vqs_elem_put(struct vqs_elem *e, uint64_t nums, uint64_t lens
 static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w, uint16_t id,
 				    uint64_t addr, uint32_t len, bool write)
 {
-	if (e->iov_cap == 0 || !vqs_mem_win_translate(w, addr, len, &e->iov[0]))
+	uint64_t off;
+	if (e->iov_cap == 0 || !vqs_win_fits(w, addr, (uint64_t)len - 1, &off))
 		return false;
+	e->iov[0] = (struct iovec){w->host + off, len};
 	/* selects between constants; the id is or-ed in */
 	vqs_elem_put(e, vqs_elem_nums(id, 0, 0, 0) | (write ? vqs_elem_nums(0, 1, 0, 1)
 							  : vqs_elem_nums(0, 1, 1, 0)),
@@ -272,12 +290,11 @@ static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win *
 				  bool w1)
 {
 	/* both lengths > 0 and together under 2^32, in one test: l - 1 is 2^32 - 1 for 0 */
-	const uint64_t less2 = (uint64_t)(uint32_t)(l0 - 1) + (uint32_t)(l1 - 1);
-	if (!max_iov2 || e->iov_cap < 2 || less2 > UINT32_MAX - 2)
-		return false;
-	/* vqs_mem_win_translate for lengths known > 0: off >= size covers gpa below the slot */
-	const uint64_t o0 = a0 - w->gpa, o1 = a1 - w->gpa;
-	if (o0 >= w->size || l0 > w->size - o0 || o1 >= w->size || l1 > w->size - o1)
+	const uint32_t m0 = l0 - 1, m1 = l1 - 1;
+	const uint64_t less2 = (uint64_t)m0 + m1;
+	uint64_t o0, o1;
+	if (!max_iov2 || e->iov_cap < 2 || less2 > UINT32_MAX - 2 ||
+	    !vqs_win_fits(w, a0, m0, &o0) || !vqs_win_fits(w, a1, m1, &o1))
 		return false;
 	e->iov[0] = (struct iovec){w->host + o0, l0};
 	e->iov[1] = (struct iovec){w->host + o1, l1};
