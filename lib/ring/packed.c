@@ -438,19 +438,18 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 
 /* The fill's state, in registers while it runs (fill_one is inlined into its loops). */
 struct fill_state {
-	struct vqs_vring_packed_desc *desc;
 	uint16_t *ids;
 	unsigned num, first;            /* first: used_idx, where the batch's first goes */
 	unsigned stage, last, unfilled; /* stage_idx, stage_last, unfilled_descs */
 	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
 					 * (last: IN_ORDER only) */
-	uint16_t first_flags;           /* stage_first_flags */
 	bool fold;                      /* the next entry folds into last (IN_ORDER) */
 };
 
 /*
- * The used descriptor for e with len bytes written: false when e is refused. first: e's is the
- * batch's first used descriptor (its flags wait for flush): 1 it is, 0 it is not, -1 find out.
+ * The used descriptor for e with len bytes written: false when e is refused. first: whether it
+ * is the batch's first used descriptor (its flags wait for flush): 1 it is, 0 it is not, -1 find
+ * out.
  * The flags of all but the first are stored relaxed, with len and id in one 8-byte store: the
  * driver reads used descriptors in ring order, so it looks at one of them only after the
  * acquire load of the first one's flags, which flush stores last, with release. in_order and
@@ -473,7 +472,8 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 		f->last_au = f->stage_au;
 	}
 	const unsigned at = in_order ? f->last : f->stage;
-	struct vqs_vring_packed_desc *slot = &f->desc[at];
+	/* the ring's base from the queue: a memory operand, not a register */
+	struct vqs_vring_packed_desc *slot = &vq->u.packed.desc[at];
 	const uint16_t flags = (uint16_t)((in_order ? f->last_au : f->stage_au) |
 					  (len ? VQS_VRING_DESC_F_WRITE : 0));
 	if (first == 1 || (first < 0 && at == f->first)) {
@@ -481,7 +481,7 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 				      memory_order_relaxed);
 		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
 				      memory_order_relaxed);
-		f->first_flags = flags;
+		vq->u.packed.stage_first_flags = flags; /* (at most once a fill) */
 	} else {
 		/* len, id, flags: the descriptor's second 8 bytes */
 		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
@@ -519,20 +519,24 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
 	struct fill_state f = {
-		.desc = p->desc, .ids = p->ids, .num = vq->cfg.num, .first = p->used_idx,
+		.ids = p->ids, .num = vq->cfg.num, .first = p->used_idx,
 		.stage = p->stage_idx, .last = p->stage_last,
 		.unfilled = p->unfilled_descs, .stage_au = p->stage_wrap ? au : 0,
-		.last_au = p->stage_last_wrap ? au : 0, .first_flags = p->stage_first_flags,
+		.last_au = p->stage_last_wrap ? au : 0,
 		.fold = in_order && !none_staged && p->stage_last_empty};
-	unsigned k = 0;
-	if (!in_order && none_staged && n && fill_one(vq, &f, elems[0], written[0], 1, false, region,
-						      true))
-		k = 1;
-	if (in_order || !none_staged || k)
-		for (; k < n; k++)
-			if (!fill_one(vq, &f, elems[k], written[k], in_order ? -1 : 0, in_order,
-				      region, none_staged && k == 0))
+	/* pointers, not a count beside them: one register fewer */
+	const struct vqs_elem *const *ep = elems, *const *const end = elems + n;
+	if (!in_order && none_staged && ep < end &&
+	    fill_one(vq, &f, *ep, *written, 1, false, region, true)) {
+		ep++;
+		written++;
+	}
+	if (in_order || !none_staged || ep > elems)
+		for (; ep < end; ep++, written++)
+			if (!fill_one(vq, &f, *ep, *written, in_order ? -1 : 0, in_order, region,
+				      none_staged && ep == elems))
 				break;
+	const unsigned k = (unsigned)(ep - elems);
 	if (k) {
 		p->stage_idx = (uint16_t)f.stage;
 		p->stage_wrap = f.stage_au;
@@ -541,7 +545,6 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 			p->stage_last_wrap = f.last_au;
 			p->stage_last_empty = f.fold;
 		}
-		p->stage_first_flags = f.first_flags;
 		p->staged = (uint16_t)(p->staged + k);
 		p->unfilled_descs = f.unfilled;
 	}
