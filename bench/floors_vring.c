@@ -129,9 +129,12 @@ static void vref_device(void *p)
 		pe[i] = &e[i];
 	vqs_vq_disable_notify(v->dev);
 	while (!atomic_load_explicit(&v->stop, memory_order_acquire)) {
-		/* iov again before each pop: a long chain's pop points e.iov at the queue's area */
-		for (unsigned i = 0; i < most; i++)
-			e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+		/* the pop's inputs again before each pop, as the scheduler sets them (a long
+		 * chain's pop points e.iov at the queue's area); the pop writes the rest */
+		for (unsigned i = 0; i < most; i++) {
+			e[i].iov = iov[i];
+			e[i].iov_cap = 4;
+		}
 		struct vqs_vq_session ss;
 		bool call;
 		int n = vqs_vq_session_begin(v->dev, &ss);

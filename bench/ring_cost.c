@@ -63,11 +63,15 @@ static int rig_init(struct rig *r, bool packed, bool in_order)
 	return r->bufs ? 0 : -1;
 }
 
-/* The device's half of one batch, one ring session: begin, pop, fill (nothing written), end. */
+/* The device's half of one batch, one ring session: begin, pop, fill (nothing written), end.
+ * Before the pop, each element gets its iovec storage, the inputs of a pop (the scheduler's
+ * pop_batch does the same); the pop writes every other field. */
 __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 {
-	for (unsigned i = 0; i < BATCH; i++)
-		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
+	for (unsigned i = 0; i < BATCH; i++) {
+		r->elems[i].iov = r->iov[i];
+		r->elems[i].iov_cap = 4;
+	}
 	struct vqs_vq_session ss;
 	bool call;
 	int n = vqs_vq_session_begin(r->dev, &ss);

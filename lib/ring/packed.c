@@ -288,7 +288,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	unsigned n = 0;
 	*rc = 0;
 	while (n < max) {
-		struct vqs_mem_win w = *win; /* a copy the loop keeps in registers */
+		/* the window from memory: its three values are operands, not registers */
+		const struct vqs_mem_win *w = win;
 		const unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
 		unsigned idx = p->last_avail_idx;
 		/* the AVAIL and USED bits an available descriptor at idx has */
@@ -306,7 +307,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 			snapshot(&desc[idx], f0, &d);
 			unsigned nd = 1;
 			if (f0 & chained) {
-				if ((f0 & chained) != pair_first)
+				/* a readable first: a writable one is the walk's */
+				if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != pair_first)
 					goto walk;
 				unsigned i1 = idx + 1 == num ? 0 : idx + 1;
 				uint16_t f1 = vqs_packed_flags_acquire(&desc[i1]);
@@ -316,14 +318,13 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				snapshot(&desc[i1], f1, &d1);
 				pend = NEXT_READ;
 				if ((f1 & chained) ||
-				    !vqs_chain_pair(e, &w, pair_iov, d.addr, d.len,
-						    f0 & VQS_VRING_DESC_F_WRITE, d1.addr, d1.len,
-						    f1 & VQS_VRING_DESC_F_WRITE))
+				    !vqs_chain_pair(e, w, pair_iov, d1.id, d.addr, d.len, d1.addr,
+						    d1.len, f1 & VQS_VRING_DESC_F_WRITE))
 					goto walk;
 				d.id = d1.id;
 				pend = NEXT_UNREAD;
 				nd = 2;
-			} else if (!vqs_chain_single(e, &w, d.addr, d.len,
+			} else if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
 						     f0 & VQS_VRING_DESC_F_WRITE)) {
 				goto walk;
 			}
@@ -333,7 +334,6 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 				break;
 			}
 			ids[d.id] = VQS_PACKED_ID_INFLIGHT;
-			e->id = d.id;
 			idx += nd;
 			if (idx >= num) {
 				idx -= num;
@@ -436,80 +436,139 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	return 0;
 }
 
+/* The fill's state, in registers while it runs (fill_one is inlined into its loops). */
+struct fill_state {
+	uint16_t *ids;
+	unsigned num, first;            /* first: used_idx, where the batch's first goes */
+	unsigned stage, last, unfilled; /* stage_idx, stage_last, unfilled_descs */
+	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
+					 * (last: IN_ORDER only) */
+	bool fold;                      /* the next entry folds into last (IN_ORDER) */
+};
+
 /*
- * Used descriptors for elems[0..n), in registers: id, len and flags (2.8.7: AVAIL and USED both
- * equal to the used wrap counter; WRITE when bytes were written) straight into the ring, one
- * descriptor a chain at its first slot. The flags of all but the batch's first are stored
- * relaxed: the driver reads used descriptors in ring order, so it looks at one of them only
- * after the acquire load of the first one's flags, which flush stores last, with release.
+ * The used descriptor for e with len bytes written: false when e is refused. first: whether it
+ * is the batch's first used descriptor (its flags wait for flush): 1 it is, 0 it is not, -1 find
+ * out.
+ * The flags of all but the first are stored relaxed, with len and id in one 8-byte store: the
+ * driver reads used descriptors in ring order, so it looks at one of them only after the
+ * acquire load of the first one's flags, which flush stores last, with release. in_order and
+ * region (an inflight region attached; head: e is the first staged since the flush) are
+ * constants where it is inlined.
  */
-static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
-		       const uint32_t *written, unsigned n)
+static inline __attribute__((always_inline)) bool
+fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint32_t len,
+	 const int first, const bool in_order, const bool region, bool head)
 {
-	struct vqs_packed_ring *p = ring(vq);
-	struct vqs_vring_packed_desc *desc = p->desc;
-	if (!desc)
-		return -EINVAL;
-	uint16_t *ids = p->ids;
-	const unsigned num = vq->cfg.num, first = p->used_idx;
-	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
-	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
-	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
-	const bool in_order = has(vq, VQS_F_IN_ORDER);
-	bool fold = in_order && p->staged && p->stage_last_empty;
-	unsigned stage = p->stage_idx, last = p->stage_last, unfilled = p->unfilled_descs;
-	/* the AVAIL and USED bits of a used descriptor at stage, and at last */
-	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
-	uint16_t stage_au = p->stage_wrap ? au : 0, last_au = p->stage_last_wrap ? au : 0;
-	const struct vqs_elem *const *ep = elems, *const *end = elems + n;
-	for (; ep != end; ep++, written++) {
-		const struct vqs_elem *e = *ep;
-		uint32_t len = *written;
-		uint16_t id = e->id;
-		unsigned nd = e->ndescs;
-		/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
-		if (id >= num || ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= unfilled ||
-		    len > e->in_len)
-			break;
-		if (!fold) {
-			last = stage;
-			last_au = stage_au;
-		}
-		struct vqs_vring_packed_desc *slot = &desc[last];
-		uint16_t flags = (uint16_t)(last_au | (len ? VQS_VRING_DESC_F_WRITE : 0));
+	const uint16_t id = e->id;
+	const unsigned nd = e->ndescs;
+	/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
+	if (id >= f->num || f->ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= f->unfilled ||
+	    len > e->in_len)
+		return false;
+	/* the slot: stage's, or (IN_ORDER) last's when the entry folds into it */
+	if (in_order && !f->fold) {
+		f->last = f->stage;
+		f->last_au = f->stage_au;
+	}
+	const unsigned at = in_order ? f->last : f->stage;
+	/* the ring's base from the queue: a memory operand, not a register */
+	struct vqs_vring_packed_desc *slot = &vq->u.packed.desc[at];
+	const uint16_t flags = (uint16_t)((in_order ? f->last_au : f->stage_au) |
+					  (len ? VQS_VRING_DESC_F_WRITE : 0));
+	if (first == 1 || (first < 0 && at == f->first)) {
 		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
 				      memory_order_relaxed);
 		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
 				      memory_order_relaxed);
-		if (last == first)
-			p->stage_first_flags = flags;
-		else
-			atomic_store_explicit((_Atomic uint16_t *)&slot->flags, htole16(flags),
-					      memory_order_relaxed);
-		if (__builtin_expect(p->inflight != NULL, 0)) /* the region is the rare case */
-			vqs_packed_inflight_stage(vq, ids[id] - VQS_PACKED_ID_INFLIGHT,
-						  !p->staged && ep == elems);
-		ids[id] = VQS_PACKED_ID_FREE;
-		unfilled -= nd;
-		fold = in_order && len == 0;
-		stage += nd;
-		if (stage >= num) {
-			stage -= num;
-			stage_au ^= au;
-		}
+		vq->u.packed.stage_first_flags = flags; /* (at most once a fill) */
+	} else {
+		/* len, id, flags: the descriptor's second 8 bytes */
+		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
+		atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
+				      memory_order_relaxed);
 	}
-	unsigned k = (unsigned)(ep - elems);
+	if (region)
+		vqs_packed_inflight_stage(vq, f->ids[id] - VQS_PACKED_ID_INFLIGHT, head);
+	f->ids[id] = VQS_PACKED_ID_FREE;
+	f->unfilled -= nd;
+	f->fold = in_order && len == 0;
+	f->stage += nd;
+	if (f->stage >= f->num) {
+		f->stage -= f->num;
+		f->stage_au ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	}
+	return true;
+}
+
+/*
+ * Used descriptors for elems[0..n), one a chain at its first slot, id, len and flags (2.8.7:
+ * AVAIL and USED both equal to the used wrap counter; WRITE when bytes were written) straight
+ * into the ring. in_order and region are constants in each call, so that the loop without them
+ * carries none of their work; without IN_ORDER only the first entry after a flush can be the
+ * first used descriptor, so it is taken before the loop, which then never asks.
+ */
+static inline __attribute__((always_inline)) int
+fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint32_t *written,
+	     unsigned n, const bool in_order, const bool region)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	const bool none_staged = !p->staged;
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
+	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
+	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
+	struct fill_state f = {
+		.ids = p->ids, .num = vq->cfg.num, .first = p->used_idx,
+		.stage = p->stage_idx, .last = p->stage_last,
+		.unfilled = p->unfilled_descs, .stage_au = p->stage_wrap ? au : 0,
+		.last_au = p->stage_last_wrap ? au : 0,
+		.fold = in_order && !none_staged && p->stage_last_empty};
+	/* pointers, not a count beside them: one register fewer */
+	const struct vqs_elem *const *ep = elems, *const *const end = elems + n;
+	if (!in_order && none_staged && ep < end &&
+	    fill_one(vq, &f, *ep, *written, 1, false, region, true)) {
+		ep++;
+		written++;
+	}
+	if (in_order || !none_staged || ep > elems)
+		for (; ep < end; ep++, written++)
+			if (!fill_one(vq, &f, *ep, *written, in_order ? -1 : 0, in_order, region,
+				      none_staged && ep == elems))
+				break;
+	const unsigned k = (unsigned)(ep - elems);
 	if (k) {
-		p->stage_idx = (uint16_t)stage;
-		p->stage_wrap = stage_au;
-		p->stage_last = (uint16_t)last;
-		p->stage_last_wrap = last_au;
-		p->stage_last_empty = fold;
+		p->stage_idx = (uint16_t)f.stage;
+		p->stage_wrap = f.stage_au;
+		if (in_order) { /* no other fill reads them */
+			p->stage_last = (uint16_t)f.last;
+			p->stage_last_wrap = f.last_au;
+			p->stage_last_empty = f.fold;
+		}
 		p->staged = (uint16_t)(p->staged + k);
-		p->unfilled_descs = unfilled;
+		p->unfilled_descs = f.unfilled;
 	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
+}
+
+/* The common fill, a leaf function of its own: its state stays in registers. */
+static __attribute__((noinline)) int fill_plain(struct vqs_vq *vq,
+						const struct vqs_elem *const *elems,
+						const uint32_t *written, unsigned n)
+{
+	return fill_entries(vq, elems, written, n, false, false);
+}
+
+static int packed_fill(struct vqs_vq *vq, const struct vqs_elem *const *elems,
+		       const uint32_t *written, unsigned n)
+{
+	if (!vq->u.packed.desc)
+		return -EINVAL;
+	if (vq->u.packed.inflight)
+		return fill_entries(vq, elems, written, n, has(vq, VQS_F_IN_ORDER), true);
+	return has(vq, VQS_F_IN_ORDER) ? fill_entries(vq, elems, written, n, true, false)
+				       : fill_plain(vq, elems, written, n);
 }
 
 static unsigned packed_flush(struct vqs_vq *vq)

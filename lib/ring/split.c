@@ -35,33 +35,33 @@ static inline void busy_set(struct vqs_split_ring *s, unsigned head, bool busy)
 }
 
 /*
- * One descriptor, copied once: two relaxed 8-byte loads (the table is 16-byte aligned), so no
- * field can change between its check and its use. Kept as the two words by the fast run (fewer
- * registers than four fields), decoded for the general walk.
+ * One descriptor, copied once: two relaxed 8-byte loads (the table is 16-byte aligned), so that
+ * the length, flags and next come from one snapshot even while the driver rewrites them, and
+ * only the copy is used. Split into fields at once: the fast run tests the flags as a 32-bit
+ * value (no 64-bit masks to keep in registers).
  */
-struct desc_raw {
-	uint64_t lo; /* addr */
-	uint64_t hi; /* len | flags << 32 | next << 48 */
+struct desc_fast {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t fn; /* flags | next << 16 */
 };
 
-static inline struct desc_raw desc_read(const struct vqs_vring_desc *src)
+static inline struct desc_fast desc_fast_read(const struct vqs_vring_desc *src)
 {
 	const _Atomic uint64_t *w = (const _Atomic uint64_t *)(const void *)src;
-	return (struct desc_raw){le64toh(atomic_load_explicit(&w[0], memory_order_relaxed)),
-				 le64toh(atomic_load_explicit(&w[1], memory_order_relaxed))};
+	uint64_t lo = le64toh(atomic_load_explicit(&w[0], memory_order_relaxed));
+	uint64_t hi = le64toh(atomic_load_explicit(&w[1], memory_order_relaxed));
+	return (struct desc_fast){lo, (uint32_t)hi, (uint32_t)(hi >> 32)};
 }
 
-static inline void desc_decode(struct desc_raw r, struct vqs_vring_desc *d)
+static inline struct vqs_vring_desc desc_fast_decode(struct desc_fast f)
 {
-	d->addr = r.lo;
-	d->len = (uint32_t)r.hi;
-	d->flags = (uint16_t)(r.hi >> 32);
-	d->next = (uint16_t)(r.hi >> 48);
+	return (struct vqs_vring_desc){f.addr, f.len, (uint16_t)f.fn, (uint16_t)(f.fn >> 16)};
 }
 
 static inline void desc_snapshot(const struct vqs_vring_desc *src, struct vqs_vring_desc *d)
 {
-	desc_decode(desc_read(src), d);
+	*d = desc_fast_decode(desc_fast_read(src));
 }
 
 static enum vqs_vq_err split_resolve(struct vqs_vq *vq, const struct vqs_mem_table *t)
@@ -175,15 +175,19 @@ static int split_begin(struct vqs_vq *vq)
 	return n + (s->nresubmit - s->resubmit_pos);
 }
 
-/* n avail entries from src (no wrap) into heads, each head's descriptor line fetched. */
-static inline void read_span(uint16_t *src, uint16_t *heads, unsigned n,
-			     const struct vqs_vring_desc *desc, unsigned mask)
+/* n avail entries from src (no wrap) into heads, each head's descriptor line fetched; the heads
+ * or-ed together (one range test for the batch). */
+static inline unsigned read_span(uint16_t *src, uint16_t *heads, unsigned n,
+				 const struct vqs_vring_desc *desc, unsigned mask)
 {
+	unsigned all = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint16_t h = load16(&src[i]);
 		heads[i] = h;
+		all |= h;
 		__builtin_prefetch(&desc[h & mask]);
 	}
+	return all;
 }
 
 /*
@@ -193,9 +197,10 @@ static inline void read_span(uint16_t *src, uint16_t *heads, unsigned n,
  * overlap instead of being taken one after another in the walks. Nothing is trusted here (a
  * prefetch never faults): the second pass validates each head. The ring pointers and the mask are
  * locals: a store to heads[] could alias the queue's 16-bit fields, so the compiler would reload
- * them from *s after every entry.
+ * them from *s after every entry. Returns how many heads from the first are in range (num is a
+ * power of two: one test of all of them or-ed), so that the fast run does not test each.
  */
-static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, unsigned m)
+static inline unsigned read_heads(const struct vqs_split_ring *s, uint16_t *heads, unsigned m)
 {
 	uint16_t *ring = s->avail->ring;
 	const struct vqs_vring_desc *desc = s->desc;
@@ -204,8 +209,8 @@ static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, u
 	 * is the 16-bit ring position */
 	const unsigned pos = s->last_avail_idx & mask;
 	const unsigned first = m < mask + 1 - pos ? m : mask + 1 - pos;
-	read_span(ring + pos, heads, first, desc, mask);
-	read_span(ring, heads + first, m - first, desc, mask);
+	unsigned all = read_span(ring + pos, heads, first, desc, mask);
+	all |= read_span(ring, heads + first, m - first, desc, mask);
 	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
 	 * line of used->idx is taken with the first entries when they share it; the driver polls
 	 * it, but the release store in flush needs it anyway.) */
@@ -214,6 +219,12 @@ static inline void read_heads(const struct vqs_split_ring *s, uint16_t *heads, u
 	for (unsigned i = 0; i < m; i += 8)
 		vqs_prefetch_write(&used[(u + i) & mask]);
 	vqs_prefetch_write(&used[(u + m - 1) & mask]);
+	if (!(all & ~mask))
+		return m;
+	unsigned k = 0;
+	while (heads[k] <= mask)
+		k++;
+	return k;
 }
 
 /* The general walk, for every chain the fast run leaves (d: the head's snapshot; second: the
@@ -245,68 +256,67 @@ struct pop_run {
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
 	bool max_iov2;          /* the device's iovec limit allows two */
-	struct desc_raw d[2];
+	struct vqs_vring_desc d[2];
 	unsigned nd;            /* snapshots in d[]: 0 when the run stopped before reading one */
 };
 
 /*
- * Pop heads[i..m) while each is a chain of the run's shape in the window: one descriptor, or
- * (pair) two (not the head twice: the walk judges that). Straight lines in a leaf function, one
- * instance per shape, so that the state of each stays in registers. Returns where it stopped: m,
- * or the first head it leaves to the caller (out of range, in flight, or another shape or a
- * chain for the general walk, with the snapshots it took in r->d).
+ * Pop heads[i..m) (all in range: read_heads) while each is a chain of the run's shape in the
+ * window: one descriptor, or (pair) two (not the head twice: the walk judges that). Straight
+ * lines in a leaf function, one instance per shape, so that the state of each stays in
+ * registers. Returns where it stopped: m, or the first head it leaves to the caller (in flight,
+ * or another shape or a chain for the general walk, with the snapshots it took in r->d).
  */
 static inline __attribute__((always_inline)) unsigned
 pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems, unsigned i,
 	unsigned m, const bool pair)
 {
-	const uint64_t chained = (uint64_t)(VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT)
-				 << 32;
-	const uint64_t next_only = (uint64_t)VQS_VRING_DESC_F_NEXT << 32;
-	const uint64_t write = (uint64_t)VQS_VRING_DESC_F_WRITE << 32;
-	const struct vqs_vring_desc *desc = r->desc;
+	const unsigned chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	uint8_t *busy = r->busy;
-	const struct vqs_mem_win w = r->win;
-	const unsigned num = r->num;
+	/* the window from memory: its three values are operands, not registers */
+	const struct vqs_mem_win *w = &r->win;
 	r->nd = 0;
 	/* pointers, not an index beside them: one register fewer */
 	const uint16_t *hp = heads + i, *const hend = heads + m;
 	struct vqs_elem *const *ep = elems + i;
 	for (; hp < hend; hp++, ep++) {
-		unsigned head = *hp;
+		const unsigned head = *hp;
 		/* The driver may not offer a chain again before the device used it (2.7.13):
 		 * its in-flight records would be overwritten. Set per chain: a batch may name a
 		 * head twice. */
-		if (head >= num || busy[head])
+		if (busy[head])
 			break;
 		struct vqs_elem *e = *ep;
-		/* first, beside the fields the builders store (the general walk stores it again) */
-		e->id = (uint16_t)head;
-		struct desc_raw d = desc_read(&desc[head]);
+		const struct desc_fast d = desc_fast_read(&r->desc[head]);
 		if (!pair) {
-			if ((d.hi & chained) ||
-			    !vqs_chain_single(e, &w, d.lo, (uint32_t)d.hi, d.hi & write))
-				goto stop1;
+			if ((d.fn & chained) ||
+			    !vqs_chain_single(e, w, (uint16_t)head, d.addr, d.len,
+					      d.fn & VQS_VRING_DESC_F_WRITE)) {
+				r->d[0] = desc_fast_decode(d);
+				r->nd = 1;
+				break;
+			}
 		} else {
-			unsigned next = (unsigned)(d.hi >> 48);
-			if ((d.hi & chained) != next_only || next >= num || next == head)
-				goto stop1;
-			struct desc_raw d1 = desc_read(&desc[next]);
-			if ((d1.hi & chained) ||
-			    !vqs_chain_pair(e, &w, r->max_iov2, d.lo, (uint32_t)d.hi, d.hi & write,
-					    d1.lo, (uint32_t)d1.hi, d1.hi & write)) {
-				r->d[1] = d1;
+			/* a readable head with NEXT: the pair's first (a writable one, or the head
+			 * named twice, is the walk's) */
+			const unsigned next = d.fn >> 16;
+			if ((d.fn & (chained | VQS_VRING_DESC_F_WRITE)) != VQS_VRING_DESC_F_NEXT ||
+			    next >= r->num || next == head) {
+				r->d[0] = desc_fast_decode(d);
+				r->nd = 1;
+				break;
+			}
+			const struct desc_fast d1 = desc_fast_read(&r->desc[next]);
+			if ((d1.fn & chained) ||
+			    !vqs_chain_pair(e, w, true, (uint16_t)head, d.addr, d.len, d1.addr,
+					    d1.len, d1.fn & VQS_VRING_DESC_F_WRITE)) {
+				r->d[0] = desc_fast_decode(d);
+				r->d[1] = desc_fast_decode(d1);
 				r->nd = 2;
-				r->d[0] = d;
 				break;
 			}
 		}
 		busy[head] = 1;
-		continue;
-	stop1:
-		r->d[0] = d;
-		r->nd = 1;
-		break;
 	}
 	return (unsigned)(hp - heads);
 }
@@ -352,15 +362,15 @@ static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct
  * short. */
 static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
 				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
-				 int *rc)
+				 unsigned in_range, int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	struct pop_run r = pop_run_load(vq, t);
 	/* the shape of the chain before: its run goes on */
 	bool pair = false;
 	unsigned i = 0;
-	while ((i = pair ? pop_run2(&r, heads, elems, i, m) : pop_run1(&r, heads, elems, i, m)) <
-	       m) {
+	while ((i = pair ? pop_run2(&r, heads, elems, i, in_range)
+			 : pop_run1(&r, heads, elems, i, in_range)) < m) {
 		uint16_t head = heads[i];
 		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
@@ -370,12 +380,10 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 			break;
 		}
-		struct vqs_vring_desc d[2];
-		desc_decode(r.d[0], &d[0]);
-		desc_decode(r.d[1], &d[1]);
-		if ((*rc = take_long(vq, t, head, &d[0], r.nd == 2 ? &d[1] : NULL, elems[i])))
+		if ((*rc = take_long(vq, t, head, &r.d[0], r.nd == 2 ? &r.d[1] : NULL, elems[i])))
 			break;
-		pair = elems[i]->ndescs == 2;
+		/* (the pair run takes chains of two iovecs) */
+		pair = elems[i]->ndescs == 2 && r.max_iov2;
 		s->busy[head] = 1;
 		/* the walk moves the hint */
 		r.win = vqs_mem_win(t, vq->hint);
@@ -411,8 +419,8 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			uint16_t heads[SPLIT_PASS];
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
-			read_heads(s, heads, m);
-			unsigned k = pop_avail(vq, t, elems + n, heads, m, &rc);
+			unsigned in_range = read_heads(s, heads, m);
+			unsigned k = pop_avail(vq, t, elems + n, heads, m, in_range, &rc);
 			n += k;
 			if (k < m)
 				return n ? (int)n : rc;

@@ -9,6 +9,8 @@
 #define VQS_RING_VQ_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 #include <vqsched/vring.h>
 
 #include "mem/table.h"
@@ -203,47 +205,102 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 }
 
 /*
- * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
- * vqs_mem_win). Builds e (one iovec, totals, ndescs) and returns true; false leaves the chain to
- * vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail here:
- * one descriptor has no order, carries under 2^32 bytes, lies inside one region (which never
- * wraps), and takes one iovec (max_iov is at least 1). Without the chain state in memory, the
- * common pop stays in registers.
+ * The fast builders store an element's outputs as two 8-byte words, not six fields: id, ndescs,
+ * out_num and in_num, then out_len and in_len (the layout the asserts pin). The words are
+ * composed in host byte order, so the field order in memory is the same on either endianness.
  */
-static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w,
+_Static_assert(offsetof(struct vqs_elem, ndescs) == offsetof(struct vqs_elem, id) + 2 &&
+		       offsetof(struct vqs_elem, out_num) == offsetof(struct vqs_elem, id) + 4 &&
+		       offsetof(struct vqs_elem, in_num) == offsetof(struct vqs_elem, id) + 6 &&
+		       offsetof(struct vqs_elem, in_len) == offsetof(struct vqs_elem, out_len) + 4,
+	       "vqs_elem's output fields are two words");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VQS_ELEM_AT16(k) (16u * (k))
+#define VQS_ELEM_AT32(k) (32u * (k))
+#else
+#define VQS_ELEM_AT16(k) (48u - 16u * (k))
+#define VQS_ELEM_AT32(k) (32u - 32u * (k))
+#endif
+
+static inline uint64_t vqs_elem_nums(uint16_t id, uint16_t ndescs, uint16_t out_num,
+				     uint16_t in_num)
+{
+	return (uint64_t)id << VQS_ELEM_AT16(0) | (uint64_t)ndescs << VQS_ELEM_AT16(1) |
+	       (uint64_t)out_num << VQS_ELEM_AT16(2) | (uint64_t)in_num << VQS_ELEM_AT16(3);
+}
+
+static inline uint64_t vqs_elem_lens(uint32_t out_len, uint32_t in_len)
+{
+	return (uint64_t)out_len << VQS_ELEM_AT32(0) | (uint64_t)in_len << VQS_ELEM_AT32(1);
+}
+
+static inline void vqs_elem_put(struct vqs_elem *e, uint64_t nums, uint64_t lens)
+{
+	memcpy((char *)e + offsetof(struct vqs_elem, id), &nums, sizeof(nums));
+	memcpy((char *)e + offsetof(struct vqs_elem, out_len), &lens, sizeof(lens));
+}
+
+/*
+ * [addr, addr + len) inside the window w, given len - 1 (in 64 bits: 2^64 - 1 for a length of
+ * 0, which fails), with *off its offset there: the offset of the last byte must not carry and
+ * must lie below the window's size. Below the window the offset is at least 2^64 - gpa, so
+ * either that sum carries or it is at least size (a slot never wraps: size <= 2^64 - gpa); for
+ * len 0 the addition carries unless the offset is 0, and then the sum is 2^64 - 1, past any
+ * size. One addition, one carry and one comparison.
+ */
+static inline bool vqs_win_fits(const struct vqs_mem_win *w, uint64_t addr, uint64_t len_less1,
+				uint64_t *off)
+{
+	uint64_t last;
+	*off = addr - w->gpa;
+	return !__builtin_add_overflow(*off, len_less1, &last) && last < w->size;
+}
+
+/*
+ * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
+ * vqs_mem_win). Builds e (id, one iovec, totals, ndescs) and returns true; false leaves the chain
+ * to vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail
+ * here: one descriptor has no order, carries under 2^32 bytes, lies inside one region (which
+ * never wraps), and takes one iovec (max_iov is at least 1). Without the chain state in memory,
+ * the common pop stays in registers.
+ */
+static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w, uint16_t id,
 				    uint64_t addr, uint32_t len, bool write)
 {
-	if (e->iov_cap == 0 || !vqs_mem_win_translate(w, addr, len, &e->iov[0]))
+	uint64_t off;
+	if (e->iov_cap == 0 || !vqs_win_fits(w, addr, (uint64_t)len - 1, &off))
 		return false;
-	/* in field order, so that the compiler can merge neighbouring stores */
-	e->ndescs = 1;
-	e->out_num = !write;
-	e->in_num = write;
-	e->out_len = write ? 0 : len;
-	e->in_len = write ? len : 0;
+	e->iov[0] = (struct iovec){w->host + off, len};
+	/* selects between constants; the id is or-ed in */
+	vqs_elem_put(e, vqs_elem_nums(id, 0, 0, 0) | (write ? vqs_elem_nums(0, 1, 0, 1)
+							  : vqs_elem_nums(0, 1, 1, 0)),
+		     write ? vqs_elem_lens(0, len) : vqs_elem_lens(len, 0));
 	return true;
 }
 
 /*
- * The other common chain: two descriptors (a request and its response buffer, or two halves of
- * one), both of len > 0 in the window, readable before writable, together under 2^32 bytes, with
- * room for two iovecs (max_iov2: the device limit allows two). Straight-line, as
- * vqs_chain_single; false leaves it to the general walk, which gives the same element, or the
- * reason the chain is malformed.
+ * The other common chain: two descriptors, a readable one (the caller tested its WRITE flag)
+ * and a readable or writable one (w1: a request and its response buffer, or two halves of one),
+ * both of len > 0 in the window, together under 2^32 bytes, with room for two iovecs (max_iov2:
+ * the device limit allows two). Straight-line, as vqs_chain_single; false leaves it to the
+ * general walk, which gives the same element, or the reason the chain is malformed.
  */
 static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win *w, bool max_iov2,
-				  uint64_t a0, uint32_t l0, bool w0, uint64_t a1, uint32_t l1,
+				  uint16_t id, uint64_t a0, uint32_t l0, uint64_t a1, uint32_t l1,
 				  bool w1)
 {
-	if ((w0 && !w1) || !max_iov2 || e->iov_cap < 2 || (uint64_t)l0 + l1 > UINT32_MAX ||
-	    !vqs_mem_win_translate(w, a0, l0, &e->iov[0]) ||
-	    !vqs_mem_win_translate(w, a1, l1, &e->iov[1]))
+	/* both lengths > 0 and together under 2^32, in one test: l - 1 is 2^32 - 1 for 0 */
+	const uint32_t m0 = l0 - 1, m1 = l1 - 1;
+	const uint64_t less2 = (uint64_t)m0 + m1;
+	uint64_t o0, o1;
+	if (!max_iov2 || e->iov_cap < 2 || less2 > UINT32_MAX - 2 ||
+	    !vqs_win_fits(w, a0, m0, &o0) || !vqs_win_fits(w, a1, m1, &o1))
 		return false;
-	e->out_num = (uint16_t)(!w0 + !w1);
-	e->in_num = (uint16_t)(w0 + w1);
-	e->out_len = (w0 ? 0 : l0) + (w1 ? 0 : l1);
-	e->in_len = (w0 ? l0 : 0) + (w1 ? l1 : 0);
-	e->ndescs = 2;
+	e->iov[0] = (struct iovec){w->host + o0, l0};
+	e->iov[1] = (struct iovec){w->host + o1, l1};
+	vqs_elem_put(e, vqs_elem_nums(id, 0, 0, 0) | (w1 ? vqs_elem_nums(0, 2, 1, 1)
+							 : vqs_elem_nums(0, 2, 2, 0)),
+		     w1 ? vqs_elem_lens(l0, l1) : vqs_elem_lens((uint32_t)(less2 + 2), 0));
 	return true;
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-descriptor chains, the shape nearly every network buffer has, on both layouts: the pop
- * builds them without a chain walk when the buffer lies in the region the previous one was in,
- * and must give exactly the element the walk gives in every other case (another region, across
- * two regions, zero length, no iovec storage of the caller's).
+ * One-descriptor chains, the shape nearly every network buffer has, and two-descriptor chains
+ * (a request and its response buffer), on both layouts: the pop builds them without a chain
+ * walk when the buffers lie in the region the previous one was in, and must give exactly the
+ * element the walk gives in every other case (another region, across two regions, zero length,
+ * no iovec storage of the caller's, two writable buffers) and break the queue for the same
+ * malformed chains.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,6 +127,144 @@ static void one_descriptor_past_mapped_memory_breaks_the_queue(void **state)
 	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
 }
 
+/* At the edges of the region the previous buffer was in: a zero-length buffer at its first
+ * byte (no iovec), a buffer ending at its last byte, one starting one byte below it (in the
+ * first region: two iovecs across the border). */
+static void one_descriptor_at_the_region_edges(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t b = BORDER + 0x100, first = BORDER, tail = BORDER + (1 << 16) - 32;
+	size_t l8 = 8, l32 = 32;
+	offer(c, 0, b, 8, false);
+	expect(c, 0, false, &b, &l8, 1);
+	offer(c, 1, first, 0, true);
+	expect(c, 1, true, NULL, NULL, 0);
+	offer(c, 2, tail, 32, true);
+	expect(c, 2, true, &tail, &l32, 1);
+	uint64_t across[2] = {BORDER - 1, BORDER};
+	size_t parts[2] = {1, 7};
+	offer(c, 3, BORDER - 1, 8, false);
+	expect(c, 3, false, across, parts, 2);
+}
+
+/* Offer a chain of two descriptors with buffer id (split: head) id < NUM / 2; split puts the
+ * second at id + NUM / 2. */
+static void offer2(struct lfx *c, uint16_t id, uint64_t a0, uint32_t l0, bool w0, uint64_t a1,
+		   uint32_t l1, bool w1)
+{
+	uint16_t f0 = w0 ? VQS_VRING_DESC_F_WRITE : 0, f1 = w1 ? VQS_VRING_DESC_F_WRITE : 0;
+	if (c->packed) {
+		struct pfx_desc d[2] = {{.addr = a0, .len = l0, .id = id, .flags = f0},
+					{.addr = a1, .len = l1, .id = id, .flags = f1}};
+		pfx_chain(&c->pk, d, 2);
+	} else {
+		fx_desc(&c->split, id, a0, l0, (uint16_t)(f0 | VQS_VRING_DESC_F_NEXT),
+			(uint16_t)(id + NUM / 2));
+		fx_desc(&c->split, (uint16_t)(id + NUM / 2), a1, l1, f1, 0);
+		fx_publish(&c->split, id);
+	}
+}
+
+/* Pop the two-descriptor chain offered: its iovecs gpa/len[0..out_num + in_num), readable
+ * first, and the totals. */
+static void expect2(struct lfx *c, uint16_t id, const uint64_t *gpa, const size_t *len,
+		    unsigned out_num, unsigned in_num)
+{
+	struct iovec iov[4];
+	struct vqs_elem e;
+	memset(iov, 0xa5, sizeof(iov));
+	assert_int_equal(lfx_pop(c, &e, iov, 4), 0);
+	size_t out_len = 0, in_len = 0;
+	for (unsigned i = 0; i < out_num + in_num; i++) {
+		assert_ptr_equal(iov[i].iov_base, lfx_host(c, gpa[i]));
+		assert_int_equal(iov[i].iov_len, len[i]);
+		*(i < out_num ? &out_len : &in_len) += len[i];
+	}
+	assert_ptr_equal(e.iov, iov);
+	assert_int_equal(e.id, id);
+	assert_int_equal(e.ndescs, 2);
+	assert_int_equal(e.out_num, out_num);
+	assert_int_equal(e.in_num, in_num);
+	assert_int_equal(e.out_len, out_len);
+	assert_int_equal(e.in_len, in_len);
+	assert_false(vqs_vq_is_broken(c->vq));
+}
+
+static void two_descriptor_chains_in_every_shape(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	/* readable then writable, in the first region, then in the second */
+	uint64_t rw[2] = {a, a + 0x100};
+	size_t rw_len[2] = {16, 48};
+	offer2(c, 0, rw[0], 16, false, rw[1], 48, true);
+	expect2(c, 0, rw, rw_len, 1, 1);
+	uint64_t rw2[2] = {b, b + 0x100};
+	offer2(c, 1, rw2[0], 16, false, rw2[1], 48, true);
+	expect2(c, 1, rw2, rw_len, 1, 1);
+	/* two readable, two writable */
+	offer2(c, 2, rw2[0], 16, false, rw2[1], 48, false);
+	expect2(c, 2, rw2, rw_len, 2, 0);
+	offer2(c, 3, rw2[0], 16, true, rw2[1], 48, true);
+	expect2(c, 3, rw2, rw_len, 0, 2);
+}
+
+static void two_descriptor_chains_with_zero_length_or_two_regions(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	uint64_t rw2[2] = {b, b + 0x100};
+	size_t rw_len[2] = {16, 48};
+	/* a writable buffer of zero length: one iovec */
+	offer2(c, 0, rw2[0], 16, false, rw2[1], 0, true);
+	expect2(c, 0, rw2, rw_len, 1, 0);
+	/* a readable buffer of zero length first */
+	offer2(c, 1, rw2[0], 0, false, rw2[1], 48, true);
+	expect2(c, 1, &rw2[1], &rw_len[1], 0, 1);
+	/* one buffer in each region (the window is the second's) */
+	uint64_t split_gpa[2] = {a, b};
+	offer2(c, 2, a, 16, false, b, 48, true);
+	expect2(c, 2, split_gpa, rw_len, 1, 1);
+	/* the largest chain total, 2^32 - 1 bytes, is no error of its own: here it lies past
+	 * the mapped memory */
+	offer2(c, 3, b, 1, false, b + 1, UINT32_MAX - 1, true);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	assert_int_equal(lfx_pop(c, &e, iov, 4), -EIO);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+}
+
+/* A writable buffer before a readable one, both in the region of the previous buffer. */
+static void two_descriptor_chain_out_of_order_breaks_the_queue(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t b = BORDER + 0x100;
+	size_t l8 = 8;
+	offer(c, 0, b, 8, false);
+	expect(c, 0, false, &b, &l8, 1);
+	offer2(c, 1, b, 16, true, b + 0x100, 48, false);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	assert_int_equal(lfx_pop(c, &e, iov, 4), -EIO);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_WRITE_ORDER);
+}
+
+/* 8 bytes and 2^32 - 8: one more than a chain may carry (2.7.5), judged before the second
+ * buffer's address. */
+static void two_descriptor_chain_over_4g_breaks_the_queue(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t b = BORDER + 0x100;
+	size_t l8 = 8;
+	offer(c, 0, b, 8, false);
+	expect(c, 0, false, &b, &l8, 1);
+	offer2(c, 1, b, 8, false, b + 0x100, UINT32_MAX - 7, true);
+	struct iovec iov[4];
+	struct vqs_elem e;
+	assert_int_equal(lfx_pop(c, &e, iov, 4), -EIO);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_CHAIN_BYTES);
+}
+
 #define ON(layout, f) {#f " (" #layout ")", f, setup_##layout, teardown, NULL}
 int main(void)
 {
@@ -133,6 +273,16 @@ int main(void)
 		ON(packed, one_descriptor_chains_in_every_shape),
 		ON(split, one_descriptor_past_mapped_memory_breaks_the_queue),
 		ON(packed, one_descriptor_past_mapped_memory_breaks_the_queue),
+		ON(split, one_descriptor_at_the_region_edges),
+		ON(packed, one_descriptor_at_the_region_edges),
+		ON(split, two_descriptor_chains_in_every_shape),
+		ON(packed, two_descriptor_chains_in_every_shape),
+		ON(split, two_descriptor_chains_with_zero_length_or_two_regions),
+		ON(packed, two_descriptor_chains_with_zero_length_or_two_regions),
+		ON(split, two_descriptor_chain_out_of_order_breaks_the_queue),
+		ON(packed, two_descriptor_chain_out_of_order_breaks_the_queue),
+		ON(split, two_descriptor_chain_over_4g_breaks_the_queue),
+		ON(packed, two_descriptor_chain_over_4g_breaks_the_queue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
