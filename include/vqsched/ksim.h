@@ -296,8 +296,8 @@ VQS_API const char *vqs_ksim_seed2023_col_name(unsigned col);
 struct vqs_ksim_seed2023_opts {
 	uint32_t size;              /* sizeof(struct vqs_ksim_seed2023_opts) */
 	struct vqs_ksim_costs costs;
-	uint32_t cell_ms;           /* default 1000; quick 250 */
-	unsigned repeats;           /* default 1 */
+	uint32_t cell_ms;           /* default 250, quick too */
+	unsigned repeats;           /* default 12; quick 1 */
 	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
 	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
 	uint32_t stream_window;     /* TCP_STREAM window, packets (default 512) */
@@ -325,7 +325,8 @@ struct vqs_ksim_seed2023_result {
 	bool task_inherits_pin;
 	/* Verdicts, per row: task mode below kthread mode by more than the margin; vqsched auto
 	 * within the margin of kthread mode or above. Each is the median of the per-repeat ratios
-	 * over the repeats it judged (below), and false when they were fewer than half. */
+	 * over the repeats it judged (below), and false when they were fewer than half the
+	 * repeats or 3, whichever is fewer. */
 	bool task_drop[VQS_KSIM_SEED2023_ROWS];
 	bool auto_ok[VQS_KSIM_SEED2023_ROWS];
 	/* Repeats judged: those in which the model got the CPUs the comparison is about. The drop
