@@ -4,12 +4,10 @@
  * the load. The 4.13 variant keeps its batch and loses a packet only now and then (no stall),
  * the fixed variant and vqsched lose nothing, the task-mode worker carries the vCPU's pin; 4.13
  * loses throughput at one stream (with the leak path hit more often than the preset's: a
- * timeout is wall time). Not asserted: the heavy-load batching gain and the TCP_STREAM drop,
- * which need CPUs the model does not get while other programs run, and the TCP_RR drop, whose
- * size moves with the CPU the model gets (interleaved, 100 ms x 10: 0.48-0.75x under nice at
- * load average 7-8, 0.85-1.00x not niced; in CI-sized runs the throughput effects reproduced in
- * 1 to 8 of 10, under ASan a 1.08x gain). scripts/seed-verdicts.sh counts them over repeated
- * full runs instead (docs/bench.md).
+ * timeout is wall time). seed-2023's drops are test_ksim_seed2023_drop's. Not asserted: the
+ * heavy-load batching gain, which needs CPUs the model does not get while other programs run
+ * (in CI-sized runs it reproduced in 1 to 8 of 10, under ASan a 1.08x gain);
+ * scripts/seed-verdicts.sh counts it over repeated full runs instead (docs/bench.md).
  */
 #include <errno.h>
 #include <setjmp.h>
