@@ -50,8 +50,9 @@ void vqs_ksim_seed2023_opts_init(struct vqs_ksim_seed2023_opts *o, bool quick)
 	 * window deep enough that wake-ups are not the bottleneck. */
 	o->costs.recv_pkt_ns = 5000;
 	o->costs.host_pkt_ns = 2000;
-	/* KVM's default: an idle vCPU keeps its CPU 200 us before it sleeps, which is what a
-	 * worker sharing that CPU waits behind between a request and its response. */
+	/* KVM's default: an idle vCPU polls 200 us before it sleeps, unless another task wants
+	 * its CPU. A request finds a kthread-mode worker's vCPU polling; a task-mode worker woken
+	 * on that CPU ends the poll, and the vCPU sleeps and is woken for the response. */
 	o->costs.halt_poll_ns = 200000;
 	/* Short cells, many repeats: a repeat is judged only when the model got its CPUs, and
 	 * short ones find the moments other programs leave it them. */
@@ -127,6 +128,9 @@ static void *owner_main(void *p)
 	}
 	return NULL;
 }
+
+/* CPUs a task-mode cell must have got for its repeat to be judged: its vCPU's CPU. */
+#define TASK_CPUS 1.0
 
 /* Judged repeats a throughput verdict needs: half of them, at most 3. */
 static unsigned judged_min(unsigned repeats)
@@ -360,7 +364,7 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 		unsigned need = judged_min(c[COL_KTHREAD].repeats);
 		if (c[COL_TASK].err || c[COL_KTHREAD].err)
 			continue;
-		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD], 1.0,
+		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD], TASK_CPUS,
 						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
 						       &r->drop_judged[row]);
 		r->task_drop[row] = r->drop_judged[row] >= need &&
@@ -375,6 +379,17 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 				  r->auto_ratio[row] >= 1 - VQS_KSIM_VERDICT_MARGIN;
 	}
 	return 0;
+}
+
+static void print_auto(FILE *f, const struct vqs_ksim_seed2023_result *r, unsigned row,
+		       unsigned n, unsigned need)
+{
+	if (r->auto_judged[row] < need)
+		fprintf(f, "not judged here (the model got its CPUs in %u of %u repeats, %u needed)\n",
+			r->auto_judged[row], n, need);
+	else
+		fprintf(f, "%.2fx of kthread: %s\n", r->auto_ratio[row],
+			r->auto_ok[row] ? "no drop" : "DROP");
 }
 
 static const char *pinned_name(int pinned)
@@ -423,18 +438,29 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 				   "its own");
 		else if (r->drop_judged[row] < need)
 			fprintf(f, "not judged here: the model got its CPUs (kthread cell %.1f, "
-				   "task cell 1) in %u of %u repeats, %u needed; other programs took "
+				   "task cell %.1f) in %u of %u repeats, %u needed; other programs took "
 				   "them, and the drop is the CPU task mode loses",
-				VQS_KSIM_SEED2023_KTHREAD_CPUS, r->drop_judged[row], n, need);
+				VQS_KSIM_SEED2023_KTHREAD_CPUS, TASK_CPUS, r->drop_judged[row], n, need);
 		else
 			fprintf(f, "%s (task %.2fx of kthread, %u of %u repeats judged)",
 				r->task_drop[row] ? "REPRODUCED" : "not reproduced", r->task_ratio[row],
 				r->drop_judged[row], n);
 		fprintf(f, "; vqsched auto: ");
-		if (r->auto_judged[row] < need)
-			fprintf(f, "not judged here (the model got its CPUs in %u of %u repeats, "
-				   "%u needed)\n", r->auto_judged[row], n, need);
-		else
-			fprintf(f, "%.2fx of kthread: %s\n", r->auto_ratio[row], r->auto_ok[row] ? "no drop" : "DROP");
+		print_auto(f, r, row, n, need);
+	}
+	/* Every repeat's ratio and the CPUs behind it: what was judged and what not, and why. */
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		const struct vqs_ksim_cell *c = r->cell[row];
+		unsigned n = c[COL_TASK].repeats < c[COL_KTHREAD].repeats ? c[COL_TASK].repeats
+									   : c[COL_KTHREAD].repeats;
+		fprintf(f, "%s per repeat, task/kthread (CPUs task, kthread; * judged):", row_names[row]);
+		for (unsigned i = 0; i < n; i++) {
+			double t = c[COL_TASK].run_cpus[i], k = c[COL_KTHREAD].run_cpus[i];
+			fprintf(f, " %.2f (%.1f, %.1f)%s",
+				ksim_ratio(c[COL_TASK].run_rate[i], c[COL_KTHREAD].run_rate[i]), t, k,
+				t >= TASK_CPUS && k >= VQS_KSIM_SEED2023_KTHREAD_CPUS ? "*" : "");
+		}
+		fprintf(f, "\n");
 	}
 }
+
