@@ -332,9 +332,10 @@ struct vqs_ksim_seed2023_result {
 	/* Repeats judged: those in which the model got the CPUs the comparison is about. The drop
 	 * is task mode's loss of the CPU its worker would have had beside the vCPU's: a repeat
 	 * counts for task_drop when the kthread cell got VQS_KSIM_SEED2023_KTHREAD_CPUS and the
-	 * task cell one CPU (cpus_used), for auto_ok when the kthread and auto cells both got
-	 * VQS_KSIM_SEED2023_KTHREAD_CPUS. Under other programs' load the model gets less, and
-	 * with one CPU for two busy threads their per-thread share of it decides, not the mode. */
+	 * task cell VQS_KSIM_SEED2023_TASK_CPUS (cpus_used), for auto_ok when the kthread and
+	 * auto cells both got VQS_KSIM_SEED2023_KTHREAD_CPUS. Under other programs' load the
+	 * model gets less, and with one CPU for two busy threads their per-thread share of it
+	 * decides, not the mode. */
 	unsigned drop_judged[VQS_KSIM_SEED2023_ROWS];
 	unsigned auto_judged[VQS_KSIM_SEED2023_ROWS];
 	/* The ratios behind the verdicts: median over the judged repeats of task / kthread and
@@ -346,8 +347,10 @@ struct vqs_ksim_seed2023_result {
 	 * sleeps while it waits, whatever the costs, so two CPUs are enough. */
 	bool drop_expected;
 };
-/* CPUs (cpus_used) a kthread-mode or vqsched cell must have got for a repeat to be judged. */
+/* CPUs (cpus_used) a kthread-mode or vqsched cell, and a task-mode cell, must have got for a
+ * repeat to be judged. */
 #define VQS_KSIM_SEED2023_KTHREAD_CPUS 1.5
+#define VQS_KSIM_SEED2023_TASK_CPUS 1.0
 /* -EINVAL for bad options or CPUs this process may not use. Threads: any; pins only the threads
  * it creates. */
 VQS_API int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,

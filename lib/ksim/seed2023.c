@@ -129,9 +129,6 @@ static void *owner_main(void *p)
 	return NULL;
 }
 
-/* CPUs a task-mode cell must have got for its repeat to be judged: its vCPU's CPU. */
-#define TASK_CPUS 1.0
-
 /* Judged repeats a throughput verdict needs: half of them, at most 3. */
 static unsigned judged_min(unsigned repeats)
 {
@@ -364,7 +361,8 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 		unsigned need = judged_min(c[COL_KTHREAD].repeats);
 		if (c[COL_TASK].err || c[COL_KTHREAD].err)
 			continue;
-		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD], TASK_CPUS,
+		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD],
+						       VQS_KSIM_SEED2023_TASK_CPUS,
 						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
 						       &r->drop_judged[row]);
 		r->task_drop[row] = r->drop_judged[row] >= need &&
@@ -440,7 +438,8 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 			fprintf(f, "not judged here: the model got its CPUs (kthread cell %.1f, "
 				   "task cell %.1f) in %u of %u repeats, %u needed; other programs took "
 				   "them, and the drop is the CPU task mode loses",
-				VQS_KSIM_SEED2023_KTHREAD_CPUS, TASK_CPUS, r->drop_judged[row], n, need);
+				VQS_KSIM_SEED2023_KTHREAD_CPUS, VQS_KSIM_SEED2023_TASK_CPUS,
+				r->drop_judged[row], n, need);
 		else
 			fprintf(f, "%s (task %.2fx of kthread, %u of %u repeats judged)",
 				r->task_drop[row] ? "REPRODUCED" : "not reproduced", r->task_ratio[row],
@@ -453,12 +452,16 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 		const struct vqs_ksim_cell *c = r->cell[row];
 		unsigned n = c[COL_TASK].repeats < c[COL_KTHREAD].repeats ? c[COL_TASK].repeats
 									   : c[COL_KTHREAD].repeats;
-		fprintf(f, "%s per repeat, task/kthread (CPUs task, kthread; * judged):", row_names[row]);
+		fprintf(f, "%s per repeat, task/kthread (CPUs task, kthread; * judged):",
+			row_names[row]);
 		for (unsigned i = 0; i < n; i++) {
 			double t = c[COL_TASK].run_cpus[i], k = c[COL_KTHREAD].run_cpus[i];
 			fprintf(f, " %.2f (%.1f, %.1f)%s",
 				ksim_ratio(c[COL_TASK].run_rate[i], c[COL_KTHREAD].run_rate[i]), t, k,
-				t >= TASK_CPUS && k >= VQS_KSIM_SEED2023_KTHREAD_CPUS ? "*" : "");
+				t >= VQS_KSIM_SEED2023_TASK_CPUS &&
+						k >= VQS_KSIM_SEED2023_KTHREAD_CPUS
+					? "*"
+					: "");
 		}
 		fprintf(f, "\n");
 	}

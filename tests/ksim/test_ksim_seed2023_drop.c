@@ -78,7 +78,7 @@ static void seed2023_drop(enum vqs_ksim_host host)
 			assert_int_equal(t->err, 0);
 			assert_int_equal(k->err, 0);
 			for (unsigned i = 0; i < t->repeats && i < k->repeats; i++)
-				if (t->run_cpus[i] >= 1.0 &&
+				if (t->run_cpus[i] >= VQS_KSIM_SEED2023_TASK_CPUS &&
 				    k->run_cpus[i] >= VQS_KSIM_SEED2023_KTHREAD_CPUS)
 					ratio[row][n[row]++] = t->run_rate[i] / k->run_rate[i];
 		}
