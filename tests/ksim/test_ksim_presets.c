@@ -20,6 +20,7 @@
 #include <vqsched/vqsched.h>
 
 #include "skip.h"
+#include "two_cpus.h"
 
 enum {
 	C413_B1 = VQS_KSIM_SEED2017_413_B1, C413_B64 = VQS_KSIM_SEED2017_413_B64,
@@ -116,27 +117,10 @@ static void test_seed2017_rejects_bad_options(void **state)
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), -EINVAL);
 }
 
-/* Two usable CPUs, or the pinned scenario cannot be built. */
-static bool two_cpus(int *a, int *b)
-{
-	cpu_set_t mine;
-	if (sched_getaffinity(0, sizeof(mine), &mine))
-		return false;
-	*a = *b = -1;
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, &mine)) {
-			if (*a < 0)
-				*a = i;
-			else if (*b < 0)
-				*b = i;
-		}
-	return *b >= 0;
-}
-
 static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
 	int a = -1, b = -1;
-	if (!two_cpus(&a, &b))
+	if (!vqs_test_two_cpus(&a, &b))
 		vqs_test_skip();
 	struct vqs_ksim_seed2023_opts o;
 	vqs_ksim_seed2023_opts_init(&o, true);

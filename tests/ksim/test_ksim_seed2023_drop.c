@@ -12,32 +12,16 @@
 #include <vqsched/vqsched.h>
 
 #include "skip.h"
+#include "two_cpus.h"
 
 enum { TASK = VQS_KSIM_SEED2023_TASK, KTHREAD = VQS_KSIM_SEED2023_KTHREAD };
-
-/* Two usable CPUs, or the pinned scenario cannot be built. */
-static bool two_cpus(int *a, int *b)
-{
-	cpu_set_t mine;
-	if (sched_getaffinity(0, sizeof(mine), &mine))
-		return false;
-	*a = *b = -1;
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, &mine)) {
-			if (*a < 0)
-				*a = i;
-			else if (*b < 0)
-				*b = i;
-		}
-	return *b >= 0;
-}
 
 /*
  * The effect seed-2023 must show: a task-mode worker, which inherits the pinned owner's CPU,
  * competes with the vCPU for it, and TCP_STREAM and TCP_RR lose throughput against kthread mode
  * (the report: about 30% each). The drop is the CPU task mode loses, so only repeats in which
  * the model got its CPUs count (the kthread cell VQS_KSIM_SEED2023_KTHREAD_CPUS, the task cell
- * one, as the preset judges): with one CPU shared by two busy threads and other programs, each
+ * VQS_KSIM_SEED2023_TASK_CPUS, as the preset judges): with one CPU shared by two busy threads and other programs, each
  * thread's share of it decides, not the mode. Runs of 4 repeats of 120 ms cells go on until
  * each row has JUDGED_MIN judged repeats, at most RUNS_MAX runs per cost set; the median of
  * their task/kthread ratios must be below 1 - VQS_KSIM_VERDICT_MARGIN, with this VM's costs
@@ -56,7 +40,7 @@ static int cmp_double(const void *a, const void *b)
 static void seed2023_drop(enum vqs_ksim_host host)
 {
 	int a = -1, b = -1;
-	if (!two_cpus(&a, &b))
+	if (!vqs_test_two_cpus(&a, &b))
 		vqs_test_skip();
 	double ratio[VQS_KSIM_SEED2023_ROWS][RUNS_MAX * 4];
 	unsigned n[VQS_KSIM_SEED2023_ROWS] = {0};
