@@ -201,7 +201,8 @@ int main(int argc, char **argv)
 		floors_measure(&rep.floors, o.sc[SC_RING] > 0 ? (unsigned)o.sc[SC_RING] : 256, a, b, o.quick);
 	}
 	struct report base = rep;
-	bool interleave = o.sc[SC_INTERLEAVE] > 0;
+	/* vqs-bench's own interleaved points; seed-2023's --interleave is the preset's business */
+	bool interleave = o.sc[SC_INTERLEAVE] > 0 && !p->run;
 	rc = p->run ? p->run(&o, &rep, o.json_base ? &base : NULL)
 		    : run_plan(&o, p, &rep, interleave ? &base : NULL);
 	if (rc) {

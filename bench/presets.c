@@ -71,7 +71,7 @@ const struct preset bench_presets[] = {
 	{.name = "seed-2017", .help = "ksim: 4.13 vhost_net RX batching vs fixed vs vqsched "
 	 "adaptive, 1/10/50 streams", .repeat = 3, .run = preset_seed2017_run},
 	{.name = "seed-2023", .help = "ksim: task vs kthread vhost worker vs vqsched auto, "
-	 "owner and vCPU pinned", .repeat = 3, .run = preset_seed2023_run},
+	 "owner and vCPU pinned", .repeat = 12, .run = preset_seed2023_run},
 };
 const unsigned bench_npresets = sizeof(bench_presets) / sizeof(bench_presets[0]);
 

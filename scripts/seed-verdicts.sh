@@ -2,7 +2,8 @@
 # Run the seed-2017 and seed-2023 presets (non-quick) N times with this machine's costs and with
 # --bare-metal costs, interleaved so that load from elsewhere hits both alike, and count each
 # verdict line: how often it came out REPRODUCED (YES / no drop), and how often the preset said
-# the effect is not expected with those costs.
+# the effect is not expected with those costs or could not be judged under that run's load. Each
+# run's load average goes to OUT_DIR/load.txt.
 #   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR]
 set -eu
 n=${1:-10}
@@ -13,17 +14,21 @@ for i in $(seq 1 "$n"); do
 	for p in seed-2017 seed-2023; do
 		for m in vm bare; do
 			flag=; [ $m = bare ] && flag=--bare-metal
+			echo "$p $m $i $(uptime)" >>"$out/load.txt"
 			nice "$bench" --preset $p --no-floors $flag --json "$out/$p-$m-$i.json" \
 				>"$out/$p-$m-$i.txt" 2>/dev/null || echo "run $p $m $i failed: $?" >&2
 		done
 	done
 done
-count() { # file glob, label, pattern of the verdict line, pattern of its pass
-	local lines yes skip
+count() { # file glob, label, pattern of the verdict line, of its pass[, of not judged]
+	local lines yes skip unjudged
 	lines=$(cat $1 2>/dev/null | grep -E "$3" || true)
 	yes=$(grep -cE "$4" <<<"$lines" || true)
 	skip=$(grep -c 'not expected here' <<<"$lines" || true)
-	echo "  $yes/$n  $2$([ "$skip" -gt 0 ] && echo " (the preset said not expected: $skip)")"
+	unjudged=0
+	[ -n "${5:-}" ] && unjudged=$(grep -cE "$5" <<<"$lines" || true)
+	echo "  $yes/$n  $2$([ "$skip" -gt 0 ] && echo " (the preset said not expected: $skip)")$(
+		[ "$unjudged" -gt 0 ] && echo " (not judged here: $unjudged)")"
 }
 for m in vm bare; do
 	f="$out/seed-2017-$m-*.txt"
@@ -35,9 +40,12 @@ for m in vm bare; do
 	f="$out/seed-2023-$m-*.txt"
 	echo "seed-2023, $m costs:"
 	count "$f" "task-mode worker carries the vCPU's mask" "inherits the vCPU's pin" ": REPRODUCED"
-	count "$f" "TCP_STREAM task-mode drop" "TCP_STREAM task-mode drop" "drop: REPRODUCED"
-	count "$f" "TCP_RR task-mode drop" "TCP_RR task-mode drop" "drop: REPRODUCED"
-	count "$f" "TCP_STREAM vqsched auto no drop" "TCP_STREAM task-mode drop" "kthread: no drop"
-	count "$f" "TCP_RR vqsched auto no drop" "TCP_RR task-mode drop" "kthread: no drop"
+	count "$f" "TCP_STREAM task-mode drop" "TCP_STREAM task-mode drop" "drop: REPRODUCED" \
+		"drop: not judged"
+	count "$f" "TCP_RR task-mode drop" "TCP_RR task-mode drop" "drop: REPRODUCED" "drop: not judged"
+	count "$f" "TCP_STREAM vqsched auto no drop" "TCP_STREAM task-mode drop" "kthread: no drop" \
+		"auto: not judged"
+	count "$f" "TCP_RR vqsched auto no drop" "TCP_RR task-mode drop" "kthread: no drop" \
+		"auto: not judged"
 done
-echo "reports in $out"
+echo "reports in $out; load averages in $out/load.txt"

@@ -165,7 +165,8 @@ struct vqs_ksim_costs {
 	uint32_t rto_us;         /* TCP-like sender: stall when a retransmission is lost again (a
 				  * retransmission timeout; default 200000, Linux's TCP_RTO_MIN) */
 	uint32_t halt_poll_ns;   /* KVM halt polling: an idle vCPU spins this long for work before
-				  * it sleeps (default 0; KVM's x86 default is 200000) */
+				  * it sleeps, unless another task wants its CPU first, which ends
+				  * the poll as in KVM (default 0; KVM's x86 default is 200000) */
 	uint32_t leak_gap_us;    /* 4.13 RX: an exhausted RX ring leaks the packet in hand at most
 				  * once per this interval (default 500000; 0 = every time) */
 };
@@ -213,6 +214,7 @@ struct vqs_ksim_cell {
 	/* The rate of each of those runs, in run order: repeat i of every cell of a table ran in
 	 * the same pass over the table, so run_rate[i] of two cells were measured seconds apart. */
 	double run_rate[VQS_KSIM_MAX_REPEATS];
+	double run_cpus[VQS_KSIM_MAX_REPEATS]; /* cpus_used of the same runs */
 };
 
 /* ---- seed-2017: vhost_net batch dequeue (c67df11f), guest to guest over a bridge ---- */
@@ -294,8 +296,8 @@ VQS_API const char *vqs_ksim_seed2023_col_name(unsigned col);
 struct vqs_ksim_seed2023_opts {
 	uint32_t size;              /* sizeof(struct vqs_ksim_seed2023_opts) */
 	struct vqs_ksim_costs costs;
-	uint32_t cell_ms;           /* default 1000; quick 250 */
-	unsigned repeats;           /* default 1 */
+	uint32_t cell_ms;           /* default 250, quick too */
+	unsigned repeats;           /* default 12; quick 1 */
 	int vcpu_cpu;               /* CPU the owner and the vCPU are pinned to (default 0) */
 	int peer_cpu;               /* CPU of the modelled external host (default 1; -1 = float) */
 	uint32_t stream_window;     /* TCP_STREAM window, packets (default 512) */
@@ -322,14 +324,33 @@ struct vqs_ksim_seed2023_result {
 	/* The mechanism: the task-mode worker ran with exactly the vCPU's CPU, the others did not. */
 	bool task_inherits_pin;
 	/* Verdicts, per row: task mode below kthread mode by more than the margin; vqsched auto
-	 * within the margin of kthread mode or above. */
+	 * within the margin of kthread mode or above. Each is the median of the per-repeat ratios
+	 * over the repeats it judged (below), and false when they were fewer than half the
+	 * repeats or 3, whichever is fewer. */
 	bool task_drop[VQS_KSIM_SEED2023_ROWS];
 	bool auto_ok[VQS_KSIM_SEED2023_ROWS];
-	/* Whether task_drop can show on this machine with these costs: false with spinning waits
-	 * on fewer than 3 CPUs (the floating kthread worker then shares a CPU with the spinning
-	 * external host just as the task-mode one shares the vCPU's). */
+	/* Repeats judged: those in which the model got the CPUs the comparison is about. The drop
+	 * is task mode's loss of the CPU its worker would have had beside the vCPU's: a repeat
+	 * counts for task_drop when the kthread cell got VQS_KSIM_SEED2023_KTHREAD_CPUS and the
+	 * task cell VQS_KSIM_SEED2023_TASK_CPUS (cpus_used), for auto_ok when the kthread and
+	 * auto cells both got VQS_KSIM_SEED2023_KTHREAD_CPUS. Under other programs' load the
+	 * model gets less, and with one CPU for two busy threads their per-thread share of it
+	 * decides, not the mode. */
+	unsigned drop_judged[VQS_KSIM_SEED2023_ROWS];
+	unsigned auto_judged[VQS_KSIM_SEED2023_ROWS];
+	/* The ratios behind the verdicts: median over the judged repeats of task / kthread and
+	 * auto / kthread (0 when none was judged). */
+	double task_ratio[VQS_KSIM_SEED2023_ROWS];
+	double auto_ratio[VQS_KSIM_SEED2023_ROWS];
+	/* Whether task_drop can show on this machine: false on one CPU (the floating kthread
+	 * worker then shares the vCPU's CPU just as the task-mode one does). The external host
+	 * sleeps while it waits, whatever the costs, so two CPUs are enough. */
 	bool drop_expected;
 };
+/* CPUs (cpus_used) a kthread-mode or vqsched cell, and a task-mode cell, must have got for a
+ * repeat to be judged. */
+#define VQS_KSIM_SEED2023_KTHREAD_CPUS 1.5
+#define VQS_KSIM_SEED2023_TASK_CPUS 1.0
 /* -EINVAL for bad options or CPUs this process may not use. Threads: any; pins only the threads
  * it creates. */
 VQS_API int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,

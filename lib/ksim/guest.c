@@ -2,7 +2,9 @@
 #include "ksim/guest.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* Longest halt without looking at the stop flag or a recovery timer. */
 #define HALT_MAX_NS 2000000u
@@ -161,6 +163,13 @@ static bool work_pending(struct ksim_guest *g, uint64_t *wake_at)
 	return pending;
 }
 
+/* Context switches away from this thread that it did not ask for by sleeping. */
+static long switched_away(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
 static void halt(struct ksim_guest *g)
 {
 	struct ksim_nic *nic = g->nic;
@@ -169,9 +178,22 @@ static void halt(struct ksim_guest *g)
 	uint64_t wake_at = now + HALT_MAX_NS;
 	ksim_park_prepare(&nic->irq);
 	bool pending = work_pending(g, &wake_at) || atomic_load(&nic->world->stop);
-	/* Halt polling: keep the CPU (no yield) while looking for work, as kvm_vcpu_halt does. */
-	for (uint64_t end = now + c->halt_poll_ns; !pending && vqs_now_ns() < end;)
+	/*
+	 * Halt polling looks for work while no other task wants this CPU: KVM ends it as soon as
+	 * another task is runnable on the vCPU's run queue (kvm_vcpu_can_poll:
+	 * single_task_running() && !need_resched()), so a worker woken there runs at once. User
+	 * space cannot read its run queue; it offers the CPU (sched_yield) and ends the poll when
+	 * the kernel switched to another task meanwhile (a yield that ran one, or a preemption,
+	 * counts as an involuntary switch). A poll that held the CPU against such a worker until
+	 * halt_poll_ns ran out made every TCP_RR transaction of task mode wait out the poll.
+	 */
+	long switches = c->halt_poll_ns ? switched_away() : 0;
+	for (uint64_t end = now + c->halt_poll_ns; !pending && vqs_now_ns() < end;) {
+		sched_yield();
+		if (switched_away() != switches)
+			break;
 		pending = work_pending(g, &wake_at);
+	}
 	if (pending)
 		ksim_park_cancel(&nic->irq);
 	else

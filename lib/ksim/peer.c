@@ -43,9 +43,11 @@ static void send_pkt(struct ksim_peer *p, uint16_t flow, uint16_t kind, uint32_t
 		ksim_net_drop(w, skb, &w->drops_ring);
 }
 
+/* The external host is another machine: whatever the host's costs, its waits take none of the
+ * host's CPUs (a spinning peer would take the CPU the kthread-mode worker runs on beside the
+ * vCPU's), so it sleeps for real. */
 static void peer_wait(struct ksim_peer *p, bool (*ready)(struct ksim_peer *), uint64_t wake_at)
 {
-	const struct vqs_ksim_costs *c = &p->nic->world->costs;
 	uint64_t now = vqs_now_ns();
 	if (wake_at > now + PEER_WAIT_MAX_NS)
 		wake_at = now + PEER_WAIT_MAX_NS;
@@ -53,7 +55,7 @@ static void peer_wait(struct ksim_peer *p, bool (*ready)(struct ksim_peer *), ui
 	if (ready(p) || atomic_load(&p->nic->world->stop))
 		ksim_park_cancel(&p->park);
 	else
-		ksim_park_wait(&p->park, c->wait, wake_at > now ? wake_at - now : 0, c->wake_ns);
+		ksim_park_wait(&p->park, VQS_KSIM_WAIT_BLOCK, wake_at > now ? wake_at - now : 0, 0);
 }
 
 static bool stream_ready(struct ksim_peer *p)

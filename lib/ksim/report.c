@@ -43,9 +43,10 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 	size_t ncells = (size_t)rows * cols;
 	struct vqs_ksim_cell *runs = calloc(ncells * repeats, sizeof(*runs));
 	double *runs_rate = calloc(ncells * repeats, sizeof(*runs_rate)); /* -1: the run failed */
+	double *runs_cpus = calloc(ncells * repeats, sizeof(*runs_cpus));
 	unsigned *ok = calloc(ncells, sizeof(*ok));
 	memset(cells, 0, ncells * sizeof(*cells));
-	if (!runs || !runs_rate || !ok) {
+	if (!runs || !runs_rate || !runs_cpus || !ok) {
 		for (size_t i = 0; i < ncells; i++)
 			cells[i].err = -ENOMEM;
 		goto out;
@@ -56,6 +57,7 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 			struct vqs_ksim_cell c = {0};
 			c.err = fn(opts, (unsigned)(i / cols), (unsigned)(i % cols), &c);
 			runs_rate[i * repeats + rep] = c.err ? -1 : c.rate;
+			runs_cpus[i * repeats + rep] = c.cpus_used;
 			if (c.err)
 				cells[i].err = c.err;
 			else
@@ -72,10 +74,13 @@ void ksim_table_run(ksim_cell_fn fn, const void *opts, unsigned rows, unsigned c
 	}
 	for (size_t i = 0; i < ncells; i++)
 		for (unsigned k = 0, rep = 0; rep < repeats; rep++)
-			if (runs_rate[i * repeats + rep] >= 0)
+			if (runs_rate[i * repeats + rep] >= 0) {
+				cells[i].run_cpus[k] = runs_cpus[i * repeats + rep];
 				cells[i].run_rate[k++] = runs_rate[i * repeats + rep];
+			}
 out:
 	free(ok);
+	free(runs_cpus);
 	free(runs_rate);
 	free(runs);
 }
@@ -224,6 +229,18 @@ double ksim_paired_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_ce
 		r[i] = ksim_ratio(a->run_rate[i], best);
 	}
 	return ksim_median(r, n);
+}
+
+double ksim_judged_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b,
+			 double min_cpus_a, double min_cpus_b, unsigned *judged)
+{
+	double r[VQS_KSIM_MAX_REPEATS];
+	unsigned n = a->repeats < b->repeats ? a->repeats : b->repeats, k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (a->run_cpus[i] >= min_cpus_a && b->run_cpus[i] >= min_cpus_b)
+			r[k++] = ksim_ratio(a->run_rate[i], b->run_rate[i]);
+	*judged = k;
+	return ksim_median(r, k);
 }
 
 void ksim_cpus_format(const cpu_set_t *set, char *buf, size_t len)

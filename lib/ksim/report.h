@@ -41,6 +41,10 @@ double ksim_paired_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_ce
 			 unsigned nb);
 /* ksim_paired_ratio against one cell. */
 double ksim_cell_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b);
+/* ksim_cell_ratio over the repeats in which a got at least min_cpus_a CPUs and b at least
+ * min_cpus_b (cpus_used); *judged gets how many; 0 when none. */
+double ksim_judged_ratio(const struct vqs_ksim_cell *a, const struct vqs_ksim_cell *b,
+			 double min_cpus_a, double min_cpus_b, unsigned *judged);
 /* CPUs this process may run on. */
 int ksim_cpus_usable(void);
 /* A CPU mask in list form ("0", "0-1", "0,2"), truncated to len. */

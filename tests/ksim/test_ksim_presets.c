@@ -4,12 +4,10 @@
  * the load. The 4.13 variant keeps its batch and loses a packet only now and then (no stall),
  * the fixed variant and vqsched lose nothing, the task-mode worker carries the vCPU's pin; 4.13
  * loses throughput at one stream (with the leak path hit more often than the preset's: a
- * timeout is wall time). Not asserted: the heavy-load batching gain and the TCP_STREAM drop,
- * which need CPUs the model does not get while other programs run, and the TCP_RR drop, whose
- * size moves with the CPU the model gets (interleaved, 100 ms x 10: 0.48-0.75x under nice at
- * load average 7-8, 0.85-1.00x not niced; in CI-sized runs the throughput effects reproduced in
- * 1 to 8 of 10, under ASan a 1.08x gain). scripts/seed-verdicts.sh counts them over repeated
- * full runs instead (docs/bench.md).
+ * timeout is wall time). seed-2023's drops are test_ksim_seed2023_drop's. Not asserted: the
+ * heavy-load batching gain, which needs CPUs the model does not get while other programs run
+ * (in CI-sized runs it reproduced in 1 to 8 of 10, under ASan a 1.08x gain);
+ * scripts/seed-verdicts.sh counts it over repeated full runs instead (docs/bench.md).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,6 +20,7 @@
 #include <vqsched/vqsched.h>
 
 #include "skip.h"
+#include "two_cpus.h"
 
 enum {
 	C413_B1 = VQS_KSIM_SEED2017_413_B1, C413_B64 = VQS_KSIM_SEED2017_413_B64,
@@ -118,27 +117,10 @@ static void test_seed2017_rejects_bad_options(void **state)
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), -EINVAL);
 }
 
-/* Two usable CPUs, or the pinned scenario cannot be built. */
-static bool two_cpus(int *a, int *b)
-{
-	cpu_set_t mine;
-	if (sched_getaffinity(0, sizeof(mine), &mine))
-		return false;
-	*a = *b = -1;
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, &mine)) {
-			if (*a < 0)
-				*a = i;
-			else if (*b < 0)
-				*b = i;
-		}
-	return *b >= 0;
-}
-
 static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 {
 	int a = -1, b = -1;
-	if (!two_cpus(&a, &b))
+	if (!vqs_test_two_cpus(&a, &b))
 		vqs_test_skip();
 	struct vqs_ksim_seed2023_opts o;
 	vqs_ksim_seed2023_opts_init(&o, true);
