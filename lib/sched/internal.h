@@ -55,8 +55,6 @@
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
-/* Empty re-polls a napping queue rides out before it re-arms (policy.c, "Deferred re-poll"). */
-#define SCHED_NAP_MAX 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -116,9 +114,9 @@ struct adapt_arrivals {
 /* Per-queue decision state (owner only); see policy.c. */
 struct adapt_state {
 	uint32_t batch;           /* adaptive: chains per handler call */
-	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	uint32_t looks;           /* dedicated, pool: empty turns since the queue last found work */
 	/* adaptive: stays polled by naps of its worker rather than by spinning (policy.c,
-	 * "Deferred re-poll"); its empty re-polls count in looks. */
+	 * "Deferred re-poll"). */
 	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 };

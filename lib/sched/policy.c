@@ -8,7 +8,7 @@
  * poll: batch_max per call, keep polling an empty ring until it has been empty for
  *   poll_timeout_us (0: forever), then re-arm and sleep (Linux's busyloop_timeout).
  *
- * Deferral (dedicated, pool, adaptive): a ring found empty while its worker has other work
+ * Deferral (dedicated, pool): a ring found empty while its worker has other work
  *   stays polled (notifications off) through SCHED_DEFER_LOOKS empty turns before it re-arms,
  *   as NAPI's napi_defer_hard_irqs counts empty polls before it re-enables the interrupt. The
  *   worker is not going to sleep, so a look at the empty ring costs it one trip of the queue
@@ -30,18 +30,20 @@
  *   return as fast when it ends.
  *   Polling is decided at two levels. The worker decides whether to stay awake, from the
  *   arrivals of all its queues together (a gap and last arrival like a queue's, below): while
- *   they earn polling by (a)-(c), it spins. A queue stays in its polled set while its worker
- *   spins and either it found work within SCHED_DEFER_LOOKS empty turns (Deferral above) or its
- *   own arrivals earn polling by (a)-(c); else it re-arms. When the worker's arrivals stop
- *   earning it, every queue re-arms at its next empty turn and the worker sleeps. With one queue
- *   the two levels see the same arrivals and decide as one. The split is what rr over 50 queues
- *   on one worker needs: each queue's next request comes a whole worker round after its last
+ *   they earn polling by (a)-(c), it spins or naps. Its queues stay polled while it does, each
+ *   as long as it is still part of the worker's traffic (it had the worker's last arrival, or
+ *   it has been silent for less than ADAPT_POLL_GAPS of its own gaps: a queue that went quiet
+ *   among busy ones re-arms); when the worker's arrivals stop earning polling, every queue
+ *   re-arms at its next empty turn and the worker sleeps. With one queue the two levels see
+ *   the same arrivals and decide as one. The split is what many queues on one worker need:
+ *   rr over 50 queues gives each queue its next request a whole worker round after its last
  *   (the worker serves 49 others meanwhile), 100-200 us when the worker slows down, so a
  *   queue's own gap read "too sparse to poll" while the worker was saturated; queues re-armed
  *   (0.07 re-arms and kicks per request), each re-arm made the round slower, and adaptive made
  *   0.14x busy-poll's transactions with 8x its p50. A queue's gap says how often that queue has
- *   work, not whether its worker has.
- *   Per arrival process the controller keeps gap, the smoothed time between pops that found
+ *   work, not whether its worker has; and a queue its polling worker lets re-arm makes the
+ *   poll pay for nothing (adapt_keep_polling).
+ *   Of its worker's arrivals the controller keeps gap, the smoothed time between pops that found
  *   requests, however many (EWMA, weight 1/8; each sample clamped to twice the limit of (a), so
  *   one stall of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle"
  *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
@@ -68,7 +70,7 @@
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
  *       leaves polling within spin_max and then costs no CPU until its next kick. Napping: for
- *       less than 4 * gap and at most SCHED_NAP_MAX empty re-polls.
+ *       less than 4 * gap.
  *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
@@ -449,15 +451,15 @@ static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
 	return q->ad.batch;
 }
 
-static void arrivals_observe(const struct sched_worker *w, struct adapt_arrivals *a, uint64_t now)
+/* One arrival of work at now: a gap sample, clamped to `cap` (each process's reason below); the
+ * first one, of a rate not known yet, is taken as `first`. */
+static void arrivals_observe(struct adapt_arrivals *a, uint64_t now, uint64_t cap, uint64_t first)
 {
 	if (a->last_arrival_ns) {
 		uint64_t sample = now - a->last_arrival_ns;
-		if (sample > 2 * w->poll_max_ns)
-			sample = 2 * w->poll_max_ns;
-		a->gap_ewma_ns = ewma(a->gap_ewma_ns, sample, ADAPT_EWMA_SHIFT);
+		a->gap_ewma_ns = ewma(a->gap_ewma_ns, sample < cap ? sample : cap, ADAPT_EWMA_SHIFT);
 	} else {
-		a->gap_ewma_ns = w->poll_max_ns; /* unknown rate: not worth polling yet */
+		a->gap_ewma_ns = first;
 	}
 	a->last_arrival_ns = now;
 }
@@ -496,9 +498,13 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 			  unsigned backlog, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
-	a->looks = 0;
-	arrivals_observe(q->home, &a->q, now);
-	arrivals_observe(q->home, &q->home->ad, now);
+	struct sched_worker *w = q->home;
+	/* The worker's gap decides whether to poll: a driver's stall is not a rate ((a) above), and
+	 * an unknown rate is not worth polling yet. A queue's gap only says whether it is still
+	 * part of its worker's traffic: clamped to the longest its worker polls after an arrival,
+	 * and a queue's first arrival taken as that sparse, so that it belongs from the start. */
+	arrivals_observe(&a->q, now, ADAPT_HOLD_MAX_NS, ADAPT_HOLD_MAX_NS);
+	arrivals_observe(&w->ad, now, 2 * w->poll_max_ns, w->poll_max_ns);
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
@@ -506,32 +512,34 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 }
 
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
- * (then every queue it keeps polled naps, through at most SCHED_NAP_MAX empty turns since it
- * last found work, and the worker's nap_ns says for how long), or not at all. A queue stays in
- * its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
- * by its own rate ((a)-(c) above). (adaptive sets home for every queue.) */
+ * (then every queue it keeps polled naps, and the worker's nap_ns says for how long), or not at
+ * all. Its queues stay polled while it does, each as long as it is still part of the worker's
+ * traffic: it had the worker's last arrival, or its silence is shorter than ADAPT_POLL_GAPS of
+ * its own gaps. The model priced the spin or the nap as sparing the requests a kick and a
+ * wake-up; a queue that re-arms while its worker polls gets neither: its driver kicks, and the
+ * worker pays the poll and the kick. That was the rule before (a queue re-armed after
+ * SCHED_DEFER_LOOKS empty turns, or 16 naps, unless its own gap earned polling): 50 queues
+ * at 20k requests/s, one request every 2.5 ms on each, the worker spinning through its 50 us
+ * gaps, made 1.00 kicks and 0.65 wake-ups per request at 36.7 us of worker CPU where pool
+ * made 10.2 (vqs-bench --preset sweep, quiet VM); napping at 5k/s, each queue re-armed after
+ * ~1 ms of its 10 ms gap. (adaptive sets home for every queue.) */
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
-	a->nap = false;
 	/* While it spins, the worker samples its CPU once requests were served since the last
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
 	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
 		sched_cost_sample(w, now, sched_thread_cpu_ns());
-	if (!a->q.last_arrival_ns)
+	enum poll_mode m = arrivals_mode(w, &w->ad, w->awake_ns, now);
+	a->nap = m == MODE_NAP;
+	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
+	    (a->q.last_arrival_ns != w->ad.last_arrival_ns &&
+	     now - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns))
 		return false;
-	switch (arrivals_mode(w, &w->ad, w->awake_ns, now)) {
-	case MODE_SLEEP:
-		return false;
-	case MODE_NAP:
-		a->nap = true;
+	if (a->nap)
 		w->nap_ns = nap_period(s, w, w->ad.gap_ewma_ns) - w->timer_ns;
-		return ++a->looks <= SCHED_NAP_MAX;
-	case MODE_SPIN:
-		break;
-	}
-	return looked_little(q) || arrivals_mode(w, &a->q, w->awake_ns, now) != MODE_SLEEP;
+	return true;
 }
 
 static const struct sched_policy policies[] = {

@@ -63,6 +63,16 @@ static bool polled(struct fake *f, unsigned i, uint64_t t)
 	return f->pol->keep_polling(&f->s, &f->q[i], t);
 }
 
+enum mode { SLEEP, NAP, SPIN };
+
+/* How q is kept polled after an empty look at t: re-armed (SLEEP), by naps, or by spinning. */
+static enum mode mode(struct fake *f, unsigned i, uint64_t t)
+{
+	if (!polled(f, i, t))
+		return SLEEP;
+	return f->q[i].ad.nap ? NAP : SPIN;
+}
+
 /*
  * rr over 50 queues on one saturated worker (the 2017 shape): each queue gets its next request
  * one worker round (50 turns of 3 us) after its last, 150 us, longer than a queue's own gap may
@@ -93,24 +103,60 @@ static void adaptive_many_queues_on_a_busy_worker_stay_polled(void **state)
 	free(f);
 }
 
-/* One queue quiet among a busy one: it rides out SCHED_DEFER_LOOKS empty turns of its worker, then
- * re-arms, though the worker (kept awake by the other) goes on polling. */
+/* One queue quiet among a busy one: heard from once (a rate not known yet, taken as one request
+ * per ADAPT_HOLD_MAX_NS, 10 ms), it stays polled for 4 such gaps while the other keeps the worker
+ * spinning, then re-arms, and the busy one stays polled. */
 static void adaptive_quiet_queue_on_a_busy_worker_rearms(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	uint64_t t = 1 * MS;
-	arrive(f, 1, t);
-	unsigned looks = 0;
-	for (;; looks++) {
-		t += 1 * US;
+	uint64_t t0 = 1 * MS, t = t0;
+	arrive(f, 1, t0);
+	for (; t < t0 + 39 * MS; t += 10 * US)
 		arrive(f, 0, t);
-		if (!polled(f, 1, t))
-			break;
-		assert_true(looks < 100);
-	}
-	assert_int_equal(looks, SCHED_DEFER_LOOKS);
+	assert_true(polled(f, 1, t));
+	for (; t < t0 + 41 * MS; t += 10 * US)
+		arrive(f, 0, t);
+	assert_false(polled(f, 1, t));
 	assert_true(polled(f, 0, t + 1 * US));
 	free(f);
+}
+
+/*
+ * 50 queues on one worker, the sweep's open-loop arrivals: a request every `gap` over all
+ * queues, round robin, so each queue has one every 50 gaps. The worker's gap earns polling
+ * (spinning at 20 us, napping at 70 us with these costs), and its queues must stay polled
+ * while it polls: one that re-arms makes its driver kick and wakes the worker, which pays the
+ * poll and the kick. Before, each queue re-armed after SCHED_DEFER_LOOKS empty turns or 16
+ * naps (its own gap, 1-3.5 ms, too sparse to poll): 50 queues at 20k requests/s made 1.00
+ * kicks per request with the worker spinning. When the traffic stops, all re-arm.
+ */
+static void many_sparse_queues(uint64_t gap, enum mode want)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 0;
+	unsigned rearms = 0, checked = 0;
+	for (unsigned round = 0; round < 40; round++)
+		for (unsigned i = 0; i < NQ; i++) {
+			t += gap;
+			arrive(f, i, t);
+			if (round < 2)
+				continue; /* the worker's gap is learned */
+			assert_int_equal(mode(f, i, t + gap / 2), want);
+			for (unsigned j = 0; j < NQ; j++, checked++)
+				if (j != i && !polled(f, j, t + gap / 2))
+					rearms++;
+		}
+	assert_true(checked > 0);
+	assert_int_equal(rearms, 0);
+	for (unsigned i = 0; i < NQ; i++) /* past the worker's hold (1/16 of 40 rounds) */
+		assert_int_equal(mode(f, i, t + 40 * NQ * gap / 8), SLEEP);
+	free(f);
+}
+
+static void adaptive_queues_stay_polled_while_their_worker_polls(void **state)
+{
+	many_sparse_queues(20 * US, SPIN);
+	many_sparse_queues(70 * US, NAP);
 }
 
 /* A single queue is its worker's whole load: its own rate decides, as before. A request every
@@ -221,16 +267,6 @@ static void adaptive_sleep_shortens_the_hold_span(void **state)
 	free(f);
 }
 
-enum mode { SLEEP, NAP, SPIN };
-
-/* How q is kept polled after an empty look at t: re-armed (SLEEP), by naps, or by spinning. */
-static enum mode mode(struct fake *f, unsigned i, uint64_t t)
-{
-	if (!polled(f, i, t))
-		return SLEEP;
-	return f->q[i].ad.nap ? NAP : SPIN;
-}
-
 /* A steady queue with `gap` between requests, for 100 requests from 0, the worker awake since
  * the last one (no hold: the rate alone decides); its mode 5 us after the last. */
 static enum mode steady_mode(struct fake *f, uint64_t gap)
@@ -286,7 +322,8 @@ static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
  * late and 10 us of CPU, spin_pct 200): spinning costs 70 us of CPU per gap, sleeping 2 x 25 us
  * of latency + 10 us, napping with the best period P = sqrt(2 c_n g / k) ~ 26.5 us costs P/2 of
  * latency (priced 2x) and 10 us per nap: ~53 us. The nap asked for is P less the timer's
- * overshoot. After SCHED_NAP_MAX empty re-polls the queue re-arms; work found starts it over.
+ * overshoot. It naps through 4 gaps without work (a queue no longer re-arms after 16 naps: see
+ * adaptive_queues_stay_polled_while_their_worker_polls); work found starts it over.
  * Every 500 us sleeps, every 10 us spins.
  */
 static void adaptive_naps_between_spin_and_sleep(void **state)
@@ -295,13 +332,12 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 	assert_int_equal(steady_mode(f, 70 * US), NAP);
 	assert_true(f->w.nap_ns > 1 * US && f->w.nap_ns < 2 * US);
 	uint64_t last = f->q[0].ad.q.last_arrival_ns;
-	for (unsigned i = 1; i < SCHED_NAP_MAX; i++)
+	for (unsigned i = 1; i < 40; i++)
 		assert_int_equal(mode(f, 0, last + 10 * US + i), NAP);
-	assert_int_equal(mode(f, 0, last + 30 * US), SLEEP); /* the 17th empty re-poll */
+	assert_int_equal(mode(f, 0, last + 250 * US), NAP);
+	assert_int_equal(mode(f, 0, last + 290 * US), SLEEP); /* past 4 gaps */
 	arrive(f, 0, last + 70 * US);
 	assert_int_equal(mode(f, 0, last + 75 * US), NAP);
-	/* and past 4 gaps after the last arrival it re-arms however few naps it had */
-	assert_int_equal(mode(f, 0, last + 70 * US + 5 * 70 * US), SLEEP);
 	free(f);
 	assert_int_equal(fresh_steady_mode(500 * US), SLEEP);
 	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
@@ -535,6 +571,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(adaptive_many_queues_on_a_busy_worker_stay_polled),
 		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
+		cmocka_unit_test(adaptive_queues_stay_polled_while_their_worker_polls),
 		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
 		cmocka_unit_test(adaptive_hold_rides_out_a_pause_after_a_long_stream),
 		cmocka_unit_test(adaptive_hold_not_after_a_short_burst),
