@@ -67,6 +67,8 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
 	if (adaptive)
 		sched_cost_sample(w, t, c0);
+	if (adaptive && timeout_ns >= 0)
+		sched_cost_nap_start(w, c0);
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
 	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
@@ -87,7 +89,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
 		sched_cost_woke(w, now, c1, event, c1 - c0, event ? queued : SCHED_QUEUED_UNKNOWN);
 		if (timed)
-			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0, queued);
+			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);
 	}
 	if (n > 0)
 		dispatch(w, ev, n, now);

@@ -220,6 +220,10 @@ struct sched_worker {
 	 * recomputed from them. */
 	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
 	uint64_t timer_sq; /* the mean square of a timer's overshoot, ns^2: its spread */
+	/* A nap's CPU is learned from one nap's start to the next's (sched_cost_nap_start): the
+	 * thread's CPU and requests served at the last nap's start, and whether its timer ended it. */
+	uint64_t nap_start_cpu_ns, nap_start_reqs;
+	bool nap_timed;
 	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
@@ -265,11 +269,14 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
-/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns), then
- * waited queued_ns on a run queue (SCHED_QUEUED_UNKNOWN: not known): learn a nap's overshoot
- * and CPU from a timer wake-up, and W from the wait. Owner of w. */
+/* w asked to sleep asked_ns and slept slept_ns, then waited queued_ns on a run queue
+ * (SCHED_QUEUED_UNKNOWN: not known): learn a nap's overshoot from a timer wake-up, and W from
+ * the wait. Owner of w. */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
-			   uint64_t cpu_ns, uint64_t queued_ns);
+			   uint64_t queued_ns);
+/* w starts a nap with its thread's CPU at cpu_ns: learn a nap's CPU from the last one's start,
+ * when its timer ended it and no request was served since. Owner of w. */
+void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns);
 /* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
  * requests: learn what its preemption costs a request. Owner of w. */
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);

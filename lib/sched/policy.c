@@ -261,24 +261,38 @@ static void learn_queued(struct sched_worker *w, uint64_t queued_ns)
 	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
 }
 
-/* A nap's timer wake-up teaches the nap's price: how late it wakes (O) and its CPU, and W only
- * its run queue wait (learn_queued). Not W from the overshoot: here
+/* A nap's timer wake-up teaches the nap's price: how late it wakes (O), and W only its run
+ * queue wait (learn_queued). Not W from the overshoot: here
  * a timer wake-up came 27-52 us late beside a busy loop where a kicked one (dedicated's whole
  * request, p50) took 26-28 us, and W learned as two of them priced a sleep about twice too
  * dear; the worker then napped where sleeping cost less CPU and latency (sched_cost_woke). */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
-			   uint64_t cpu_ns, uint64_t queued_ns)
+			   uint64_t queued_ns)
 {
 	if (slept_ns < asked_ns)
 		return; /* an event ended it: no timer wake-up to learn from */
+	w->nap_timed = true;
 	learn_queued(w, queued_ns);
 	uint64_t over = slept_ns - asked_ns;
 	if (over > SCHED_WAKE_MAX_NS)
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
 	w->timer_sq = ewma(w->timer_sq, over * over, ADAPT_TAIL_SHIFT);
-	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
 	cost_update(w);
+}
+
+/* c_n, a nap's CPU, is what the worker spends from one nap's start to the next's when the nap
+ * found nothing: the sleep and its timer wake-up, and the re-poll after it, a full turn of each
+ * queue it keeps polled (a ring look, a clock read and a decision each), which grows with the
+ * queues kept polled. Learned from the sleep alone (13-15 us here, quiet), a nap was priced the
+ * same over 1 queue and over 50. A nap an event ended, or one after which requests were served,
+ * is not a sample. */
+void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
+{
+	if (w->nap_timed && w->reqs == w->nap_start_reqs)
+		w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns - w->nap_start_cpu_ns, ADAPT_COST_SHIFT);
+	w->nap_start_cpu_ns = cpu_ns;
+	w->nap_start_reqs = w->reqs;
 }
 
 /* The stall: a spinning worker keeps its CPU only while nothing else wants it. On a shared
@@ -358,6 +372,7 @@ void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, b
 {
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
+	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
 	if (!event)
 		return;
 	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);

@@ -348,6 +348,47 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 }
 
 /*
+ * A nap's CPU is the whole cycle: the sleep, its timer wake-up and the re-poll of every queue
+ * kept polled (a full turn each, about a microsecond here). A worker over 50 queues with a
+ * request every 200 us over all of them (5k/s), sleeping priced at a loaded machine's wake-up
+ * (W 150 us: 2 x 75 + 10 us), naps while a nap is priced at its sleep alone (10 us: P ~ 45 us,
+ * ~89 us per gap). Each nap that finds nothing costs it 60 us from one nap's start to the next
+ * (10 us asleep, 50 us of re-poll): at that price (P ~ 110 us, ~219 us per gap) it sleeps.
+ * On the old code c_n was the sleep's CPU alone and the worker kept napping. A nap an event
+ * ended, or one after which requests were served, teaches nothing.
+ */
+static void nap_cycle(struct fake *f, uint64_t *cpu, uint64_t slept, uint64_t cycle_cpu)
+{
+	sched_cost_nap_start(&f->w, *cpu);
+	sched_cost_woke(&f->w, 0, *cpu, false, 0, SCHED_QUEUED_UNKNOWN);
+	sched_cost_timed_wake(&f->w, 20 * US, slept, SCHED_QUEUED_UNKNOWN);
+	*cpu += cycle_cpu;
+}
+
+static void adaptive_nap_cpu_counts_the_re_poll(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_ns = 150 * US;
+	sched_cost_init(&f->w);
+	uint64_t cpu = 1 * MS, cn = f->w.nap_cpu_ns;
+	assert_int_equal(steady_mode(f, 200 * US), NAP);
+	/* Each cycle is judged at the next nap's start: an event ended the first, a request was
+	 * served after the second and the third. */
+	nap_cycle(f, &cpu, 5 * US, 60 * US);
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	f->w.reqs++;
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	f->w.reqs++;
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	assert_int_equal(f->w.nap_cpu_ns, cn);
+	for (unsigned i = 0; i < 40; i++)
+		nap_cycle(f, &cpu, 45 * US, 60 * US);
+	assert_true(f->w.nap_cpu_ns > 55 * US && f->w.nap_cpu_ns <= 60 * US);
+	assert_int_equal(steady_mode(f, 200 * US), SLEEP);
+	free(f);
+}
+
+/*
  * A nap's timer wake-up teaches the nap's price, not a sleep's. Beside a busy loop on the
  * worker's CPU the naps woke 27-52 us late while a kicked wake-up (dedicated's whole request,
  * p50) took 26-28 us; W learned as two nap overshoots (54-105 us) priced a sleep twice too
@@ -362,10 +403,10 @@ static void adaptive_naps_do_not_price_a_kicked_wake_up(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	uint64_t w0 = f->w.wake_ns, o0 = f->w.timer_ns;
-	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, 10 * US, SCHED_QUEUED_UNKNOWN);
+	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, SCHED_QUEUED_UNKNOWN);
 	assert_int_equal(f->w.timer_ns, o0);
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&f->w, 20 * US, 60 * US, 10 * US, SCHED_QUEUED_UNKNOWN);
+		sched_cost_timed_wake(&f->w, 20 * US, 60 * US, SCHED_QUEUED_UNKNOWN);
 	assert_true(f->w.timer_ns > 39 * US && f->w.timer_ns <= 40 * US);
 	assert_int_equal(f->w.wake_ns, w0);
 	assert_int_equal(steady_mode(f, 120 * US), SLEEP);
@@ -385,9 +426,9 @@ static void adaptive_naps_do_not_price_a_kicked_wake_up(void **state)
 static void tail(struct fake *f, unsigned rounds, uint64_t short_ns, uint64_t long_ns)
 {
 	for (unsigned r = 0; r < rounds; r++) {
-		sched_cost_timed_wake(&f->w, 1 * US, 1 * US + long_ns, 10 * US, SCHED_QUEUED_UNKNOWN);
+		sched_cost_timed_wake(&f->w, 1 * US, 1 * US + long_ns, SCHED_QUEUED_UNKNOWN);
 		for (unsigned i = 0; i < 15; i++)
-			sched_cost_timed_wake(&f->w, 1 * US, 1 * US + short_ns, 10 * US, SCHED_QUEUED_UNKNOWN);
+			sched_cost_timed_wake(&f->w, 1 * US, 1 * US + short_ns, SCHED_QUEUED_UNKNOWN);
 	}
 }
 
@@ -454,7 +495,7 @@ static void adaptive_naps_teach_the_run_queue_wait(void **state)
 	assert_int_not_equal(steady_mode(f, 400 * US), SLEEP);
 	uint64_t o = f->w.timer_ns;
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&f->w, 20 * US, 20 * US + o, 10 * US, 0);
+		sched_cost_timed_wake(&f->w, 20 * US, 20 * US + o, 0);
 	assert_true(f->w.wake_ns < 11 * US);
 	assert_int_equal(steady_mode(f, 400 * US), SLEEP);
 	free(f);
@@ -580,6 +621,7 @@ int main(void)
 		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
 		cmocka_unit_test(adaptive_naps_between_spin_and_sleep),
 		cmocka_unit_test(adaptive_naps_do_not_price_a_kicked_wake_up),
+		cmocka_unit_test(adaptive_nap_cpu_counts_the_re_poll),
 		cmocka_unit_test(adaptive_cost_model_learns_the_kicked_wake_up),
 		cmocka_unit_test(adaptive_naps_teach_the_run_queue_wait),
 		cmocka_unit_test(adaptive_nap_prices_the_wait_of_a_random_arrival),
