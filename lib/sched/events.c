@@ -82,12 +82,12 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
 		uint64_t c1 = sched_thread_cpu_ns();
+		/* every wake-up teaches W its run queue wait, a nap's that an event ended too */
 		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
-		uint64_t q1 = (event || timed) && q0 != SCHED_QUEUED_UNKNOWN
-				      ? sched_queued_ns(w->queued_fd)
-				      : SCHED_QUEUED_UNKNOWN;
+		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
+								   : SCHED_QUEUED_UNKNOWN;
 		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
-		sched_cost_woke(w, now, c1, event, c1 - c0, event ? queued : SCHED_QUEUED_UNKNOWN);
+		sched_cost_woke(w, now, c1, event, c1 - c0, timed ? SCHED_QUEUED_UNKNOWN : queued);
 		if (timed)
 			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);
 	}

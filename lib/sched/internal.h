@@ -283,9 +283,10 @@ void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
  * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
-/* w woke up at now_ns with its thread's CPU at cpu_ns; an event ended the sleep (not a nap's
- * timer), the sleep cost slept_cpu_ns of CPU and the thread then waited queued_ns on a run
- * queue (SCHED_QUEUED_UNKNOWN: not known): learn c and W from it. Owner of w. */
+/* w woke up at now_ns with its thread's CPU at cpu_ns; event: an event ended a sleep (not a
+ * nap), which cost slept_cpu_ns of CPU: learn c; the thread then waited queued_ns on a run
+ * queue after a wake-up an event ended, a sleep's or a nap's (SCHED_QUEUED_UNKNOWN: not known,
+ * or a nap's timer ended it): learn W. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
 

@@ -365,19 +365,21 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * sleeping look dearer than spinning or napping. Each sleep that an event ends (a kick, a
  * doorbell) teaches c, and W: the event's wake-up took the path outside the run queue measured
  * at creation (vqs_sched.wake_path_ns) and then queued_ns on the run queue, which the worker
- * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A sleep is priced by
- * the wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
+ * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A nap that an event
+ * ended early teaches W its wait too (its CPU is a cut nap's, not a sleep's: c stays): its
+ * schedstat was read before the nap, and that read went unused. A sleep is priced by the
+ * wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns)
 {
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
 	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
-	if (!event)
-		return;
-	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
 	learn_queued(w, queued_ns);
-	cost_maybe_update(w);
+	if (event)
+		w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	if (event || queued_ns != SCHED_QUEUED_UNKNOWN)
+		cost_maybe_update(w);
 }
 
 static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }

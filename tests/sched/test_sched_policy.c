@@ -461,7 +461,7 @@ static void adaptive_cost_model_learns_the_kicked_wake_up(void **state)
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	f->s.wake_path_ns = 5 * US;
 	uint64_t w0 = f->w.wake_ns;
-	sched_cost_woke(&f->w, 0, 0, false, 10 * US, 0);
+	sched_cost_woke(&f->w, 0, 0, false, 10 * US, SCHED_QUEUED_UNKNOWN);
 	sched_cost_woke(&f->w, 0, 0, true, 10 * US, SCHED_QUEUED_UNKNOWN);
 	assert_int_equal(f->w.wake_ns, w0);
 	for (unsigned i = 0; i < 100; i++)
@@ -498,6 +498,21 @@ static void adaptive_naps_teach_the_run_queue_wait(void **state)
 		sched_cost_timed_wake(&f->w, 20 * US, 20 * US + o, 0);
 	assert_true(f->w.wake_ns < 11 * US);
 	assert_int_equal(steady_mode(f, 400 * US), SLEEP);
+	free(f);
+}
+
+/* A nap a kick ended early teaches W its run queue wait as a sleep's kicked wake-up does (its
+ * schedstat was read before the nap; on the old code that read went unused and W stayed), and
+ * c nothing: the nap's CPU is not a sleep's. */
+static void adaptive_naps_cut_by_a_kick_teach_the_run_queue_wait(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_path_ns = 5 * US;
+	uint64_t c0 = f->w.sleep_cpu_ns;
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_woke(&f->w, 0, 0, false, 1 * US, 95 * US);
+	assert_true(f->w.wake_ns > 190 * US);
+	assert_int_equal(f->w.sleep_cpu_ns, c0);
 	free(f);
 }
 
@@ -624,6 +639,7 @@ int main(void)
 		cmocka_unit_test(adaptive_nap_cpu_counts_the_re_poll),
 		cmocka_unit_test(adaptive_cost_model_learns_the_kicked_wake_up),
 		cmocka_unit_test(adaptive_naps_teach_the_run_queue_wait),
+		cmocka_unit_test(adaptive_naps_cut_by_a_kick_teach_the_run_queue_wait),
 		cmocka_unit_test(adaptive_nap_prices_the_wait_of_a_random_arrival),
 		cmocka_unit_test(adaptive_spins_only_while_the_worker_keeps_its_cpu),
 		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
