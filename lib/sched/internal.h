@@ -119,6 +119,7 @@ struct adapt_state {
 	 * "Deferred re-poll"). */
 	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
+	uint64_t seen;            /* adaptive: its worker's arrivals at its last one */
 };
 
 struct sched_group;
@@ -213,6 +214,8 @@ struct sched_worker {
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
+	/* Its arrivals so far, and how many queues share them, x 16 (policy.c, (d)). */
+	uint64_t arrivals, queues_x16;
 	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
 	 * trip W (learned from its kicked wake-ups), the overshoot of a timed wake-up and a nap's
 	 * CPU (learned from its naps), all seeded with the creation-time measurements; the nap to

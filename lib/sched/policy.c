@@ -30,10 +30,10 @@
  *   return as fast when it ends.
  *   Polling is decided at two levels. The worker decides whether to stay awake, from the
  *   arrivals of all its queues together (a gap and last arrival like a queue's, below): while
- *   they earn polling by (a)-(c), it spins or naps. Its queues stay polled while it does, each
+ *   they earn polling by (a)-(d), it spins or naps. Its queues stay polled while it does, each
  *   as long as it is still part of the worker's traffic (it had the worker's last arrival, or
- *   it has been silent for less than ADAPT_POLL_GAPS of its own gaps: a queue that went quiet
- *   among busy ones re-arms); when the worker's arrivals stop earning polling, every queue
+ *   fewer than ADAPT_POLL_GAPS of its own gaps passed from its last arrival to the worker's:
+ *   a queue that went quiet among busy ones re-arms, a silence of them all re-arms none); when the worker's arrivals stop earning polling, every queue
  *   re-arms at its next empty turn and the worker sleeps. With one queue the two levels see
  *   the same arrivals and decide as one. The split is what many queues on one worker need:
  *   rr over 50 queues gives each queue its next request a whole worker round after its last
@@ -90,6 +90,15 @@
  *       every sleep could not grow past the first stall longer than its hold. Holding costs at
  *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
  *       traffic is left to (a).
+ *   (d) or, napping, for less than the rent: a worker that stops polling re-arms each of the n
+ *       queues sharing its arrivals, and each one's next request pays a kick and a wake-up
+ *       (a sleep's cost, k W / 2 + c + K); the windows above priced one. So it naps on while
+ *       its naps, c_n per period P, have cost less than the n - 1 others:
+ *       (n - 1) (k W / 2 + c + K) P / c_n, at most ADAPT_HOLD_MAX_NS (the ski rental's
+ *       2-competitive rule). n is an EWMA over the worker's arrivals of how many it had since
+ *       the arriving queue's last one. Without it a driver stall longer than the windows (a
+ *       loaded machine's driver: every ~5 ms) re-armed all 50 queues of the sweep at 5k/s, and
+ *       kicks per request matched dedicated's (docs/sched.md).
  *   Deferred re-poll (NAPI's gro_flush_timeout / irq_suspend_timeout): while napping is
  *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
  *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
@@ -483,11 +492,27 @@ static void arrivals_observe(struct adapt_arrivals *a, uint64_t now, uint64_t ca
 
 enum poll_mode { MODE_SLEEP, MODE_NAP, MODE_SPIN };
 
-/* How an arrival process is best kept polled at `now`, by (a) the cost model and (b), (c) its
- * windows. awake: when the worker's awake span started (sched_worker.awake_ns). */
-static enum poll_mode arrivals_mode(const struct sched_worker *w, const struct adapt_arrivals *a,
-				    uint64_t awake, uint64_t now)
+/* (d) The rent: how long past its windows a worker keeps its queues polled by naps ((d) above):
+ * while its naps have cost less than the n - 1 more sleeps that re-arming n queues buys, at most
+ * ADAPT_HOLD_MAX_NS. 0 where the worker does not nap (no price for latency, no nap CPU known). */
+static uint64_t rent(const struct vqs_sched *s, const struct sched_worker *w)
 {
+	if (!s->o.spin_pct || !w->nap_cpu_ns || w->queues_x16 < 32u)
+		return 0;
+	uint64_t r = (w->queues_x16 - 16u) * sleep_cost(s, w) / 16u;
+	if (r >= ADAPT_HOLD_MAX_NS)
+		return ADAPT_HOLD_MAX_NS;
+	r = r * nap_period(s, w, w->ad.gap_ewma_ns) / w->nap_cpu_ns;
+	return r < ADAPT_HOLD_MAX_NS ? r : ADAPT_HOLD_MAX_NS;
+}
+
+/* How the worker's arrivals are best kept polled at `now`, by (a) the cost model and (b), (c),
+ * (d) its windows. */
+static enum poll_mode worker_mode(const struct vqs_sched *s, const struct sched_worker *w,
+				  uint64_t now)
+{
+	const struct adapt_arrivals *a = &w->ad;
+	uint64_t awake = w->awake_ns;
 	if (!a->last_arrival_ns || a->gap_ewma_ns >= w->poll_max_ns)
 		return MODE_SLEEP;
 	enum poll_mode m = a->gap_ewma_ns < w->spin_max_ns ? MODE_SPIN : MODE_NAP;
@@ -500,7 +525,10 @@ static enum poll_mode arrivals_mode(const struct sched_worker *w, const struct a
 	uint64_t hold = span >> ADAPT_HOLD_SHIFT;
 	if (hold > ADAPT_HOLD_MAX_NS)
 		hold = ADAPT_HOLD_MAX_NS;
-	return now - a->last_arrival_ns < (window > hold ? window : hold) ? m : MODE_SLEEP;
+	uint64_t silent = now - a->last_arrival_ns;
+	if (silent < (window > hold ? window : hold))
+		return m;
+	return silent < rent(s, w) ? MODE_NAP : MODE_SLEEP;
 }
 
 /* The awake span so far less the time slept, so that one stall of the drivers shortens it
@@ -516,6 +544,17 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 {
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
+	/* How many queues share the worker's arrivals ((d) above): over the worker's arrivals,
+	 * how many it had since the arriving queue's last one, this one included (each queue's
+	 * 1 / share, weighted by its share, sums to the queues); a silence longer than a worker
+	 * has queues says nothing more. */
+	w->arrivals++;
+	if (a->q.last_arrival_ns) {
+		uint64_t k = w->arrivals - a->seen;
+		k = k < SCHED_MAX_QUEUES ? k : SCHED_MAX_QUEUES;
+		w->queues_x16 = ewma(w->queues_x16, 16u * k, ADAPT_EWMA_SHIFT);
+	}
+	a->seen = w->arrivals;
 	/* The worker's gap decides whether to poll: a driver's stall is not a rate ((a) above), and
 	 * an unknown rate is not worth polling yet. A queue's gap only says whether it is still
 	 * part of its worker's traffic: clamped to the longest its worker polls after an arrival,
@@ -531,8 +570,8 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
  * (then every queue it keeps polled naps, and the worker's nap_ns says for how long), or not at
  * all. Its queues stay polled while it does, each as long as it is still part of the worker's
- * traffic: it had the worker's last arrival, or its silence is shorter than ADAPT_POLL_GAPS of
- * its own gaps. The model priced the spin or the nap as sparing the requests a kick and a
+ * traffic: it had the worker's last arrival, or fewer than ADAPT_POLL_GAPS of its own gaps
+ * passed from its last arrival to the worker's. The model priced the spin or the nap as sparing the requests a kick and a
  * wake-up; a queue that re-arms while its worker polls gets neither: its driver kicks, and the
  * worker pays the poll and the kick. That was the rule before (a queue re-armed after
  * SCHED_DEFER_LOOKS empty turns, or 16 naps, unless its own gap earned polling): 50 queues
@@ -548,11 +587,10 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
 	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
 		sched_cost_sample(w, now, sched_thread_cpu_ns());
-	enum poll_mode m = arrivals_mode(w, &w->ad, w->awake_ns, now);
+	enum poll_mode m = worker_mode(s, w, now);
 	a->nap = m == MODE_NAP;
 	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
-	    (a->q.last_arrival_ns != w->ad.last_arrival_ns &&
-	     now - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns))
+	    w->ad.last_arrival_ns - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns)
 		return false;
 	if (a->nap)
 		w->nap_ns = nap_period(s, w, w->ad.gap_ewma_ns) - w->timer_ns;
