@@ -67,6 +67,8 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
 	if (adaptive)
 		sched_cost_sample(w, t, c0);
+	if (adaptive && timeout_ns >= 0)
+		sched_cost_nap_start(w, c0);
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
 	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
 	uint64_t now = vqs_now_ns();
@@ -80,14 +82,14 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
 		uint64_t c1 = sched_thread_cpu_ns();
+		/* every wake-up teaches W its run queue wait, a nap's that an event ended too */
 		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
-		uint64_t q1 = (event || timed) && q0 != SCHED_QUEUED_UNKNOWN
-				      ? sched_queued_ns(w->queued_fd)
-				      : SCHED_QUEUED_UNKNOWN;
+		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
+								   : SCHED_QUEUED_UNKNOWN;
 		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
-		sched_cost_woke(w, now, c1, event, c1 - c0, event ? queued : SCHED_QUEUED_UNKNOWN);
+		sched_cost_woke(w, now, c1, event, c1 - c0, timed ? SCHED_QUEUED_UNKNOWN : queued);
 		if (timed)
-			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, c1 - c0, queued);
+			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);
 	}
 	if (n > 0)
 		dispatch(w, ev, n, now);

@@ -55,8 +55,6 @@
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
-/* Empty re-polls a napping queue rides out before it re-arms (policy.c, "Deferred re-poll"). */
-#define SCHED_NAP_MAX 16u
 
 /* Request slot states, as the queue's owner sees them. */
 enum slot_state {
@@ -115,11 +113,12 @@ struct adapt_arrivals {
 /* Per-queue decision state (owner only); see policy.c. */
 struct adapt_state {
 	uint32_t batch;           /* adaptive: chains per handler call */
-	uint32_t looks;           /* empty turns since the queue last found work (every policy) */
+	uint32_t looks;           /* dedicated, pool: empty turns since the queue last found work */
 	/* adaptive: stays polled by naps of its worker rather than by spinning (policy.c,
-	 * "Deferred re-poll"); its empty re-polls count in looks. */
+	 * "Deferred re-poll"). */
 	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
+	uint64_t seen;            /* adaptive: its worker's arrivals at its last one */
 };
 
 struct sched_group;
@@ -219,6 +218,8 @@ struct sched_worker {
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
+	/* Its arrivals so far, and how many queues share them, x 16 (policy.c, (d)). */
+	uint64_t arrivals, queues_x16;
 	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
 	 * trip W (learned from its kicked wake-ups), the overshoot of a timed wake-up and a nap's
 	 * CPU (learned from its naps), all seeded with the creation-time measurements; the nap to
@@ -226,6 +227,10 @@ struct sched_worker {
 	 * recomputed from them. */
 	uint64_t wake_ns, timer_ns, nap_cpu_ns, nap_ns, spin_max_ns, poll_max_ns;
 	uint64_t timer_sq; /* the mean square of a timer's overshoot, ns^2: its spread */
+	/* A nap's CPU is learned from one nap's start to the next's (sched_cost_nap_start): the
+	 * thread's CPU and requests served at the last nap's start, and whether its timer ended it. */
+	uint64_t nap_start_cpu_ns, nap_start_reqs;
+	bool nap_timed;
 	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
@@ -271,20 +276,24 @@ const struct sched_policy *sched_policy_get(enum vqs_policy p);
 uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
-/* w asked to sleep asked_ns and slept slept_ns (its thread's CPU meanwhile: cpu_ns), then
- * waited queued_ns on a run queue (SCHED_QUEUED_UNKNOWN: not known): learn a nap's overshoot
- * and CPU from a timer wake-up, and W from the wait. Owner of w. */
+/* w asked to sleep asked_ns and slept slept_ns, then waited queued_ns on a run queue
+ * (SCHED_QUEUED_UNKNOWN: not known): learn a nap's overshoot from a timer wake-up, and W from
+ * the wait. Owner of w. */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
-			   uint64_t cpu_ns, uint64_t queued_ns);
+			   uint64_t queued_ns);
+/* w starts a nap with its thread's CPU at cpu_ns: learn a nap's CPU from the last one's start,
+ * when its timer ended it and no request was served since. Owner of w. */
+void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns);
 /* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
  * requests: learn what its preemption costs a request. Owner of w. */
 void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
  * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
-/* w woke up at now_ns with its thread's CPU at cpu_ns; an event ended the sleep (not a nap's
- * timer), the sleep cost slept_cpu_ns of CPU and the thread then waited queued_ns on a run
- * queue (SCHED_QUEUED_UNKNOWN: not known): learn c and W from it. Owner of w. */
+/* w woke up at now_ns with its thread's CPU at cpu_ns; event: an event ended a sleep (not a
+ * nap), which cost slept_cpu_ns of CPU: learn c; the thread then waited queued_ns on a run
+ * queue after a wake-up an event ended, a sleep's or a nap's (SCHED_QUEUED_UNKNOWN: not known,
+ * or a nap's timer ended it): learn W. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
 

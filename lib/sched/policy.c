@@ -8,7 +8,7 @@
  * poll: batch_max per call, keep polling an empty ring until it has been empty for
  *   poll_timeout_us (0: forever), then re-arm and sleep (Linux's busyloop_timeout).
  *
- * Deferral (dedicated, pool, adaptive): a ring found empty while its worker has other work
+ * Deferral (dedicated, pool): a ring found empty while its worker has other work
  *   stays polled (notifications off) through SCHED_DEFER_LOOKS empty turns before it re-arms,
  *   as NAPI's napi_defer_hard_irqs counts empty polls before it re-enables the interrupt. The
  *   worker is not going to sleep, so a look at the empty ring costs it one trip of the queue
@@ -30,18 +30,20 @@
  *   return as fast when it ends.
  *   Polling is decided at two levels. The worker decides whether to stay awake, from the
  *   arrivals of all its queues together (a gap and last arrival like a queue's, below): while
- *   they earn polling by (a)-(c), it spins. A queue stays in its polled set while its worker
- *   spins and either it found work within SCHED_DEFER_LOOKS empty turns (Deferral above) or its
- *   own arrivals earn polling by (a)-(c); else it re-arms. When the worker's arrivals stop
- *   earning it, every queue re-arms at its next empty turn and the worker sleeps. With one queue
- *   the two levels see the same arrivals and decide as one. The split is what rr over 50 queues
- *   on one worker needs: each queue's next request comes a whole worker round after its last
+ *   they earn polling by (a)-(d), it spins or naps. Its queues stay polled while it does, each
+ *   as long as it is still part of the worker's traffic (it had the worker's last arrival, or
+ *   fewer than ADAPT_POLL_GAPS of its own gaps passed from its last arrival to the worker's:
+ *   a queue that went quiet among busy ones re-arms, a silence of them all re-arms none); when the worker's arrivals stop earning polling, every queue
+ *   re-arms at its next empty turn and the worker sleeps. With one queue the two levels see
+ *   the same arrivals and decide as one. The split is what many queues on one worker need:
+ *   rr over 50 queues gives each queue its next request a whole worker round after its last
  *   (the worker serves 49 others meanwhile), 100-200 us when the worker slows down, so a
  *   queue's own gap read "too sparse to poll" while the worker was saturated; queues re-armed
  *   (0.07 re-arms and kicks per request), each re-arm made the round slower, and adaptive made
  *   0.14x busy-poll's transactions with 8x its p50. A queue's gap says how often that queue has
- *   work, not whether its worker has.
- *   Per arrival process the controller keeps gap, the smoothed time between pops that found
+ *   work, not whether its worker has; and a queue its polling worker lets re-arm makes the
+ *   poll pay for nothing (adapt_keep_polling).
+ *   Of its worker's arrivals the controller keeps gap, the smoothed time between pops that found
  *   requests, however many (EWMA, weight 1/8; each sample clamped to twice the limit of (a), so
  *   one stall of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle"
  *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
@@ -68,7 +70,7 @@
  *       would cost a wake-up (spinning as long as a wake-up costs before blocking is the classic
  *       2-competitive choice); the cap bounds what an idle queue burns: a queue with no traffic
  *       leaves polling within spin_max and then costs no CPU until its next kick. Napping: for
- *       less than 4 * gap and at most SCHED_NAP_MAX empty re-polls.
+ *       less than 4 * gap.
  *   (c) or for less than hold, a sixteenth of its worker's awake span up to the process's last
  *       arrival, at most ADAPT_HOLD_MAX_NS: the time the worker has been awake less the time it
  *       slept meanwhile (it starts over once a sleep outlasts it). A worker kept busy by
@@ -88,6 +90,15 @@
  *       every sleep could not grow past the first stall longer than its hold. Holding costs at
  *       most a sixteenth of the time the worker was awake, once, when the traffic ends; sparse
  *       traffic is left to (a).
+ *   (d) or, napping, for less than the rent: a worker that stops polling re-arms each of the n
+ *       queues sharing its arrivals, and each one's next request pays a kick and a wake-up
+ *       (a sleep's cost, k W / 2 + c + K); the windows above priced one. So it naps on while
+ *       its naps, c_n per period P, have cost less than the n - 1 others:
+ *       (n - 1) (k W / 2 + c + K) P / c_n, at most ADAPT_HOLD_MAX_NS (the ski rental's
+ *       2-competitive rule). n is an EWMA over the worker's arrivals of how many it had since
+ *       the arriving queue's last one. Without it a driver stall longer than the windows (a
+ *       loaded machine's driver: every ~5 ms) re-armed all 50 queues of the sweep at 5k/s, and
+ *       kicks per request matched dedicated's (docs/sched.md).
  *   Deferred re-poll (NAPI's gro_flush_timeout / irq_suspend_timeout): while napping is
  *   cheapest, a queue found empty stays with notifications off (no kick from the driver) and
  *   its worker, once every queue it keeps polled naps and nothing is listed, sleeps P - O on its
@@ -259,24 +270,38 @@ static void learn_queued(struct sched_worker *w, uint64_t queued_ns)
 	atomic_store_explicit(&w->c.wake_ns, w->wake_ns, memory_order_relaxed);
 }
 
-/* A nap's timer wake-up teaches the nap's price: how late it wakes (O) and its CPU, and W only
- * its run queue wait (learn_queued). Not W from the overshoot: here
+/* A nap's timer wake-up teaches the nap's price: how late it wakes (O), and W only its run
+ * queue wait (learn_queued). Not W from the overshoot: here
  * a timer wake-up came 27-52 us late beside a busy loop where a kicked one (dedicated's whole
  * request, p50) took 26-28 us, and W learned as two of them priced a sleep about twice too
  * dear; the worker then napped where sleeping cost less CPU and latency (sched_cost_woke). */
 void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t slept_ns,
-			   uint64_t cpu_ns, uint64_t queued_ns)
+			   uint64_t queued_ns)
 {
 	if (slept_ns < asked_ns)
 		return; /* an event ended it: no timer wake-up to learn from */
+	w->nap_timed = true;
 	learn_queued(w, queued_ns);
 	uint64_t over = slept_ns - asked_ns;
 	if (over > SCHED_WAKE_MAX_NS)
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
 	w->timer_sq = ewma(w->timer_sq, over * over, ADAPT_TAIL_SHIFT);
-	w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns, ADAPT_COST_SHIFT);
 	cost_update(w);
+}
+
+/* c_n, a nap's CPU, is what the worker spends from one nap's start to the next's when the nap
+ * found nothing: the sleep and its timer wake-up, and the re-poll after it, a full turn of each
+ * queue it keeps polled (a ring look, a clock read and a decision each), which grows with the
+ * queues kept polled. Learned from the sleep alone (13-15 us here, quiet), a nap was priced the
+ * same over 1 queue and over 50. A nap an event ended, or one after which requests were served,
+ * is not a sample. */
+void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
+{
+	if (w->nap_timed && w->reqs == w->nap_start_reqs)
+		w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns - w->nap_start_cpu_ns, ADAPT_COST_SHIFT);
+	w->nap_start_cpu_ns = cpu_ns;
+	w->nap_start_reqs = w->reqs;
 }
 
 /* The stall: a spinning worker keeps its CPU only while nothing else wants it. On a shared
@@ -349,18 +374,21 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * sleeping look dearer than spinning or napping. Each sleep that an event ends (a kick, a
  * doorbell) teaches c, and W: the event's wake-up took the path outside the run queue measured
  * at creation (vqs_sched.wake_path_ns) and then queued_ns on the run queue, which the worker
- * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A sleep is priced by
- * the wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
+ * reads from its schedstat (SCHED_QUEUED_UNKNOWN: not known, W stays). A nap that an event
+ * ended early teaches W its wait too (its CPU is a cut nap's, not a sleep's: c stays): its
+ * schedstat was read before the nap, and that read went unused. A sleep is priced by the
+ * wake-up a kick makes, not by a timer's (sched_cost_timed_wake). */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns)
 {
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
-	if (!event)
-		return;
-	w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
 	learn_queued(w, queued_ns);
-	cost_maybe_update(w);
+	if (event)
+		w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+	if (event || queued_ns != SCHED_QUEUED_UNKNOWN)
+		cost_maybe_update(w);
 }
 
 static uint64_t window_min(const struct sched_worker *w) { return w->wake_ns / 2u; }
@@ -449,26 +477,42 @@ static unsigned adapt_batch(const struct vqs_sched *s, struct vqs_queue *q)
 	return q->ad.batch;
 }
 
-static void arrivals_observe(const struct sched_worker *w, struct adapt_arrivals *a, uint64_t now)
+/* One arrival of work at now: a gap sample, clamped to `cap` (each process's reason below); the
+ * first one, of a rate not known yet, is taken as `first`. */
+static void arrivals_observe(struct adapt_arrivals *a, uint64_t now, uint64_t cap, uint64_t first)
 {
 	if (a->last_arrival_ns) {
 		uint64_t sample = now - a->last_arrival_ns;
-		if (sample > 2 * w->poll_max_ns)
-			sample = 2 * w->poll_max_ns;
-		a->gap_ewma_ns = ewma(a->gap_ewma_ns, sample, ADAPT_EWMA_SHIFT);
+		a->gap_ewma_ns = ewma(a->gap_ewma_ns, sample < cap ? sample : cap, ADAPT_EWMA_SHIFT);
 	} else {
-		a->gap_ewma_ns = w->poll_max_ns; /* unknown rate: not worth polling yet */
+		a->gap_ewma_ns = first;
 	}
 	a->last_arrival_ns = now;
 }
 
 enum poll_mode { MODE_SLEEP, MODE_NAP, MODE_SPIN };
 
-/* How an arrival process is best kept polled at `now`, by (a) the cost model and (b), (c) its
- * windows. awake: when the worker's awake span started (sched_worker.awake_ns). */
-static enum poll_mode arrivals_mode(const struct sched_worker *w, const struct adapt_arrivals *a,
-				    uint64_t awake, uint64_t now)
+/* (d) The rent: how long past its windows a worker keeps its queues polled by naps ((d) above):
+ * while its naps have cost less than the n - 1 more sleeps that re-arming n queues buys, at most
+ * ADAPT_HOLD_MAX_NS. 0 where the worker does not nap (no price for latency, no nap CPU known). */
+static uint64_t rent(const struct vqs_sched *s, const struct sched_worker *w)
 {
+	if (!s->o.spin_pct || !w->nap_cpu_ns || w->queues_x16 < 32u)
+		return 0;
+	uint64_t r = (w->queues_x16 - 16u) * sleep_cost(s, w) / 16u;
+	if (r >= ADAPT_HOLD_MAX_NS)
+		return ADAPT_HOLD_MAX_NS;
+	r = r * nap_period(s, w, w->ad.gap_ewma_ns) / w->nap_cpu_ns;
+	return r < ADAPT_HOLD_MAX_NS ? r : ADAPT_HOLD_MAX_NS;
+}
+
+/* How the worker's arrivals are best kept polled at `now`, by (a) the cost model and (b), (c),
+ * (d) its windows. */
+static enum poll_mode worker_mode(const struct vqs_sched *s, const struct sched_worker *w,
+				  uint64_t now)
+{
+	const struct adapt_arrivals *a = &w->ad;
+	uint64_t awake = w->awake_ns;
 	if (!a->last_arrival_ns || a->gap_ewma_ns >= w->poll_max_ns)
 		return MODE_SLEEP;
 	enum poll_mode m = a->gap_ewma_ns < w->spin_max_ns ? MODE_SPIN : MODE_NAP;
@@ -481,7 +525,10 @@ static enum poll_mode arrivals_mode(const struct sched_worker *w, const struct a
 	uint64_t hold = span >> ADAPT_HOLD_SHIFT;
 	if (hold > ADAPT_HOLD_MAX_NS)
 		hold = ADAPT_HOLD_MAX_NS;
-	return now - a->last_arrival_ns < (window > hold ? window : hold) ? m : MODE_SLEEP;
+	uint64_t silent = now - a->last_arrival_ns;
+	if (silent < (window > hold ? window : hold))
+		return m;
+	return silent < rent(s, w) ? MODE_NAP : MODE_SLEEP;
 }
 
 /* The awake span so far less the time slept, so that one stall of the drivers shortens it
@@ -496,9 +543,24 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 			  unsigned backlog, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
-	a->looks = 0;
-	arrivals_observe(q->home, &a->q, now);
-	arrivals_observe(q->home, &q->home->ad, now);
+	struct sched_worker *w = q->home;
+	/* How many queues share the worker's arrivals ((d) above): over the worker's arrivals,
+	 * how many it had since the arriving queue's last one, this one included (each queue's
+	 * 1 / share, weighted by its share, sums to the queues); a silence longer than a worker
+	 * has queues says nothing more. */
+	w->arrivals++;
+	if (a->q.last_arrival_ns) {
+		uint64_t k = w->arrivals - a->seen;
+		k = k < SCHED_MAX_QUEUES ? k : SCHED_MAX_QUEUES;
+		w->queues_x16 = ewma(w->queues_x16, 16u * k, ADAPT_EWMA_SHIFT);
+	}
+	a->seen = w->arrivals;
+	/* The worker's gap decides whether to poll: a driver's stall is not a rate ((a) above), and
+	 * an unknown rate is not worth polling yet. A queue's gap only says whether it is still
+	 * part of its worker's traffic: clamped to the longest its worker polls after an arrival,
+	 * and a queue's first arrival taken as that sparse, so that it belongs from the start. */
+	arrivals_observe(&a->q, now, ADAPT_HOLD_MAX_NS, ADAPT_HOLD_MAX_NS);
+	arrivals_observe(&w->ad, now, 2 * w->poll_max_ns, w->poll_max_ns);
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
@@ -506,32 +568,33 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 }
 
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
- * (then every queue it keeps polled naps, through at most SCHED_NAP_MAX empty turns since it
- * last found work, and the worker's nap_ns says for how long), or not at all. A queue stays in
- * its polled set while it keeps finding work within SCHED_DEFER_LOOKS of its worker's rounds, or
- * by its own rate ((a)-(c) above). (adaptive sets home for every queue.) */
+ * (then every queue it keeps polled naps, and the worker's nap_ns says for how long), or not at
+ * all. Its queues stay polled while it does, each as long as it is still part of the worker's
+ * traffic: it had the worker's last arrival, or fewer than ADAPT_POLL_GAPS of its own gaps
+ * passed from its last arrival to the worker's. The model priced the spin or the nap as sparing the requests a kick and a
+ * wake-up; a queue that re-arms while its worker polls gets neither: its driver kicks, and the
+ * worker pays the poll and the kick. That was the rule before (a queue re-armed after
+ * SCHED_DEFER_LOOKS empty turns, or 16 naps, unless its own gap earned polling): 50 queues
+ * at 20k requests/s, one request every 2.5 ms on each, the worker spinning through its 50 us
+ * gaps, made 1.00 kicks and 0.65 wake-ups per request at 36.7 us of worker CPU where pool
+ * made 10.2 (vqs-bench --preset sweep, quiet VM); napping at 5k/s, each queue re-armed after
+ * ~1 ms of its 10 ms gap. (adaptive sets home for every queue.) */
 static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, uint64_t now)
 {
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
-	a->nap = false;
 	/* While it spins, the worker samples its CPU once requests were served since the last
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
 	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
 		sched_cost_sample(w, now, sched_thread_cpu_ns());
-	if (!a->q.last_arrival_ns)
+	enum poll_mode m = worker_mode(s, w, now);
+	a->nap = m == MODE_NAP;
+	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
+	    w->ad.last_arrival_ns - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns)
 		return false;
-	switch (arrivals_mode(w, &w->ad, w->awake_ns, now)) {
-	case MODE_SLEEP:
-		return false;
-	case MODE_NAP:
-		a->nap = true;
+	if (a->nap)
 		w->nap_ns = nap_period(s, w, w->ad.gap_ewma_ns) - w->timer_ns;
-		return ++a->looks <= SCHED_NAP_MAX;
-	case MODE_SPIN:
-		break;
-	}
-	return looked_little(q) || arrivals_mode(w, &a->q, w->awake_ns, now) != MODE_SLEEP;
+	return true;
 }
 
 static const struct sched_policy policies[] = {

@@ -63,6 +63,16 @@ static bool polled(struct fake *f, unsigned i, uint64_t t)
 	return f->pol->keep_polling(&f->s, &f->q[i], t);
 }
 
+enum mode { SLEEP, NAP, SPIN };
+
+/* How q is kept polled after an empty look at t: re-armed (SLEEP), by naps, or by spinning. */
+static enum mode mode(struct fake *f, unsigned i, uint64_t t)
+{
+	if (!polled(f, i, t))
+		return SLEEP;
+	return f->q[i].ad.nap ? NAP : SPIN;
+}
+
 /*
  * rr over 50 queues on one saturated worker (the 2017 shape): each queue gets its next request
  * one worker round (50 turns of 3 us) after its last, 150 us, longer than a queue's own gap may
@@ -84,33 +94,110 @@ static void adaptive_many_queues_on_a_busy_worker_stay_polled(void **state)
 		}
 	assert_int_equal(rearms, 0);
 	/* The traffic stops: the worker, awake for 15 ms, rides out a short pause (its hold, a
-	 * sixteenth of that), then every queue lets go and it sleeps. */
+	 * sixteenth of that) spinning, then naps while the naps cost less than the 49 more
+	 * sleeps re-arming would buy (7.6 ms here), then every queue lets go and it sleeps. */
 	uint64_t last = t;
 	for (unsigned i = 0; i < NQ; i++)
-		assert_true(polled(f, i, last + 200 * US));
+		assert_int_equal(mode(f, i, last + 200 * US), SPIN);
 	for (unsigned i = 0; i < NQ; i++)
-		assert_false(polled(f, i, last + 2 * MS));
+		assert_int_equal(mode(f, i, last + 2 * MS), NAP);
+	for (unsigned i = 0; i < NQ; i++)
+		assert_false(polled(f, i, last + 10 * MS));
 	free(f);
 }
 
-/* One queue quiet among a busy one: it rides out SCHED_DEFER_LOOKS empty turns of its worker, then
- * re-arms, though the worker (kept awake by the other) goes on polling. */
+/* One queue quiet among a busy one: heard from once (a rate not known yet, taken as one request
+ * per ADAPT_HOLD_MAX_NS, 10 ms), it stays polled for 4 such gaps while the other keeps the worker
+ * spinning, then re-arms, and the busy one stays polled. */
 static void adaptive_quiet_queue_on_a_busy_worker_rearms(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	uint64_t t = 1 * MS;
-	arrive(f, 1, t);
-	unsigned looks = 0;
-	for (;; looks++) {
-		t += 1 * US;
+	uint64_t t0 = 1 * MS, t = t0;
+	arrive(f, 1, t0);
+	for (; t < t0 + 39 * MS; t += 10 * US)
 		arrive(f, 0, t);
-		if (!polled(f, 1, t))
-			break;
-		assert_true(looks < 100);
-	}
-	assert_int_equal(looks, SCHED_DEFER_LOOKS);
+	assert_true(polled(f, 1, t));
+	for (; t < t0 + 41 * MS; t += 10 * US)
+		arrive(f, 0, t);
+	assert_false(polled(f, 1, t));
 	assert_true(polled(f, 0, t + 1 * US));
 	free(f);
+}
+
+/*
+ * 50 queues on one worker, the sweep's open-loop arrivals: a request every `gap` over all
+ * queues, round robin, so each queue has one every 50 gaps. The worker's gap earns polling
+ * (spinning at 20 us, napping at 70 us with these costs), and its queues must stay polled
+ * while it polls: one that re-arms makes its driver kick and wakes the worker, which pays the
+ * poll and the kick. Before, each queue re-armed after SCHED_DEFER_LOOKS empty turns or 16
+ * naps (its own gap, 1-3.5 ms, too sparse to poll): 50 queues at 20k requests/s made 1.00
+ * kicks per request with the worker spinning. When the traffic stops, all re-arm.
+ */
+static void many_sparse_queues(uint64_t gap, enum mode want)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 0;
+	unsigned rearms = 0, checked = 0;
+	for (unsigned round = 0; round < 40; round++)
+		for (unsigned i = 0; i < NQ; i++) {
+			t += gap;
+			arrive(f, i, t);
+			if (round < 2)
+				continue; /* the worker's gap is learned */
+			assert_int_equal(mode(f, i, t + gap / 2), want);
+			for (unsigned j = 0; j < NQ; j++, checked++)
+				if (j != i && !polled(f, j, t + gap / 2))
+					rearms++;
+		}
+	assert_true(checked > 0);
+	assert_int_equal(rearms, 0);
+	/* past the worker's hold (1/16 of 40 rounds) and the naps' rent (10 ms at most) */
+	for (unsigned i = 0; i < NQ; i++)
+		assert_int_equal(mode(f, i, t + 10 * MS), SLEEP);
+	free(f);
+}
+
+static void adaptive_queues_stay_polled_while_their_worker_polls(void **state)
+{
+	many_sparse_queues(20 * US, SPIN);
+	many_sparse_queues(70 * US, NAP);
+}
+
+/*
+ * A driver stall on a worker over 50 queues (a descheduled guest; the sweep's driver on a loaded
+ * machine): round robin, a request every `gap` over all queues for 6 rounds, then nothing for
+ * 3 ms, past the worker's windows (4 gaps, and a hold of a sixteenth of its 6-21 ms awake span).
+ * Re-arming its queues buys 50 kicks and 50 wake-ups when the driver resumes, where the windows
+ * priced one: the worker naps on with every queue polled while its naps have cost less than the
+ * 49 other sleeps (7.6-7.8 ms here), at most 10 ms. Before, every queue re-armed at its next look
+ * (50 queues at 5k/s offered, W at its cap: 4294 re-arms for 5673 requests, 0.72 kicks per
+ * request). One queue stalled as long sleeps, as before: its windows priced its one sleep.
+ */
+static void stall_of_many(uint64_t gap)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 0;
+	for (unsigned round = 0; round < 6; round++)
+		for (unsigned i = 0; i < NQ; i++) {
+			t += gap;
+			arrive(f, i, t);
+		}
+	for (unsigned i = 0; i < NQ; i++)
+		assert_int_equal(mode(f, i, t + 3 * MS), NAP);
+	for (unsigned i = 0; i < NQ; i++)
+		assert_int_equal(mode(f, i, t + 10 * MS), SLEEP);
+	free(f);
+	f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	for (t = gap; t <= 6 * NQ * gap; t += gap)
+		arrive(f, 0, t);
+	assert_int_equal(mode(f, 0, t + 3 * MS), SLEEP);
+	free(f);
+}
+
+static void adaptive_many_queues_nap_through_a_driver_stall(void **state)
+{
+	stall_of_many(20 * US);
+	stall_of_many(70 * US);
 }
 
 /* A single queue is its worker's whole load: its own rate decides, as before. A request every
@@ -221,16 +308,6 @@ static void adaptive_sleep_shortens_the_hold_span(void **state)
 	free(f);
 }
 
-enum mode { SLEEP, NAP, SPIN };
-
-/* How q is kept polled after an empty look at t: re-armed (SLEEP), by naps, or by spinning. */
-static enum mode mode(struct fake *f, unsigned i, uint64_t t)
-{
-	if (!polled(f, i, t))
-		return SLEEP;
-	return f->q[i].ad.nap ? NAP : SPIN;
-}
-
 /* A steady queue with `gap` between requests, for 100 requests from 0, the worker awake since
  * the last one (no hold: the rate alone decides); its mode 5 us after the last. */
 static enum mode steady_mode(struct fake *f, uint64_t gap)
@@ -286,7 +363,8 @@ static void adaptive_thresholds_follow_the_wake_cost_and_the_knob(void **state)
  * late and 10 us of CPU, spin_pct 200): spinning costs 70 us of CPU per gap, sleeping 2 x 25 us
  * of latency + 10 us, napping with the best period P = sqrt(2 c_n g / k) ~ 26.5 us costs P/2 of
  * latency (priced 2x) and 10 us per nap: ~53 us. The nap asked for is P less the timer's
- * overshoot. After SCHED_NAP_MAX empty re-polls the queue re-arms; work found starts it over.
+ * overshoot. It naps through 4 gaps without work (a queue no longer re-arms after 16 naps: see
+ * adaptive_queues_stay_polled_while_their_worker_polls); work found starts it over.
  * Every 500 us sleeps, every 10 us spins.
  */
 static void adaptive_naps_between_spin_and_sleep(void **state)
@@ -295,13 +373,12 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 	assert_int_equal(steady_mode(f, 70 * US), NAP);
 	assert_true(f->w.nap_ns > 1 * US && f->w.nap_ns < 2 * US);
 	uint64_t last = f->q[0].ad.q.last_arrival_ns;
-	for (unsigned i = 1; i < SCHED_NAP_MAX; i++)
+	for (unsigned i = 1; i < 40; i++)
 		assert_int_equal(mode(f, 0, last + 10 * US + i), NAP);
-	assert_int_equal(mode(f, 0, last + 30 * US), SLEEP); /* the 17th empty re-poll */
+	assert_int_equal(mode(f, 0, last + 250 * US), NAP);
+	assert_int_equal(mode(f, 0, last + 290 * US), SLEEP); /* past 4 gaps */
 	arrive(f, 0, last + 70 * US);
 	assert_int_equal(mode(f, 0, last + 75 * US), NAP);
-	/* and past 4 gaps after the last arrival it re-arms however few naps it had */
-	assert_int_equal(mode(f, 0, last + 70 * US + 5 * 70 * US), SLEEP);
 	free(f);
 	assert_int_equal(fresh_steady_mode(500 * US), SLEEP);
 	assert_int_equal(fresh_steady_mode(10 * US), SPIN);
@@ -309,6 +386,47 @@ static void adaptive_naps_between_spin_and_sleep(void **state)
 	 * Priced at the whole round trip (2 x 50 + 10 us), sleeping looked twice as dear, and such
 	 * a queue napped 3-4 times a request. */
 	assert_int_equal(fresh_steady_mode(120 * US), SLEEP);
+}
+
+/*
+ * A nap's CPU is the whole cycle: the sleep, its timer wake-up and the re-poll of every queue
+ * kept polled (a full turn each, about a microsecond here). A worker over 50 queues with a
+ * request every 200 us over all of them (5k/s), sleeping priced at a loaded machine's wake-up
+ * (W 150 us: 2 x 75 + 10 us), naps while a nap is priced at its sleep alone (10 us: P ~ 45 us,
+ * ~89 us per gap). Each nap that finds nothing costs it 60 us from one nap's start to the next
+ * (10 us asleep, 50 us of re-poll): at that price (P ~ 110 us, ~219 us per gap) it sleeps.
+ * On the old code c_n was the sleep's CPU alone and the worker kept napping. A nap an event
+ * ended, or one after which requests were served, teaches nothing.
+ */
+static void nap_cycle(struct fake *f, uint64_t *cpu, uint64_t slept, uint64_t cycle_cpu)
+{
+	sched_cost_nap_start(&f->w, *cpu);
+	sched_cost_woke(&f->w, 0, *cpu, false, 0, SCHED_QUEUED_UNKNOWN);
+	sched_cost_timed_wake(&f->w, 20 * US, slept, SCHED_QUEUED_UNKNOWN);
+	*cpu += cycle_cpu;
+}
+
+static void adaptive_nap_cpu_counts_the_re_poll(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_ns = 150 * US;
+	sched_cost_init(&f->w);
+	uint64_t cpu = 1 * MS, cn = f->w.nap_cpu_ns;
+	assert_int_equal(steady_mode(f, 200 * US), NAP);
+	/* Each cycle is judged at the next nap's start: an event ended the first, a request was
+	 * served after the second and the third. */
+	nap_cycle(f, &cpu, 5 * US, 60 * US);
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	f->w.reqs++;
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	f->w.reqs++;
+	nap_cycle(f, &cpu, 45 * US, 60 * US);
+	assert_int_equal(f->w.nap_cpu_ns, cn);
+	for (unsigned i = 0; i < 40; i++)
+		nap_cycle(f, &cpu, 45 * US, 60 * US);
+	assert_true(f->w.nap_cpu_ns > 55 * US && f->w.nap_cpu_ns <= 60 * US);
+	assert_int_equal(steady_mode(f, 200 * US), SLEEP);
+	free(f);
 }
 
 /*
@@ -326,10 +444,10 @@ static void adaptive_naps_do_not_price_a_kicked_wake_up(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	uint64_t w0 = f->w.wake_ns, o0 = f->w.timer_ns;
-	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, 10 * US, SCHED_QUEUED_UNKNOWN);
+	sched_cost_timed_wake(&f->w, 20 * US, 5 * US, SCHED_QUEUED_UNKNOWN);
 	assert_int_equal(f->w.timer_ns, o0);
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&f->w, 20 * US, 60 * US, 10 * US, SCHED_QUEUED_UNKNOWN);
+		sched_cost_timed_wake(&f->w, 20 * US, 60 * US, SCHED_QUEUED_UNKNOWN);
 	assert_true(f->w.timer_ns > 39 * US && f->w.timer_ns <= 40 * US);
 	assert_int_equal(f->w.wake_ns, w0);
 	assert_int_equal(steady_mode(f, 120 * US), SLEEP);
@@ -349,9 +467,9 @@ static void adaptive_naps_do_not_price_a_kicked_wake_up(void **state)
 static void tail(struct fake *f, unsigned rounds, uint64_t short_ns, uint64_t long_ns)
 {
 	for (unsigned r = 0; r < rounds; r++) {
-		sched_cost_timed_wake(&f->w, 1 * US, 1 * US + long_ns, 10 * US, SCHED_QUEUED_UNKNOWN);
+		sched_cost_timed_wake(&f->w, 1 * US, 1 * US + long_ns, SCHED_QUEUED_UNKNOWN);
 		for (unsigned i = 0; i < 15; i++)
-			sched_cost_timed_wake(&f->w, 1 * US, 1 * US + short_ns, 10 * US, SCHED_QUEUED_UNKNOWN);
+			sched_cost_timed_wake(&f->w, 1 * US, 1 * US + short_ns, SCHED_QUEUED_UNKNOWN);
 	}
 }
 
@@ -384,7 +502,7 @@ static void adaptive_cost_model_learns_the_kicked_wake_up(void **state)
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	f->s.wake_path_ns = 5 * US;
 	uint64_t w0 = f->w.wake_ns;
-	sched_cost_woke(&f->w, 0, 0, false, 10 * US, 0);
+	sched_cost_woke(&f->w, 0, 0, false, 10 * US, SCHED_QUEUED_UNKNOWN);
 	sched_cost_woke(&f->w, 0, 0, true, 10 * US, SCHED_QUEUED_UNKNOWN);
 	assert_int_equal(f->w.wake_ns, w0);
 	for (unsigned i = 0; i < 100; i++)
@@ -418,9 +536,24 @@ static void adaptive_naps_teach_the_run_queue_wait(void **state)
 	assert_int_not_equal(steady_mode(f, 400 * US), SLEEP);
 	uint64_t o = f->w.timer_ns;
 	for (unsigned i = 0; i < 100; i++)
-		sched_cost_timed_wake(&f->w, 20 * US, 20 * US + o, 10 * US, 0);
+		sched_cost_timed_wake(&f->w, 20 * US, 20 * US + o, 0);
 	assert_true(f->w.wake_ns < 11 * US);
 	assert_int_equal(steady_mode(f, 400 * US), SLEEP);
+	free(f);
+}
+
+/* A nap a kick ended early teaches W its run queue wait as a sleep's kicked wake-up does (its
+ * schedstat was read before the nap; on the old code that read went unused and W stayed), and
+ * c nothing: the nap's CPU is not a sleep's. */
+static void adaptive_naps_cut_by_a_kick_teach_the_run_queue_wait(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_path_ns = 5 * US;
+	uint64_t c0 = f->w.sleep_cpu_ns;
+	for (unsigned i = 0; i < 100; i++)
+		sched_cost_woke(&f->w, 0, 0, false, 1 * US, 95 * US);
+	assert_true(f->w.wake_ns > 190 * US);
+	assert_int_equal(f->w.sleep_cpu_ns, c0);
 	free(f);
 }
 
@@ -535,6 +668,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(adaptive_many_queues_on_a_busy_worker_stay_polled),
 		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
+		cmocka_unit_test(adaptive_queues_stay_polled_while_their_worker_polls),
+		cmocka_unit_test(adaptive_many_queues_nap_through_a_driver_stall),
 		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
 		cmocka_unit_test(adaptive_hold_rides_out_a_pause_after_a_long_stream),
 		cmocka_unit_test(adaptive_hold_not_after_a_short_burst),
@@ -543,8 +678,10 @@ int main(void)
 		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
 		cmocka_unit_test(adaptive_naps_between_spin_and_sleep),
 		cmocka_unit_test(adaptive_naps_do_not_price_a_kicked_wake_up),
+		cmocka_unit_test(adaptive_nap_cpu_counts_the_re_poll),
 		cmocka_unit_test(adaptive_cost_model_learns_the_kicked_wake_up),
 		cmocka_unit_test(adaptive_naps_teach_the_run_queue_wait),
+		cmocka_unit_test(adaptive_naps_cut_by_a_kick_teach_the_run_queue_wait),
 		cmocka_unit_test(adaptive_nap_prices_the_wait_of_a_random_arrival),
 		cmocka_unit_test(adaptive_spins_only_while_the_worker_keeps_its_cpu),
 		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
