@@ -24,6 +24,7 @@
 #include "bench.h"
 #include "compare.h"
 #include "json.h"
+#include "output.h"
 
 #define AB_MAX_ROUNDS 1000
 
@@ -168,7 +169,10 @@ static int write_merged(const char *path, const char *cmd, unsigned rounds,
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "{\n  \"schema\": 2,\n  \"tool\": \"vqs-bench ab\",\n  \"command\": ");
+	/* one process ran both sides' rounds, each round's A next to its B: compare pairs them */
+	fprintf(f, "{\n  \"schema\": 2,\n  \"tool\": \"vqs-bench ab\",\n  \"process\": ");
+	json_write_str(f, output_process_id());
+	fprintf(f, ",\n  \"command\": ");
 	json_write_str(f, cmd);
 	fprintf(f, ",\n  \"rounds\": %u,\n  \"runs\": [", rounds);
 	for (unsigned i = 0; i < nm; i++) {

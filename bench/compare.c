@@ -6,7 +6,11 @@
  * medians: what changed between rounds then moves both sides of a pair).
  *
  * The reports of an interleaved run (--interleave: the slices without and with an injection,
- * within each repeat's window) carry the repeat as the round: their pairs are repeats.
+ * within each repeat's window) carry the repeat as the round: their pairs are repeats. Pairs are
+ * claimed only between reports of one process (their "process" ids equal): the rounds of two
+ * separate runs are mere indices, and pairing them by index turned drift between the runs into
+ * false alarms; such reports get the unpaired rank test. --halves judges a report against
+ * itself: half of its repeats against the other half, ABBA, in pairs of neighbours.
  *
  * "Worse by X%" is in time per operation: for throughput X = base/new - 1, for latency and CPU per
  * op X = new/base - 1, so a halved throughput and a doubled latency are both +100%. X is the
@@ -40,12 +44,14 @@ struct cmp {
 	const char *file[2];
 	unsigned matched, regressions, failures;
 	bool figures; /* a report declares its figures: judge those, not its runs' */
+	bool same_process; /* both reports carry the same "process": rounds may be paired */
+	bool halves;       /* --halves */
 };
 
 static void compare_usage(FILE *f)
 {
 	fprintf(f, "usage: vqs-bench compare BASE.json NEW.json [--threshold PCT] [--alpha A] "
-		   "[--metrics LIST] [--pair BASE_GLOB=NEW_GLOB]... [--quiet]\n"
+		   "[--metrics LIST] [--pair BASE_GLOB=NEW_GLOB]... [--halves] [--quiet]\n"
 		   "  --threshold PCT  a significant change worse than this (time per op) fails "
 		   "(default 5)\n"
 		   "  --alpha A        level of the one-sided rank test (default 0.01)\n"
@@ -53,18 +59,13 @@ static void compare_usage(FILE *f)
 		   "ops_per_s,ns_per_op,p50_ns,p99_ns,worker_cpu_ns_per_op)\n"
 		   "  --pair B=N       judge the one BASE run whose key matches glob B against the one "
 		   "NEW run matching N (repeatable; no other run is judged)\n"
+		   "  --halves         judge NEW's repeats 1, 2, 5, 6, ... against BASE's 0, 3, 4, 7, "
+		   "...,\n                   paired as neighbours: with BASE = NEW, the run against "
+		   "itself\n"
 		   "  --quiet          print only regressions and failures\n"
 		   "exit status: 0 no regression; 1 regression, loss or error in NEW, a run or figure "
 		   "missing on one side, or too few samples to decide; 2 usage, unreadable file, or "
 		   "no run in either report\n");
-}
-
-static double *numbers(const struct json *a, unsigned *n);
-
-/* The numbers of a run's samples of one figure into a fresh array; NULL when absent. */
-static double *samples_of(const struct json *run, const char *fig, unsigned *n)
-{
-	return numbers(json_get(json_get(run, "samples"), fig), n);
 }
 
 static int fig_index(const char *name)
@@ -97,24 +98,63 @@ static const struct json *glob_run(const struct json *runs, const char *glob, un
 }
 
 
-/* Both runs' samples carry their ab round (sample_round): the test pairs rounds. */
-static bool paired(const struct json *br, const struct json *nr)
+/* One side's samples of a figure, with the round of each (NULL: the report has none). */
+struct side {
+	double *v, *round;
+	unsigned n;
+};
+
+/* Whether the samples of both sides are paired by round: only when one process ran both sides
+ * interleaved (the same "process" id in both reports) and both carry rounds (or --halves made
+ * them). Rounds of two processes are their repeats' indices, and nothing makes repeat i of one
+ * process meet the conditions of repeat i of another. */
+static bool paired(const struct cmp *c, const struct side *b, const struct side *v)
 {
-	const struct json *a = json_get(br, "sample_round"), *b = json_get(nr, "sample_round");
-	return a && b && a->type == JSON_ARR && b->type == JSON_ARR;
+	return c->same_process && b->round && v->round;
 }
 
-/* The median of a run's samples of round r (the 0s of a smaller-is-better figure, not measured,
- * left out); NAN when there is none. */
-static double round_median(const struct json *run, const double *v, unsigned n, int better,
-			   double r)
+/*
+ * The samples of array a (a figure's) of run or figure obj into s, for side 0 (BASE) or 1 (NEW);
+ * with --halves only that side's half of the repeats, ABBA: repeats 0, 3, 4, 7, ... are BASE's
+ * and 1, 2, 5, 6, ... NEW's, the pair of repeat i being i / 2. The order alternates within the
+ * pairs, so a trend through the run (load coming or going) falls on both sides. false: no array.
+ */
+static bool take(const struct cmp *c, const struct json *obj, const struct json *a, int side,
+		 struct side *s)
 {
-	const struct json *rounds = json_get(run, "sample_round");
-	double pick[n + 1];
+	*s = (struct side){0};
+	if (!a || a->type != JSON_ARR)
+		return false;
+	const struct json *rounds = json_get(obj, "sample_round");
+	bool have = c->halves || (rounds && rounds->type == JSON_ARR && rounds->n == a->n);
+	s->v = malloc((a->n + 1) * sizeof(*s->v));
+	s->round = have ? malloc((a->n + 1) * sizeof(*s->round)) : NULL;
+	if (!s->v || (have && !s->round)) {
+		free(s->v);
+		free(s->round);
+		*s = (struct side){0};
+		return true; /* judge reports the lack of memory */
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->items[i].type != JSON_NUM ||
+		    (c->halves && (i % 4 == 0 || i % 4 == 3) != (side == 0)))
+			continue;
+		if (have)
+			s->round[s->n] = c->halves ? (double)(i / 2) : rounds->items[i].num;
+		s->v[s->n++] = a->items[i].num;
+	}
+	return true;
+}
+
+/* The median of a side's samples of round r (the 0s of a smaller-is-better figure, not
+ * measured, left out); NAN when there is none. */
+static double round_median(const struct side *s, int better, double r)
+{
+	double pick[s->n + 1];
 	unsigned k = 0;
-	for (unsigned i = 0; i < n && i < rounds->n; i++)
-		if (rounds->items[i].num == r && (better > 0 || v[i] > 0))
-			pick[k++] = v[i];
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->round[i] == r && (better > 0 || s->v[i] > 0))
+			pick[k++] = s->v[i];
 	if (!k)
 		return NAN;
 	for (unsigned i = 1; i < k; i++) /* insertion sort: a round holds a few repeats */
@@ -126,21 +166,20 @@ static double round_median(const struct json *run, const double *v, unsigned n, 
 	return k % 2 ? pick[k / 2] : (pick[k / 2 - 1] + pick[k / 2]) / 2;
 }
 
-/* The paired test over the rounds both runs have. */
-static int shift_by_round(const struct json *br, const double *b, unsigned m, const struct json *nr,
-			  const double *v, unsigned n, int better, double alpha, struct shift *sh)
+/* The paired test over the rounds both sides have. */
+static int shift_by_round(const struct side *b, const struct side *v, int better, double alpha,
+			  struct shift *sh)
 {
-	const struct json *rounds = json_get(br, "sample_round");
 	double last = -1;
-	for (size_t i = 0; i < rounds->n; i++)
-		last = rounds->items[i].num > last ? rounds->items[i].num : last;
+	for (unsigned i = 0; i < b->n; i++)
+		last = b->round[i] > last ? b->round[i] : last;
 	unsigned nrounds = last >= 0 ? (unsigned)last + 1 : 0, k = 0;
 	double *x = malloc((nrounds + 1) * sizeof(*x)), *y = malloc((nrounds + 1) * sizeof(*y));
 	int rc = -ENOMEM;
 	if (x && y) {
 		for (unsigned r = 0; r < nrounds; r++) {
-			x[k] = round_median(br, b, m, better, r);
-			y[k] = round_median(nr, v, n, better, r);
+			x[k] = round_median(b, better, r);
+			y[k] = round_median(v, better, r);
 			k += !isnan(x[k]) && !isnan(y[k]);
 		}
 		rc = stats_shift_paired(x, y, k, better, alpha, sh);
@@ -171,38 +210,27 @@ static void pct(char *b, size_t n, double x)
 		snprintf(b, n, "%+.1f%%", x * 100);
 }
 
-/* The numbers of a JSON array into a fresh array; NULL when it is not one. */
-static double *numbers(const struct json *a, unsigned *n)
-{
-	*n = 0;
-	if (!a || a->type != JSON_ARR)
-		return NULL;
-	double *v = malloc((a->n + 1) * sizeof(*v));
-	for (size_t i = 0; v && i < a->n; i++)
-		if (a->items[i].type == JSON_NUM)
-			v[(*n)++] = a->items[i].num;
-	return v;
-}
-
 /*
- * Judge one figure from its BASE samples b and NEW samples v (either NULL: absent), larger being
- * better when better > 0; br and nr are the runs or report figures they come from, for their
- * rounds. Prints its line (unless quiet and fine); frees b and v.
+ * Judge one figure from its BASE and NEW sides (a present side's samples may be NULL: out of
+ * memory), larger being better when better > 0, from objects ob and on (the BASE and NEW run or
+ * figure objects; either NULL: the figure is absent there). Prints its line (unless quiet and
+ * fine); frees both sides.
  */
-static void judge(struct cmp *c, const char *name, int better, double *b, unsigned m, double *v,
-		  unsigned n, const struct json *br, const struct json *nr, bool *header,
+static void judge(struct cmp *c, const char *name, int better, const struct json *ob,
+		  const struct json *on, struct side *b, struct side *v, bool *header,
 		  const char *title)
 {
 	const char *verdict = NULL;
 	char line[256] = "";
 	bool fail = false;
 	struct shift sh = {0};
-	if (!b || !v) {
+	if (!ob || !on) {
 		snprintf(line, sizeof(line), "no samples of this figure in %s (a report of an older "
-			 "vqs-bench, or another tool)", !b ? c->file[0] : c->file[1]);
+			 "vqs-bench, or another tool)", !ob ? c->file[0] : c->file[1]);
 		fail = true;
-	} else if (br && nr && paired(br, nr) ? shift_by_round(br, b, m, nr, v, n, better, c->alpha, &sh)
-					      : stats_shift(b, m, v, n, better, c->alpha, &sh)) {
+	} else if (!b->v || !v->v ||
+		   (paired(c, b, v) ? shift_by_round(b, v, better, c->alpha, &sh)
+				    : stats_shift(b->v, b->n, v->v, v->n, better, c->alpha, &sh))) {
 		snprintf(line, sizeof(line), "out of memory");
 		fail = true;
 	} else if (!sh.m && !sh.n) {
@@ -222,7 +250,7 @@ static void judge(struct cmp *c, const char *name, int better, double *b, unsign
 		verdict = !sh.decidable ? "UNDECIDED: too few samples for this alpha"
 			: reg ? "REGRESSION" : worse ? "worse, within the threshold"
 			: improved ? "improved" : "no significant change";
-		double bm = median_of(b, m), nm = median_of(v, n);
+		double bm = median_of(b->v, b->n), nm = median_of(v->v, v->n);
 		snprintf(line, sizeof(line), "%10.4g (%3u) %10.4g (%3u) %8s [%s, %s]  %s", bm, sh.m, nm,
 			 sh.n, est, lo, hi, verdict);
 		if (!reg && !fail && c->quiet)
@@ -235,8 +263,22 @@ static void judge(struct cmp *c, const char *name, int better, double *b, unsign
 	}
 	printf("  %-22s %s%s\n", name, verdict ? "" : "FAIL: ", line);
 out:
-	free(b);
-	free(v);
+	free(b->v);
+	free(b->round);
+	free(v->v);
+	free(v->round);
+}
+
+/* How the samples of both sides are compared, printed once above a run's or the figures' lines. */
+static void say_pairing(const struct cmp *c, const struct side *b, const struct side *v)
+{
+	if (paired(c, b, v))
+		printf("  (paired by round: the counts are ab rounds, each a median of its repeats, "
+		       "the repeats of an interleaved run or of a seed preset's columns%s)\n",
+		       c->halves ? ", or pairs of repeats of --halves" : "");
+	else if (b->round && v->round)
+		printf("  (not paired: the reports come from different processes, whose rounds or "
+		       "repeats met different conditions; a rank test on all samples)\n");
 }
 
 /* Lost, duplicated or corrupted requests or an error in a NEW run fail. */
@@ -264,23 +306,25 @@ static void judge_run(struct cmp *c, const struct json *br, const struct json *n
 		snprintf(title, sizeof(title), "run %s", bk);
 	bool header = false;
 	c->matched++;
-	if (!c->quiet) {
-		printf("%s\n", title);
-		header = true;
-		if (paired(br, nr))
-			printf("  (paired by round: the counts are ab rounds, each a median of its "
-			       "repeats, or the repeats of an interleaved run)\n");
-		double inj = json_num_or(nr, "inject_pct", 0);
-		if (inj > 0)
-			printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n", inj,
-			       json_num_or(nr, "inject_achieved_pct", 0));
-	}
-	check_loss(c, nr, &header, title);
 	for (unsigned f = 0; f < c->nfig; f++) {
 		const char *name = fig_names[c->figs[f]];
-		unsigned m, n;
-		double *b = samples_of(br, name, &m), *v = samples_of(nr, name, &n);
-		judge(c, name, fig_better[c->figs[f]], b, m, v, n, br, nr, &header, title);
+		const struct json *ob = json_get(json_get(br, "samples"), name);
+		const struct json *on = json_get(json_get(nr, "samples"), name);
+		struct side b, v;
+		ob = take(c, br, ob, 0, &b) ? ob : NULL;
+		on = take(c, nr, on, 1, &v) ? on : NULL;
+		if (!f && !c->quiet) {
+			printf("%s\n", title);
+			header = true;
+			say_pairing(c, &b, &v);
+			double inj = json_num_or(nr, "inject_pct", 0);
+			if (inj > 0)
+				printf("  (NEW injected a slowdown of %.0f%%; it measured %.1f%%)\n",
+				       inj, json_num_or(nr, "inject_achieved_pct", 0));
+		}
+		if (!f)
+			check_loss(c, nr, &header, title);
+		judge(c, name, fig_better[c->figs[f]], ob, on, &b, &v, &header, title);
 	}
 }
 
@@ -320,11 +364,18 @@ static void judge_figures(struct cmp *c, const struct json *bf, const struct jso
 			c->failures++;
 			continue;
 		}
-		unsigned m, k;
-		double *x = numbers(json_get(b, "samples"), &m), *y = numbers(json_get(n, "samples"), &k);
+		const struct json *ob = json_get(b, "samples"), *on = json_get(n, "samples");
+		struct side x, y;
+		ob = take(c, b, ob, 0, &x) ? ob : NULL;
+		on = take(c, n, on, 1, &y) ? on : NULL;
 		c->matched++;
+		if (!header && !c->quiet) {
+			printf("figures of the reports\n");
+			header = true;
+			say_pairing(c, &x, &y);
+		}
 		/* two columns of one seed run carry their repeats: paired like ab's rounds */
-		judge(c, name, dir[0] == 'h' ? 1 : -1, x, m, y, k, b, n, &header,
+		judge(c, name, dir[0] == 'h' ? 1 : -1, ob, on, &x, &y, &header,
 		      "figures of the reports");
 	}
 }
@@ -364,6 +415,8 @@ static int parse_args(struct cmp *c, int argc, char **argv)
 			*eq = 0;
 			c->pair[c->npairs][0] = argv[i];
 			c->pair[c->npairs++][1] = eq + 1;
+		} else if (!strcmp(a, "--halves")) {
+			c->halves = true;
 		} else if (!strcmp(a, "--quiet")) {
 			c->quiet = true;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -417,6 +470,8 @@ int compare_main(int argc, char **argv)
 		return 2;
 	}
 	int status = 0;
+	const char *proc[2] = {json_str_or(&doc[0], "process", ""), json_str_or(&doc[1], "process", "")};
+	c.same_process = proc[0][0] && !strcmp(proc[0], proc[1]);
 	const struct json *figs[2] = {json_get(&doc[0], "figures"), json_get(&doc[1], "figures")};
 	c.figures = !c.npairs && ((figs[0] && figs[0]->n) || (figs[1] && figs[1]->n));
 	if (c.figures) {

@@ -177,6 +177,18 @@ static void read_line(const char *path, const char *prefix, char *out, size_t le
 	fclose(f);
 }
 
+const char *output_process_id(void)
+{
+	static char id[64];
+	if (!id[0]) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(id, sizeof(id), "%ld-%lld.%09ld", (long)getpid(), (long long)ts.tv_sec,
+			 ts.tv_nsec);
+	}
+	return id;
+}
+
 static void json_machine(FILE *f, const struct report *rep)
 {
 	struct utsname u;
@@ -324,6 +336,8 @@ int output_json(const char *path, const struct report *rep)
 		return -errno;
 	fprintf(f, "{\n  \"schema\": 2,\n  \"tool\": \"vqs-bench\",\n  \"preset\": ");
 	json_write_str(f, rep->preset);
+	fprintf(f, ",\n  \"process\": ");
+	json_write_str(f, output_process_id());
 	fprintf(f, ",\n  \"command\": ");
 	json_write_str(f, rep->argv_line);
 	fprintf(f, ",\n  \"elapsed_s\": ");

@@ -222,6 +222,14 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 			hist_add(&d->lat[atomic_load_explicit(&s->run->side, memory_order_relaxed)],
 				 now - sl->t_submit);
 	}
+	/* --inject-slowdown-pct: the driver's share of the work per request, after the time stamp
+	 * (its cost lands in the next reap's interval). The handler does the same amount: in a
+	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
+	 * and which one it is changes with where the host puts the vCPUs, repeat by repeat; work on
+	 * both sides slows whichever it is by the same amount. */
+	uint32_t inject = n ? atomic_load_explicit(&s->run->inject_iters, memory_order_relaxed) : 0;
+	for (unsigned i = 0; inject && i < n; i++)
+		cpu_busy_iters(inject);
 	if (cal && n) {
 		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
 		uint64_t per = (now - d->last_reap_ns) * 16 / n;
@@ -689,12 +697,15 @@ static double inject_rescale(struct run *r, struct inject *inj, double n, const 
 		double scale = got > want / 10 ? want / got : 2;
 		n *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
 	}
-	/* A noisy round (another program's burst) must not grow the work without end; but on a
-	 * stream whose driver is the bottleneck, handler work is hidden until the worker becomes
-	 * the bottleneck, which takes up to a whole request's time (the worker's share of it is at
-	 * most all of it): allow that plus twice the wanted slowdown, of the fastest request
-	 * measured (a stall on both sides reads as nothing achieved, and must not double it). */
-	double cap = (1 + 2 * want) * (inj->tpo_min > 0 ? inj->tpo_min : 1000) / ns_per_busy_iter() + 1;
+	/* A noisy round (another program's burst) must not grow the work without end (a stall on
+	 * both sides reads as nothing achieved, and must not double it): the work is done on both
+	 * sides of a request (the driver's reap and the handler), so nothing hides it and each
+	 * side needs at most the wanted share of the fastest request measured. Allow each half of
+	 * (1 + 2 P) of it, so that even the cap measures under the 1 + 4 P above which a
+	 * measurement is taken for a stall and changes nothing: a rr trial sized on stalls grew to
+	 * the cap of the whole request per side, measured 247% and never came back. */
+	double cap = (1 + 2 * want) / 2 * (inj->tpo_min > 0 ? inj->tpo_min : 1000) /
+		     ns_per_busy_iter() + 1;
 	return n > cap ? cap : n < 1 ? 1 : n;
 }
 

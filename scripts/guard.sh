@@ -7,9 +7,10 @@
 #   scripts/guard.sh --self-check       in one process, slices with a calibrated 10% slowdown
 #                                       against slices without (must be flagged), and slices
 #                                       without against slices without (must not); TRIALS (1)
-#   scripts/guard.sh --seeds            the seed presets, twice each: 4.12 -> 4.13 and kthread ->
-#                                       task within each run flagged, each variant against its
-#                                       own figures of the other run not (SEED2017_ARGS,
+#   scripts/guard.sh --seeds            the seed presets, RUNS (2) runs each: 4.12 -> 4.13 and
+#                                       kthread -> task within each run flagged, each variant
+#                                       against itself (half of its repeats against the other
+#                                       half, compare --halves) not (SEED2017_ARGS,
 #                                       SEED2023_ARGS: cells and repeats, see below)
 #
 # Environment: VQS_BENCH (default build/bench/bench/vqs-bench, built like scripts/bench.sh when
@@ -53,8 +54,10 @@ case "${1:-}" in
 	# Each seed run runs every column in each repeat; its report carries the regressed
 	# variant's figures (goodput per stream count for seed-2017, TCP_STREAM and TCP_RR for
 	# seed-2023) and --json-base the good one's, one sample per repeat: compare pairs them by
-	# repeat. Two runs of each preset: the regression within each, and each variant against
-	# its figures of the other run.
+	# repeat (one process wrote both). Within each run: the regression, and each variant
+	# against itself, half of its repeats against the other half (ABBA, paired as
+	# neighbours). Not one run against another: two processes meet different loads, and the
+	# repeats of two runs pair nothing.
 	rc=0
 	d=$(mktemp -d /tmp/vqs-guard-seeds-XXXXXX)
 	# 32 repeats (ksim's most): 10 pairs cannot tell a 30% change from a model that other
@@ -71,30 +74,31 @@ case "${1:-}" in
 		"$B" "$@" --no-floors --json "$d/$n-new.json" \
 			--json-base "$d/$n-base.json" >"$d/$n.txt" 2>/dev/null
 	}
-	judge() { # BASE NEW WANT
-		"$B" compare "$d/$1.json" "$d/$2.json" ${COMPARE_ARGS:-} >"$d/$1-$2.txt" && got=0 ||
+	judge() { # BASE NEW WANT [COMPARE FLAGS]
+		local out="$d/$1-$2${4:+-halves}.txt"
+		"$B" compare "$d/$1.json" "$d/$2.json" ${4:-} ${COMPARE_ARGS:-} >"$out" && got=0 ||
 			got=$?
-		grep -E "REGRESSION|FAIL|UNDECIDED" "$d/$1-$2.txt" || true
-		echo "== $1 -> $2: exit $got (want $3)"
+		grep -E "REGRESSION|FAIL|UNDECIDED" "$out" || true
+		echo "== $1 -> $2 ${4:-}: exit $got (want $3)"
 		[ "$got" = "$3" ] || rc=1
 	}
 	for p in 2017 2023; do
 		a=args$p
-		run s$p-1 --preset seed-$p ${!a}
-		run s$p-2 --preset seed-$p ${!a}
-		judge s$p-1-base s$p-1-new 1
-		judge s$p-2-base s$p-2-new 1
-		judge s$p-1-base s$p-2-base 0
-		judge s$p-1-new s$p-2-new 0
+		for i in $(seq 1 "${RUNS:-2}"); do
+			run s$p-$i --preset seed-$p ${!a}
+			judge s$p-$i-base s$p-$i-new 1
+			judge s$p-$i-base s$p-$i-base 0 --halves
+			judge s$p-$i-new s$p-$i-new 0 --halves
+		done
 	done
 	echo "reports in $d"
 	;;
 -h | --help | "")
-	sed -n '2,16p' "$0"
+	sed -n '2,17p' "$0"
 	exit 2
 	;;
 *)
-	[ $# = 2 ] || { sed -n '2,16p' "$0"; exit 2; }
+	[ $# = 2 ] || { sed -n '2,17p' "$0"; exit 2; }
 	ab "$1" "$2" && rc=0 || rc=$?
 	;;
 esac

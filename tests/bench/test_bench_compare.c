@@ -36,6 +36,8 @@ struct run {
 };
 
 static unsigned long long rng_state;
+/* The "process" of the next report() (NULL: none, a report of another tool). */
+static const char *report_process;
 
 /* Deterministic uniform (0, 1) (a 64-bit LCG's high bits). */
 static double uniform(void)
@@ -76,7 +78,10 @@ static const char *report(const char *name, const struct run *runs, unsigned nru
 	const char *path = bench_path(name);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fprintf(f, "{\"schema\": 2, \"tool\": \"test\", \"runs\": [");
+	fprintf(f, "{\"schema\": 2, \"tool\": \"test\", ");
+	if (report_process)
+		fprintf(f, "\"process\": \"%s\", ", report_process);
+	fprintf(f, "\"runs\": [");
 	for (unsigned i = 0; i < nruns; i++) {
 		const struct run *r = &runs[i];
 		fprintf(f, "%s{\"key\": \"%s\", \"lost\": %u, \"duplicated\": 0, \"corrupted\": 0, "
@@ -138,6 +143,7 @@ static int judge(double slow, double sd, unsigned n, const char *const *extra)
 static int setup(void **state)
 {
 	rng_state = 17;
+	report_process = NULL;
 	return 0;
 }
 
@@ -230,6 +236,7 @@ static void test_ab_rounds_paired(void **state)
 			}
 		}
 		b.rounds = c.rounds = 10;
+		report_process = "ab-1"; /* one ab wrote both merged reports */
 		assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL),
 				 slow > 1);
 		if (slow > 1)
@@ -238,6 +245,81 @@ static void test_ab_rounds_paired(void **state)
 		if (slow > 1)
 			assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL), 0);
 	}
+	report_process = NULL;
+}
+
+/*
+ * Two separate runs of one build, 30 repeats each, every repeat its own round (as the reports of
+ * an interleaved run or a seed preset number them): both runs went through the same swing of the
+ * machine repeat by repeat (0.5x to 2x, as when other programs come and go), and the second run
+ * is 7% slower throughout, a drift between the processes. Repeat i of one run and repeat i of the
+ * other met different conditions: pairing them by index (what compare did before the reports
+ * said which process wrote them) flagged the drift as a regression, with the swing cancelled as if
+ * it were shared. Unpaired, the swing is the noise it is and the 7% is not flagged. The same
+ * samples in two reports of one process are paired, and flagged.
+ */
+static void test_rounds_of_two_processes_not_paired(void **state)
+{
+	struct run b, c;
+	fill(&b, "rr/x", N, 1, 0.01);
+	fill(&c, "rr/x", N, 1.07, 0.01);
+	for (unsigned i = 0; i < N; i++) {
+		double f = exp(log(2) * (2 * uniform() - 1));
+		b.ops[i] /= f;
+		b.p50[i] *= f;
+		c.ops[i] /= f;
+		c.p50[i] *= f;
+	}
+	b.rounds = c.rounds = N;
+	report_process = "run-1";
+	const char *base = strdup(report("b.json", &b, 1));
+	report_process = "run-2";
+	assert_int_equal(compare(base, report("c.json", &c, 1), NULL), 0);
+	assert_non_null(strstr(output(), "not paired"));
+	report_process = NULL; /* reports that do not say (an older vqs-bench): not paired either */
+	assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL), 0);
+	report_process = "run-1";
+	assert_int_equal(compare(report("b.json", &b, 1), report("c.json", &c, 1), NULL), 1);
+	assert_non_null(strstr(output(), "paired by round"));
+	free((void *)base);
+	report_process = NULL;
+}
+
+/*
+ * --halves: a report against itself, repeats 0, 3, 4, 7, ... against 1, 2, 5, 6, ..., paired
+ * as neighbours. A run whose conditions swing pair by pair (0.5x to 2x) and drift through the
+ * run (the load rising 40% from the first repeat to the last) is not flagged: ABBA puts the drift on
+ * both sides. A run in which every other pair of repeats is 20% slower in its second repeat is
+ * (the halves do differ).
+ */
+static void test_halves(void **state)
+{
+	const char *halves[] = {"--halves", NULL};
+	struct run r;
+	fill(&r, "rr/x", N, 1, 0.01);
+	double swing = 1;
+	for (unsigned i = 0; i < N; i++) {
+		if (i % 2 == 0) /* neighbours share the machine */
+			swing = exp(log(2) * (2 * uniform() - 1));
+		double f = swing * (1 + 0.4 * i / N);
+		r.ops[i] /= f;
+		r.p50[i] *= f;
+	}
+	r.rounds = N;
+	report_process = "run-1";
+	const char *rep = report("r.json", &r, 1);
+	assert_int_equal(compare(rep, rep, halves), 0);
+	assert_non_null(strstr(output(), "paired by round"));
+	assert_non_null(strstr(output(), "( 15)"));
+	for (unsigned i = 0; i < N; i++)
+		if (i % 4 == 1 || i % 4 == 2) {
+			r.ops[i] /= 1.2;
+			r.p50[i] *= 1.2;
+		}
+	rep = report("r.json", &r, 1);
+	assert_int_equal(compare(rep, rep, halves), 1);
+	assert_non_null(strstr(output(), "REGRESSION"));
+	report_process = NULL;
 }
 
 /* A run in one report only fails, and is named. */
@@ -472,6 +554,8 @@ int main(void)
 		cmocka_unit_test(test_direction),
 		cmocka_unit_test(test_stalled_repeat),
 		cmocka_unit_test(test_ab_rounds_paired),
+		cmocka_unit_test(test_rounds_of_two_processes_not_paired),
+		cmocka_unit_test(test_halves),
 		cmocka_unit_test(test_missing_runs_fail),
 		cmocka_unit_test(test_missing_figure_fails),
 		cmocka_unit_test(test_loss_in_new_fails),
