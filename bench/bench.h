@@ -85,9 +85,10 @@ struct sample {
 	uint64_t batch_hist[BATCH_BUCKETS];
 	char worker_cpus[64]; /* CPUs worker 0 actually runs on, as read back ("0-1", "1") */
 	int error; /* -errno when the point could not run */
-	/* --inject-slowdown-pct: busy time added per request, and the slowdown it made in time
-	 * per operation as measured against windows without it (%) */
-	double inject_ns, inject_achieved_pct;
+	/* --inject-slowdown-pct: busy time the window's requests were given on average, on the
+	 * handler's [0] and the driver's [1] side and the mean of both, and the slowdown it made
+	 * in time per operation as measured against windows without it (%) */
+	double inject_side_ns[2], inject_ns, inject_achieved_pct;
 };
 
 /* A point with its repeats folded: median, min, max per figure; loss counters summed. The
@@ -98,7 +99,7 @@ struct result {
 	double med[FIG__COUNT], min[FIG__COUNT], max[FIG__COUNT];
 	double *samples; /* nsamples x FIG__COUNT, repeat-major; owned (results_free) */
 	unsigned nsamples;
-	double inject_ns, inject_achieved_pct; /* medians over the repeats */
+	double inject_side_ns[2], inject_ns, inject_achieved_pct; /* medians over the repeats */
 	uint64_t lost, duplicated, corrupted;
 	uint64_t batch_hist[BATCH_BUCKETS];
 	unsigned repeats;
@@ -166,11 +167,11 @@ struct report {
 /* The machine's 1-minute load average (other programs competing for the CPUs), -1 unknown. */
 double machine_loadavg(void);
 
-/* --inject-slowdown-pct across the repeats of a point: the busy turns per request (0: not sized
- * yet) and the fastest time per request measured without them (ns, 0: none yet), which bounds
+/* --inject-slowdown-pct across the repeats of a point: the busy turns per request, with their
+ * fraction (0: not sized yet; bench/inject.h), and the fastest time per request measured without them (ns, 0: none yet), which bounds
  * the amount: a window that other programs starved measures stalls on both sides. */
 struct inject {
-	uint32_t iters;
+	double turns;
 	double tpo_min;
 	bool sizing; /* a run that only sizes it: an interleaved window corrects it fully */
 };

@@ -7,3 +7,27 @@ bool inject_sizing_done(unsigned target_pct, double achieved_pct, unsigned *agre
 	*agreed = (err < 0 ? -err : err) <= target_pct / 5.0 ? *agreed + 1 : 0;
 	return *agreed >= 2;
 }
+
+uint32_t inject_amount(double turns)
+{
+	double q = turns * INJECT_ONE + 0.5;
+	if (!(q >= 1)) /* also NaN */
+		return 0;
+	/* room for the carry: inject_turns adds one below INJECT_ONE */
+	return q >= (double)(UINT32_MAX - INJECT_ONE) ? UINT32_MAX - INJECT_ONE : (uint32_t)q;
+}
+
+double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], double step,
+			    double *tpo_min, double ns_per_turn)
+{
+	double want = pct / 100.0;
+	if (tpo[0] > 0 && (!*tpo_min || tpo[0] < *tpo_min))
+		*tpo_min = tpo[0];
+	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
+	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= 1 + 4 * want) {
+		double scale = got > want / 10 ? want / got : 2;
+		turns *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
+	}
+	double cap = (1 + 2 * want) / 2 * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
+	return turns > cap ? cap : turns < 1 ? 1 : turns;
+}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* --inject-slowdown-pct: when the sizing runs of an interleaved point may stop (docs/bench.md). */
+/* --inject-slowdown-pct: the amount's arithmetic and when its sizing may stop (docs/bench.md). */
 #ifndef VQS_BENCH_INJECT_H
 #define VQS_BENCH_INJECT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Sizing windows of one interleaved point, at most this many: room for a spoiled window, the
  * rescales after it (each by at most 4x) and two windows that agree. */
@@ -16,5 +17,46 @@
  * *agreed is the point's state (windows in a row within the target), 0 before its first
  * window. Threads: any (no shared state). */
 bool inject_sizing_done(unsigned target_pct, double achieved_pct, unsigned *agreed);
+
+/*
+ * The amount per request is in turns of cpu_busy_iters (about 0.3 ns each here) in fixed point,
+ * 1/INJECT_ONE of a turn. A stream's request needs 4-19 ns a side, a dozen to a few dozen
+ * turns: an amount kept in whole turns loses up to a turn at every correction, and one
+ * corrected by at most a quarter per repeat can only shrink below 4 turns (3 x 1.25 kept as 3),
+ * down to 1, a third of a nanosecond.
+ */
+#define INJECT_FRAC_BITS 8
+#define INJECT_ONE (1u << INJECT_FRAC_BITS)
+
+/* The fixed-point amount for `turns` (rounded to the nearest 1/INJECT_ONE; 0 for turns <= 0,
+ * saturated far above any request). Threads: any. */
+uint32_t inject_amount(double turns);
+
+/* The whole turns one request gets of `amount`. *carry is the fraction left over from the
+ * requests before (0 to start, one per side of a queue: its owner's alone), so that k requests
+ * get floor((carry + k amount) / INJECT_ONE) turns: the mean is the amount, whatever its
+ * fraction, and amount 0 gives 0 and leaves *carry alone. Threads: the carry's owner. */
+static inline uint32_t inject_turns(uint32_t amount, uint32_t *carry)
+{
+	uint32_t t = *carry + amount;
+	*carry = t % INJECT_ONE;
+	return t / INJECT_ONE;
+}
+
+/*
+ * The turns for the next measurement after `turns` made times per request tpo[0] (without)
+ * and tpo[1] (with), for a slowdown of pct %: unchanged when the slowdown measured is within a
+ * fifth of the target or implausible (below -pct or above 1 + 4 pct: one side's median request
+ * came after a stall, the machine made it, not the work), else scaled by wanted/achieved
+ * (doubled when it achieved under a tenth of the target), by a factor within [1/step, step].
+ * *tpo_min is the fastest request measured without the work (0: none yet), updated here; the
+ * result is at least one turn and at most (1 + 2 pct)/2 of *tpo_min (1000 ns while unknown) in
+ * turns of ns_per_turn: the work runs on both sides of a request, so neither needs more than
+ * the wanted share of the fastest one, and a window starved on both sides (nothing achieved)
+ * cannot double it again and again; even the cap then measures under 1 + 4 pct and is
+ * corrected. Threads: any.
+ */
+double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], double step,
+			    double *tpo_min, double ns_per_turn);
 
 #endif

@@ -131,8 +131,9 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *r = &rep->results[i];
 		if (r->pt.inject_pct)
-			fprintf(stderr, "%s: injected %.0f ns per request for %u%%, achieved %.1f%% "
-					"(%s of %u repeats)\n", r->key, r->inject_ns, r->pt.inject_pct,
+			fprintf(stderr, "%s: injected %.1f ns per request (handler %.1f, driver %.1f) "
+					"for %u%%, achieved %.1f%% (%s of %u repeats)\n", r->key,
+				r->inject_ns, r->inject_side_ns[0], r->inject_side_ns[1], r->pt.inject_pct,
 				r->inject_achieved_pct, base ? "median of the sides' ratios" : "median",
 				r->nsamples);
 	}

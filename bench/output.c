@@ -277,7 +277,8 @@ static void json_run(FILE *f, const struct result *r)
 		   "\"streams\": %u, \"batch_max\": %u, \"tx_batch\": %u, \"ring\": %u, "
 		   "\"outstanding\": %u, \"payload\": %u, \"touch\": \"%s\", \"drivers\": %u, "
 		   "\"workers\": %u, \"poll_timeout_us\": %u, \"spin_pct\": %u, \"rate\": %llu, "
-		   "\"handler_ns\": %u, \"exit_ns\": %u, \"inject_pct\": %u, \"inject_ns\": %.1f, "
+		   "\"handler_ns\": %u, \"exit_ns\": %u, \"inject_pct\": %u, \"inject_ns\": %.2f, "
+		   "\"inject_ns_worker\": %.2f, \"inject_ns_driver\": %.2f, "
 		   "\"inject_achieved_pct\": %.2f, \"duration_ms\": %u, \"repeats\": %u, "
 		   "\"error\": %d, \"worker_cpus\": \"%s\",\n     ",
 		workload_name(pt->workload), vqs_policy_name(pt->policy),
@@ -287,7 +288,8 @@ static void json_run(FILE *f, const struct result *r)
 		pt->batch_max, pt->tx_batch, pt->ring,
 		pt->outstanding, pt->payload, touch_name(pt->touch), pt->drivers, pt->workers,
 		pt->poll_timeout_us, pt->spin_pct, (unsigned long long)pt->rate, pt->handler_ns,
-		pt->exit_ns, pt->inject_pct, r->inject_ns, r->inject_achieved_pct, pt->duration_ms,
+		pt->exit_ns, pt->inject_pct, r->inject_ns, r->inject_side_ns[0], r->inject_side_ns[1],
+		r->inject_achieved_pct, pt->duration_ms,
 		r->repeats, r->error, r->worker_cpus);
 	json_figs(f, r->med);
 	fprintf(f, ", \"lost\": %llu, \"duplicated\": %llu, \"corrupted\": %llu,\n     \"min\": {",

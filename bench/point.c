@@ -118,10 +118,14 @@ int result_fold(struct result *r, const struct sample *s, unsigned n)
 		r->max[f] = v[k - 1];
 	}
 	unsigned k = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (!s[i].error)
-			v[k++] = s[i].inject_ns;
-	r->inject_ns = k ? median_sorted(v, k) : 0;
+	for (unsigned x = 0; x < 3; x++) {
+		double *to = x < 2 ? &r->inject_side_ns[x] : &r->inject_ns;
+		k = 0;
+		for (unsigned i = 0; i < n; i++)
+			if (!s[i].error)
+				v[k++] = x < 2 ? s[i].inject_side_ns[x] : s[i].inject_ns;
+		*to = k ? median_sorted(v, k) : 0;
+	}
 	for (unsigned i = 0, j = 0; i < n; i++)
 		if (!s[i].error)
 			v[j++] = s[i].inject_achieved_pct;

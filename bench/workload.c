@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "cpu.h"
+#include "inject.h"
 #include "transport_vu.h"
 
 enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
@@ -42,6 +43,14 @@ struct slot {
 	bool busy;
 };
 
+/* One side's injected work on one queue: the fraction of a turn carried to its next request
+ * (inject_turns), and the requests given work and the turns they got, written by that side
+ * alone and read by main at the window's ends (relaxed: counters). */
+struct inject_side {
+	_Alignas(64) uint32_t carry;
+	atomic_uint_fast64_t reqs, turns;
+};
+
 struct stream {
 	struct run *run;
 	struct vqs_drv_vq *drv;
@@ -51,6 +60,11 @@ struct stream {
 	struct slot *slots;
 	unsigned *free_list, nfree, inflight;
 	uint64_t next_seq;
+	/* --inject-slowdown-pct, [0] the handler's side (the worker serving the queue), [1] the
+	 * driver's reap, each on a cache line of its own: written for every request on two CPUs,
+	 * beside each other or the driver's fields they would move the line back and forth (one
+	 * turn of work then measured a third of a stream's request) */
+	struct inject_side inj[2];
 };
 
 struct driver {
@@ -81,12 +95,13 @@ struct run {
 	struct vqs_mem *mem;
 	struct vqs_sched *sched;
 	struct vu_link *vu; /* vhost-user transport: owns gmem, the driver queues and their fds */
-	atomic_uint inject_iters; /* --inject-slowdown-pct busy turns per request (relaxed: a knob) */
+	atomic_uint inject_amount; /* --inject-slowdown-pct per request, 1/INJECT_ONE turns (relaxed:
+				    * a knob) */
 	atomic_int cal_side;      /* calibrating: 1 injection off, 2 on; 0 not calibrating */
 	/* --interleave: the side the current slice measures and the injection's amount on side 1;
 	 * driver 0 switches sides every interleave_reqs completions (relaxed: knobs) */
 	atomic_int side;
-	uint32_t side_iters;
+	uint32_t side_amount;
 	uint64_t interleave_reqs;
 	struct stream *st;
 	struct driver *drv;
@@ -97,16 +112,31 @@ struct run {
 
 /* ---- handler (worker side) ---- */
 
+/* The busy turns of one request on side k of stream s (0 the handler, 1 the driver's reap) for
+ * the amount read now, counted for the run's report of what was injected. */
+static uint32_t inject_take(struct stream *s, int k, uint32_t amount)
+{
+	if (!amount)
+		return 0;
+	struct inject_side *x = &s->inj[k];
+	uint32_t t = inject_turns(amount, &x->carry);
+	atomic_store_explicit(&x->reqs, atomic_load_explicit(&x->reqs, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_store_explicit(&x->turns, atomic_load_explicit(&x->turns, memory_order_relaxed) + t,
+			      memory_order_relaxed);
+	return t;
+}
+
 static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque)
 {
 	struct stream *s = opaque;
 	const struct point *pt = s->run->pt;
-	uint32_t inject = atomic_load_explicit(&s->run->inject_iters, memory_order_relaxed);
+	uint32_t inject = atomic_load_explicit(&s->run->inject_amount, memory_order_relaxed);
 	if (pt->touch == TOUCH_NONE) {
 		/* the null handler: what the floors measure, the ring and the scheduler alone */
 		for (unsigned i = 0; i < n; i++) {
 			cpu_spin_ns(pt->handler_ns);
-			cpu_busy_iters(inject);
+			cpu_busy_iters(inject_take(s, 0, inject));
 			vqs_req_complete(reqs[i], 0);
 		}
 		return n;
@@ -140,7 +170,7 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 				written = (uint32_t)cp;
 			}
 			cpu_spin_ns(pt->handler_ns);
-			cpu_busy_iters(inject);
+			cpu_busy_iters(inject_take(s, 0, inject));
 			memcpy(in->iov_base, out->iov_base, SEQ_BYTES);
 			if (written < SEQ_BYTES)
 				written = SEQ_BYTES;
@@ -185,7 +215,7 @@ static void interleave_step(struct driver *d, unsigned n)
 	unsigned k = atomic_load_explicit(&d->slice, memory_order_relaxed) + 1;
 	atomic_store_explicit(&d->slice, k, memory_order_relaxed);
 	int side = (int)((k + 1) / 2 % 2);
-	atomic_store_explicit(&r->inject_iters, side ? r->side_iters : 0, memory_order_relaxed);
+	atomic_store_explicit(&r->inject_amount, side ? r->side_amount : 0, memory_order_relaxed);
 	atomic_store_explicit(&r->side, side, memory_order_relaxed);
 	atomic_store_explicit(&r->cal_side, 1 + side, memory_order_relaxed);
 }
@@ -227,9 +257,9 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
 	 * and which one it is changes with where the host puts the vCPUs, repeat by repeat; work on
 	 * both sides slows whichever it is by the same amount. */
-	uint32_t inject = n ? atomic_load_explicit(&s->run->inject_iters, memory_order_relaxed) : 0;
+	uint32_t inject = n ? atomic_load_explicit(&s->run->inject_amount, memory_order_relaxed) : 0;
 	for (unsigned i = 0; inject && i < n; i++)
-		cpu_busy_iters(inject);
+		cpu_busy_iters(inject_take(s, 1, inject));
 	if (cal && n) {
 		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
 		uint64_t per = (now - d->last_reap_ns) * 16 / n;
@@ -555,6 +585,8 @@ struct window {
 	uint64_t t, wcpu, dcpu, done, kicks, calls;
 	/* from vqsched's stats */
 	uint64_t handler_calls, handler_reqs, rearms, wakeups, batch_hist[BATCH_BUCKETS];
+	/* --inject-slowdown-pct: requests given work and its turns, by side (struct stream) */
+	uint64_t inj_reqs[2], inj_turns[2];
 };
 
 static void queue_stats_sum(struct run *r, struct window *w)
@@ -587,6 +619,13 @@ static void window_mark(struct run *r, struct window *w)
 	w->kicks = drivers_sum(r, offsetof(struct driver, kicks));
 	w->calls = calls_now(r);
 	queue_stats_sum(r, w);
+	for (unsigned i = 0; i < r->pt->streams; i++)
+		for (unsigned k = 0; k < 2; k++) {
+			w->inj_reqs[k] += atomic_load_explicit(&r->st[i].inj[k].reqs,
+							       memory_order_relaxed);
+			w->inj_turns[k] += atomic_load_explicit(&r->st[i].inj[k].turns,
+								memory_order_relaxed);
+		}
 }
 
 /* ---- --inject-slowdown-pct: busy work per request, sized and checked against the run ---- */
@@ -659,7 +698,7 @@ static void tpo_medians(struct run *r, unsigned start[][2], double tpo[2])
 }
 
 /*
- * Time per request with and without `iters`, in ns: slices of CAL_SLICE_MS alternate between the
+ * Time per request with and without `amount`, in ns: slices of CAL_SLICE_MS alternate between the
  * two, the drivers file the time between their reaps per request reaped under the side of the
  * slice, and tpo[1] / tpo[0] are the medians over requests with / without (0 when a side
  * completed nothing). In a closed loop that is the time per request, the inverse of throughput
@@ -668,13 +707,13 @@ static void tpo_medians(struct run *r, unsigned start[][2], double tpo[2])
  * ms, a window's throughput drops with it, but only the one reap after the gap is slow, and the
  * median request still shows what the code costs. Alternating slices put drift on both sides.
  */
-static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
+static void slice_tpo(struct run *r, uint32_t amount, double tpo[2])
 {
 	unsigned start[r->pt->drivers][2];
 	tpo_mark(r, start);
 	for (unsigned k = 0; k < 2 * CAL_SLICES; k++) {
 		unsigned on = k % 2 == 0;
-		atomic_store_explicit(&r->inject_iters, on ? iters : 0, memory_order_relaxed);
+		atomic_store_explicit(&r->inject_amount, on ? amount : 0, memory_order_relaxed);
 		atomic_store_explicit(&r->cal_side, 1 + on, memory_order_relaxed);
 		sleep_ms(CAL_SLICE_MS);
 	}
@@ -682,64 +721,37 @@ static void slice_tpo(struct run *r, uint32_t iters, double tpo[2])
 	tpo_medians(r, start, tpo);
 }
 
-/* The busy turns for the next measurement after n made times per request tpo (without, with):
- * n when the slowdown is within a fifth of the target or implausible (one side's median request
- * came after a stall: the machine, not the work, made it), else n scaled by wanted/achieved,
- * by a factor within [1/step, step]; within the bound below either way. */
-static double inject_rescale(struct run *r, struct inject *inj, double n, const double tpo[2],
-			     double step)
-{
-	double want = r->pt->inject_pct / 100.0;
-	if (tpo[0] > 0 && (!inj->tpo_min || tpo[0] < inj->tpo_min))
-		inj->tpo_min = tpo[0];
-	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
-	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= 1 + 4 * want) {
-		double scale = got > want / 10 ? want / got : 2;
-		n *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
-	}
-	/* A noisy round (another program's burst) must not grow the work without end (a stall on
-	 * both sides reads as nothing achieved, and must not double it): the work is done on both
-	 * sides of a request (the driver's reap and the handler), so nothing hides it and each
-	 * side needs at most the wanted share of the fastest request measured. Allow each half of
-	 * (1 + 2 P) of it, so that even the cap measures under the 1 + 4 P above which a
-	 * measurement is taken for a stall and changes nothing: a rr trial sized on stalls grew to
-	 * the cap of the whole request per side, measured 247% and never came back. */
-	double cap = (1 + 2 * want) / 2 * (inj->tpo_min > 0 ? inj->tpo_min : 1000) /
-		     ns_per_busy_iter() + 1;
-	return n > cap ? cap : n < 1 ? 1 : n;
-}
-
 /*
- * Measure the slowdown that *iters of busy work make (slice_tpo) into out, then scale the amount
- * by wanted/achieved while they differ by more than a fifth of the target, measuring again, for
- * at most `rounds` measurements; *iters is left at the amount for the next window. With *iters 0
- * it starts from the wanted share of the time per request measured without it. The clock alone
- * cannot size the work: a request of 200 ns plus a 20 ns cpu_spin_ns costs more than 220 ns (the
- * spin's clock reads alone are tens of ns), and what a nanosecond of handler time costs the whole
- * path depends on which side is the bottleneck.
+ * Measure the slowdown that inj->turns of busy work make (slice_tpo) into out, then rescale
+ * them (inject_rescale_turns) while the slowdown differs from the target by more than a fifth
+ * of it, measuring again, for at most `rounds` measurements; inj->turns is left at the amount
+ * for the next window. With inj->turns 0 it starts from the wanted share of the time per
+ * request measured without it. The clock alone cannot size the work: a request of 200 ns plus
+ * a 20 ns cpu_spin_ns costs more than 220 ns (the spin's clock reads alone are tens of ns), and
+ * what a nanosecond of handler time costs the whole path depends on which side is the
+ * bottleneck.
  */
 static void inject_calibrate(struct run *r, struct inject *inj, unsigned rounds,
 			     struct sample *out)
 {
-	double want = r->pt->inject_pct / 100.0, tpo[2], n = inj->iters;
+	double want = r->pt->inject_pct / 100.0, tpo[2], n = inj->turns;
 	if (!n) {
 		slice_tpo(r, 0, tpo);
 		inj->tpo_min = tpo[0];
 		n = want * (tpo[0] > 0 ? tpo[0] : 1000) / ns_per_busy_iter() + 1;
 	}
 	for (unsigned round = 0; round < rounds; round++) {
-		slice_tpo(r, (uint32_t)n, tpo);
-		double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0;
-		if (!round) {
-			out->inject_ns = (uint32_t)n * ns_per_busy_iter();
-			out->inject_achieved_pct = got * 100;
-		}
-		double next = inject_rescale(r, inj, n, tpo, 4);
+		slice_tpo(r, inject_amount(n), tpo);
+		if (!round)
+			out->inject_achieved_pct =
+				tpo[0] > 0 && tpo[1] > 0 ? (tpo[1] / tpo[0] - 1) * 100 : 0;
+		double next = inject_rescale_turns(r->pt->inject_pct, n, tpo, 4, &inj->tpo_min,
+						   ns_per_busy_iter());
 		if (next == n)
 			break;
 		n = next;
 	}
-	inj->iters = (uint32_t)n;
+	inj->turns = n;
 }
 
 static int start_drivers(struct run *r)
@@ -810,7 +822,10 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	r.buf_len = pt->payload > SEQ_BYTES ? pt->payload : SEQ_BYTES;
 	size_t per_stream = ring_bytes(pt->ring) + (size_t)pt->ring * 2 * ((r.buf_len + 63) & ~63u);
 	size_t arena = ((per_stream * pt->streams + (1u << 20)) + 4095) & ~(size_t)4095;
-	r.st = calloc(pt->streams, sizeof(*r.st));
+	/* aligned: the injection's sides have cache lines of their own (struct inject_side) */
+	r.st = aligned_alloc(_Alignof(struct stream), pt->streams * sizeof(*r.st));
+	if (r.st)
+		memset(r.st, 0, pt->streams * sizeof(*r.st));
 	r.drv = calloc(pt->drivers, sizeof(*r.drv));
 	unsigned (*tpo_start)[2] = calloc(pt->drivers, sizeof(*tpo_start));
 	if (!r.st || !r.drv || !tpo_start) {
@@ -882,17 +897,17 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	 * calibration run, the only one that sizes it here), so that the measured window follows
 	 * the warm-up as it does without injection; each run checks it after its window (an
 	 * interleaved one with its window). */
-	if (pt->inject_pct && !inj->iters)
+	if (pt->inject_pct && !inj->turns)
 		inject_calibrate(&r, inj, 6, out);
-	uint32_t iters_used = inj->iters;
+	uint32_t amount = pt->inject_pct ? inject_amount(inj->turns) : 0;
 	if (pt->interleave) { /* the window starts on side 0, without the work */
-		r.side_iters = iters_used;
+		r.side_amount = amount;
 		r.interleave_reqs = (uint64_t)pt->interleave *
 				    (pt->workload == WL_RR ? pt->outstanding : pt->ring / 2) * pt->streams;
 		atomic_store_explicit(&r.cal_side, 1, memory_order_relaxed);
-		iters_used = 0;
+		amount = 0;
 	}
-	atomic_store_explicit(&r.inject_iters, iters_used, memory_order_relaxed);
+	atomic_store_explicit(&r.inject_amount, amount, memory_order_relaxed);
 	window_mark(&r, &a);
 	atomic_store_explicit(&r.phase, PH_MEASURE, memory_order_release); /* pairs with driver_main */
 	/* Mark before DRAIN: a driver with nothing in flight exits on DRAIN, and a finished thread's
@@ -913,7 +928,8 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	/* The window measured the amount: correct it, in a measured repeat by at most a quarter,
 	 * so that one noisy window does not make the next repeat's regression another one. */
 	if (pt->inject_pct && pt->interleave) {
-		inj->iters = (uint32_t)inject_rescale(&r, inj, inj->iters, tpo, inj->sizing ? 4 : 1.25);
+		inj->turns = inject_rescale_turns(pt->inject_pct, inj->turns, tpo, inj->sizing ? 4 : 1.25,
+						  &inj->tpo_min, ns_per_busy_iter());
 	} else if (pt->inject_pct) { /* out of the window (no latencies recorded): check it */
 		inject_calibrate(&r, inj, 2, out);
 	}
@@ -946,13 +962,21 @@ stop:
 			x->fig[FIG_OPS] = tpo[k] > 0 ? 1e9 / tpo[k] : 0;
 		}
 		/* what the injection made of the time per request, in this very window */
-		out[1].inject_ns = r.side_iters * ns_per_busy_iter();
 		out[1].inject_achieved_pct = tpo[0] > 0 && tpo[1] > 0 ? (tpo[1] / tpo[0] - 1) * 100 : 0;
 		memcpy(out[1].worker_cpus, out[0].worker_cpus, sizeof(out[1].worker_cpus));
 	} else if (!rc) {
 		collect(&r, &a, &b, 0, out);
 		out->fig[FIG_NSPO] = tpo[0];
 	}
+	/* What the window's requests got, per side: the turns they were given times a turn's
+	 * time (approximate: measured once, in a tight loop). */
+	struct sample *inj_out = &out[pt->interleave ? 1 : 0];
+	for (unsigned k = 0; !rc && k < 2; k++) {
+		uint64_t n = b.inj_reqs[k] - a.inj_reqs[k];
+		inj_out->inject_side_ns[k] =
+			n ? (double)(b.inj_turns[k] - a.inj_turns[k]) / (double)n * ns_per_busy_iter() : 0;
+	}
+	inj_out->inject_ns = (inj_out->inject_side_ns[0] + inj_out->inject_side_ns[1]) / 2;
 	for (unsigned i = 0; i < pt->streams; i++) {
 		if (r.st[i].q && !r.vu) /* the backend detaches its own queues */
 			vqs_sched_detach(r.st[i].q);
