@@ -263,14 +263,28 @@ struct vqs_ksim_seed2017_result {
 	/* The throughput verdicts compare cells by the median over repeats of their per-repeat
 	 * ratio, against VQS_KSIM_VERDICT_MARGIN. */
 	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path), with loss */
-	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1 */
+	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1, over the judged
+				 * repeats (below) */
 	bool adaptive_no_loss;  /* vqsched adaptive: no drops, and not below the best kernel column
-				 * by more than the margin at 1 and at the most streams */
+				 * by more than the margin at 1 and at the most streams, over the
+				 * judged repeats */
+	/* Repeats judged for heavy_load_gain (of 4.13 b64 against fixed b1) and for the adaptive
+	 * column at the light and at the heavy row (against the repeat's best kernel column):
+	 * those in which both cells got VQS_KSIM_SEED2017_CPUS (cpus_used). With fewer, a cell's
+	 * rate follows the share of the CPUs other programs left it, cell by cell, not its code.
+	 * A verdict needs half the repeats or 3, whichever is fewer; else it is false and prints
+	 * "not judged here". heavy_ratio and adaptive_ratio are the medians over the judged
+	 * repeats (0 when none). */
+	unsigned heavy_judged, adaptive_judged[2];
+	double heavy_ratio, adaptive_ratio[2];
 	/* Whether heavy_load_gain and adaptive_no_loss can show on this machine with these costs:
 	 * false with spinning waits on fewer CPUs than the model's busy threads (4), which then
 	 * take turns on the CPUs and the time a batch saves goes to spinning. */
 	bool throughput_expected;
 };
+/* CPUs (cpus_used) both cells of a seed-2017 throughput comparison must have got for a repeat
+ * to be judged: most of the two the model's four threads share. */
+#define VQS_KSIM_SEED2017_CPUS 1.5
 /*
  * Run the whole table (each cell builds its own guests, devices and threads, and tears them down).
  * Returns 0 (cells that failed carry err), or -EINVAL for bad options. Threads: any; spawns
@@ -278,6 +292,10 @@ struct vqs_ksim_seed2017_result {
  */
 VQS_API int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 				  struct vqs_ksim_seed2017_result *r);
+/* The verdicts and judged counts of r from its streams and cells (what vqs_ksim_seed2017_run
+ * does after the runs; throughput_expected is left alone): for cells a caller kept or built.
+ * Threads: any. */
+VQS_API void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r);
 /* Print the table side by side and one verdict line per effect. Threads: any. */
 VQS_API void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 				     const struct vqs_ksim_seed2017_result *r);

@@ -99,6 +99,64 @@ static void test_seed2017_light_load_loss(void **state)
 	assert_false(r.heavy_load_gain);
 }
 
+/* One repeat of a synthetic cell: its rate and the CPUs it got. */
+static void cell_repeat(struct vqs_ksim_cell *c, unsigned i, double rate, double cpus)
+{
+	c->run_rate[i] = rate;
+	c->run_cpus[i] = cpus;
+	c->repeats = i + 1;
+}
+
+/* seed-2017's throughput verdicts judge only repeats in which both compared cells got
+ * VQS_KSIM_SEED2017_CPUS: a starved cell's rate follows the CPU share other programs left it
+ * (measured: 4.13 b64 / fixed b1 at 50 streams read 1.53x where the cells got 0.9 and 0.4
+ * CPUs, 0.54x where they got 0.8 and 1.6). Here four starved repeats of seven say the opposite
+ * of the three judged ones; judging every repeat (the verdicts before) got all four
+ * answers wrong. */
+static void test_seed2017_judges_repeats_with_their_cpus(void **state)
+{
+	(void)state;
+	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
+	for (int gain = 0; gain < 2; gain++) {
+		struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+		r.streams[0] = 1;
+		r.streams[last] = 50;
+		for (unsigned row = 0; row <= last; row += last)
+			for (unsigned i = 0; i < 7; i++) {
+				bool judged = i < 3;
+				double full = judged ? 1.8 : 0.4, k = gain ? 1000 : 1200;
+				/* judged (3 of 7): 4.13 b64 1.2x or 1.0x of fixed b1, adaptive 1.0x
+				 * of the best; starved (4): the other way round */
+				double g = judged ? (gain ? 1.2 : 1.0) : (gain ? 0.8 : 1.6);
+				cell_repeat(&r.cell[row][C413_B1], i, 500, full);
+				cell_repeat(&r.cell[row][C413_B64], i, k * g, full);
+				cell_repeat(&r.cell[row][FIXED_B1], i, k, judged ? full : 1.2);
+				cell_repeat(&r.cell[row][FIXED_B64], i, 500, full);
+				cell_repeat(&r.cell[row][ADAPTIVE], i,
+					    judged ? (g > 1 ? k * g : k) : k * 0.5, full);
+			}
+		vqs_ksim_seed2017_judge(&r);
+		assert_int_equal(r.heavy_judged, 3);
+		assert_int_equal(r.adaptive_judged[0], 3);
+		assert_int_equal(r.adaptive_judged[1], 3);
+		assert_true(r.heavy_load_gain == (bool)gain);
+		assert_true(r.adaptive_no_loss);
+	}
+	/* One judged repeat of three is not enough for either verdict. */
+	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+	r.streams[0] = 1;
+	r.streams[last] = 50;
+	for (unsigned row = 0; row <= last; row += last)
+		for (unsigned i = 0; i < 3; i++)
+			for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++)
+				cell_repeat(&r.cell[row][col], i, col == C413_B64 ? 1500 : 1000,
+					    i ? 0.9 : 1.9);
+	vqs_ksim_seed2017_judge(&r);
+	assert_int_equal(r.heavy_judged, 1);
+	assert_false(r.heavy_load_gain);
+	assert_false(r.adaptive_no_loss);
+}
+
 static void test_seed2017_rejects_bad_options(void **state)
 {
 	struct vqs_ksim_seed2017_opts o;
@@ -178,6 +236,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_costs_parse),
 		cmocka_unit_test(test_seed2017_rejects_bad_options),
+		cmocka_unit_test(test_seed2017_judges_repeats_with_their_cpus),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
 		cmocka_unit_test(test_seed2017_light_load_loss),
