@@ -35,7 +35,7 @@ for m in vm bare; do
 	echo "seed-2017, $m costs:"
 	count "$f" "4.13 drops, fixed and vqsched keep" "drops what the fixed" ": REPRODUCED"
 	count "$f" "light-load loss" "light-load loss" ": REPRODUCED"
-	count "$f" "heavy-load gain" "heavy-load batching gain" ": REPRODUCED" "gain: not judged"
+	count "$f" "heavy-load gain" "heavy-load batching gain" ": REPRODUCED" "b1\): not judged"
 	count "$f" "vqsched within 10% of the best kernel column" "adaptive loses nothing" ": YES" \
 		": not judged"
 	f="$out/seed-2023-$m-*.txt"
