@@ -244,7 +244,8 @@ struct vqs_ksim_seed2017_opts {
 	unsigned repeats;           /* runs per cell, median reported (default 1) */
 	/* Streams of each row, default 1, 10, 50. 0: the row is not run (its cells' err is
 	 * -ENODATA and the verdicts that need it are false), so that a caller that needs one row,
-	 * a guard comparing the light-load pair, does not wait for the others; one row at least. */
+	 * a guard comparing the light-load pair, does not wait for the others; one row at least.
+	 * The verdicts take the first row run as light load and the last as heavy load. */
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */

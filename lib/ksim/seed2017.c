@@ -178,8 +178,14 @@ static double adaptive_ratio(const struct vqs_ksim_cell *row, unsigned *judged)
 
 void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 {
-	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
-	const struct vqs_ksim_cell *light = r->cell[0], *heavy = r->cell[last];
+	/* Light and heavy load are the first and the last row run: `--streams 1,50` fills rows
+	 * 0 and 1. One row run is light load only. */
+	unsigned first = 0, last = VQS_KSIM_SEED2017_ROWS - 1;
+	while (first < last && !r->streams[first])
+		first++;
+	while (last > first && !r->streams[last])
+		last--;
+	const struct vqs_ksim_cell *light = r->cell[first], *heavy = r->cell[last];
 	r->light_load_loss = (light[COL_413_B64].drops_batch || light[COL_413_B64].retransmits) &&
 			     col_ratio(light, COL_413_B64, COL_FIXED_B1) < 1 - VQS_KSIM_VERDICT_MARGIN;
 	/* The batch's gain is CPU it saves (the tun lock once per batch): it shows as a rate
@@ -188,7 +194,7 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 	r->heavy_ratio = ksim_judged_ratio(&heavy[COL_413_B64], &heavy[COL_FIXED_B1],
 					   VQS_KSIM_SEED2017_CPUS, VQS_KSIM_SEED2017_CPUS,
 					   &r->heavy_judged);
-	r->heavy_load_gain = r->streams[last] &&
+	r->heavy_load_gain = last > first &&
 			     r->heavy_judged >= judged_min(heavy[COL_FIXED_B1].repeats) &&
 			     r->heavy_ratio > 1 + VQS_KSIM_VERDICT_MARGIN;
 	uint64_t drops_413 = 0;
@@ -208,8 +214,8 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 		if (!r->streams[row])
 			continue;
 		ok &= !c[COL_ADAPTIVE].err && !is_loss(&c[COL_ADAPTIVE]);
-		if (row == 0 || row == last) {
-			unsigned end = row == last;
+		if (row == first || row == last) {
+			unsigned end = row != first;
 			r->adaptive_ratio[end] = adaptive_ratio(c, &r->adaptive_judged[end]);
 			ok &= r->adaptive_judged[end] >= judged_min(c[COL_ADAPTIVE].repeats) &&
 			      r->adaptive_ratio[end] >= 1 - VQS_KSIM_VERDICT_MARGIN;
