@@ -100,7 +100,7 @@ struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
 	/* sched_worker's cost model inputs and thresholds, published for the stats */
 	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
-		sleep_cpu_ns;
+		sleep_cpu_ns, stall_tail_ns;
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -235,8 +235,9 @@ struct sched_worker {
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
 	 * the requests served so far, and the stall and the sleep's cost priced when the
-	 * thresholds were last recomputed. */
-	uint64_t stall_ns, stall_priced_ns, sleep_priced_ns;
+	 * thresholds were last recomputed. stall_share: the share of requests a stall catches
+	 * (the lost share of the awake time, in 1/2^16, averaged like stall_ns). */
+	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns;
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
 	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
