@@ -386,14 +386,17 @@ void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns
 	if (lost > awake_ns)
 		awake_ns = lost;
 	/* The requests that arrived in the stall, reqs L / A for arrivals spread over time, are
-	 * found together by the first pop after it: no more than the most one pop found. A closed
+	 * found together by the first pops after it: no more than the most one pop found, on each
+	 * of the queues that share the worker's arrivals (queues_x16). A closed
 	 * loop (rr) has one request per stream in flight, so its stall catches that many, not
 	 * reqs L / A: without the cap its caught share read 1-2.5% where it was a request in
 	 * hundreds, priced the tail of a stall that no p99 saw, and rr over one queue stopped
 	 * spinning (adaptive's p50 20x busy-poll's in the default run, load average 5-9). */
+	/* Each queue sharing the worker's arrivals has its own: a pop finds one queue's. */
+	uint64_t caught_max = found_max * (w->queues_x16 > 16u ? w->queues_x16 : 16u) / 16u;
 	uint64_t share = lost * STALL_SHARE_ONE / awake_ns; /* of the sample's requests, caught */
-	if (found_max < reqs && share > found_max * STALL_SHARE_ONE / reqs)
-		share = found_max * STALL_SHARE_ONE / reqs;
+	if (caught_max < reqs && share > caught_max * STALL_SHARE_ONE / reqs)
+		share = caught_max * STALL_SHARE_ONE / reqs;
 	uint64_t each = share * (lost / 2u) / STALL_SHARE_ONE; /* a request's wait in this sample */
 	w->stall_ns = by_reqs(w->stall_ns, each, reqs);
 	/* averaged the same way, the share of all requests a stall catches (stall_tail) */

@@ -641,10 +641,10 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
  * worker stops spinning through its 10 us gaps (before, it spun: the mean wait was ~1 us); one
  * every 16 ms (0.5%) stays out of the p99, and the worker spins.
  */
-static void stall_every(struct fake *f, unsigned clean_samples, unsigned cycles)
+static void stall_every(struct fake *f, unsigned clean_samples, unsigned cycles, unsigned found)
 {
 	for (unsigned k = 0; k < cycles; k++) {
-		sched_cost_awake(&f->w, 105 * US, 25 * US, 10, 8);
+		sched_cost_awake(&f->w, 105 * US, 25 * US, 10, found);
 		for (unsigned i = 0; i < clean_samples; i++)
 			sched_cost_awake(&f->w, 25 * US, 25 * US, 3, 1);
 	}
@@ -654,13 +654,19 @@ static void adaptive_spin_prices_the_tail_of_the_stall(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(f, 10 * US), SPIN);
-	stall_every(f, 76, 20);
+	stall_every(f, 76, 20, 8);
 	assert_true(f->w.stall_ns < 2 * US); /* the mean alone: worth a spin */
+	assert_int_not_equal(steady_mode(f, 10 * US), SPIN);
+	free(f);
+	/* the same over 8 queues: the pops after a stall find one request each */
+	f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->w.queues_x16 = 8 * 16;
+	stall_every(f, 76, 20, 1);
 	assert_int_not_equal(steady_mode(f, 10 * US), SPIN);
 	free(f);
 
 	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	stall_every(g, 636, 20);
+	stall_every(g, 636, 20, 8);
 	assert_int_equal(steady_mode(g, 10 * US), SPIN);
 	free(g);
 
