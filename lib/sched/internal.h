@@ -100,7 +100,7 @@ struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
 	/* sched_worker's cost model inputs and thresholds, published for the stats */
 	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
-		sleep_cpu_ns;
+		sleep_cpu_ns, stall_tail_ns;
 };
 
 /* An arrival process as the adaptive controller sees it (policy.c): of one queue, or of all the
@@ -235,9 +235,13 @@ struct sched_worker {
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
 	 * the requests served so far, and the stall and the sleep's cost priced when the
-	 * thresholds were last recomputed. */
-	uint64_t stall_ns, stall_priced_ns, sleep_priced_ns;
+	 * thresholds were last recomputed. stall_share: the share of requests a stall catches
+	 * (the lost share of the awake time, in 1/2^16, averaged like stall_ns). */
+	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns;
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
+	/* The most requests one pop found (taken and left) since the last sample: no more than
+	 * that many arrived in one stall (policy.c, sched_cost_awake). */
+	uint64_t found_max;
 	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
 	uint64_t sleep_cpu_ns;
@@ -285,8 +289,10 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
  * when its timer ended it and no request was served since. Owner of w. */
 void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns);
 /* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
- * requests: learn what its preemption costs a request. Owner of w. */
-void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs);
+ * requests, at most found_max of them found by one pop: learn what its preemption costs a
+ * request. Owner of w. */
+void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs,
+		      uint64_t found_max);
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
  * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
