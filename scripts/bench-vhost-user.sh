@@ -28,6 +28,17 @@
 #
 #   SWITCH_ARGS="--batch 64" adds options to vqs-switch's command line (its defaults otherwise).
 #
+#   CALLGRIND=DIR runs vqs-switch under valgrind's callgrind instead, and no testpmd forwarder:
+#              its counts are zeroed when the window starts and dumped into DIR when it ends, and
+#              each run prints the instructions per delivered frame (callgrind_annotate
+#              DIR/switch-runN.* gives them per function). valgrind 3.19 does not know
+#              epoll_pwait2, which the adaptive worker sleeps in: use POLICY=poll
+#              SWITCH_ARGS="--poll-us 0". Under valgrind the switch is normally the bottleneck
+#              and finds its rings rarely empty: the count is then the forwarding path's. Each
+#              run also prints the worker's empty polls per frame over the window (the switch's
+#              counters, SIGUSR1 at both ends): when the traffic side is starved (a loaded CPU 0)
+#              they are not rare, and the count includes them.
+#
 #   RUNS=3 SECS=3 POLICY=adaptive VQS_BUILD_DIR=build/test-plain scripts/bench-vhost-user.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +48,8 @@ need_peer_packages dpdk dpdk-dev
 RUNS=${RUNS:-3} SECS=${SECS:-3} POLICY=${POLICY:-adaptive} MODE=${MODE:-loop} BURST=${BURST:-512}
 QSIZE=${QSIZE:-256} BURSTS=${BURSTS:-1}
 SWITCH_ARGS=${SWITCH_ARGS:-}
+CALLGRIND=${CALLGRIND:-} CG_PID=
+[ -z "$CALLGRIND" ] || mkdir -p "$CALLGRIND" || fail "cannot create $CALLGRIND"
 HZ=$(getconf CLK_TCK)
 MAC0=02:00:00:00:00:01 MAC1=02:00:00:00:00:02
 
@@ -96,9 +109,12 @@ stop_traffic() {
 measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame steal1% steal0%"
   local fwd=$1 c0 c1 c1b c2 t0 t1 n0 n1 fd s0 s1 r0 r1
   sleep 1 # past the ramp
+  [ -z "$CG_PID" ] || { callgrind_control -z "$CG_PID" >/dev/null 2>&1; kill -USR1 "$CG_PID"; }
   n0=$(rx_total); t0=$(date +%s.%N); c0=$(cpu_ticks "$fwd"); s0=$(steal_ticks 1); r0=$(steal_ticks 0)
   sleep "$SECS"
   c1=$(cpu_ticks "$fwd"); t1=$(date +%s.%N); n1=$(rx_total); s1=$(steal_ticks 1); r1=$(steal_ticks 0)
+  [ -z "$CG_PID" ] || { kill -USR1 "$CG_PID"; callgrind_control -d "$CG_PID" >/dev/null 2>&1; }
+  CG_FRAMES=$((n1 - n0))
   for fd in $CTLS; do echo stop >&"$fd"; done
   sleep 0.5
   c1b=$(cpu_ticks "$fwd")
@@ -114,14 +130,33 @@ measure() { # measure FWDPID: prints "mpps busy_cpu% idle_cpu% cpu_ns_per_frame 
 
 run_switch() {
   local dir=$WORK/sw$1; mkdir -p "$dir"
-  spawn "$dir/switch.log" taskset -c 1 "$SWITCH" --socket "$dir/p0" --socket "$dir/p1" \
-    --policy "$POLICY" --workers 1 $SWITCH_ARGS
+  local wrap=()
+  [ -z "$CALLGRIND" ] || wrap=(valgrind --tool=callgrind --callgrind-out-file="$CALLGRIND/switch-run$1.%p")
+  spawn "$dir/switch.log" taskset -c 1 "${wrap[@]}" "$SWITCH" --socket "$dir/p0" \
+    --socket "$dir/p1" --policy "$POLICY" --workers 1 $SWITCH_ARGS
   local sw=$SPAWNED
-  wait_for "[ -S $dir/p0 ] && [ -S $dir/p1 ]" 10 || fail "switch sockets missing"
+  wait_for "[ -S $dir/p0 ] && [ -S $dir/p1 ]" 60 || fail "switch sockets missing"
+  [ -z "$CALLGRIND" ] || CG_PID=$sw
   traffic "$dir"
   measure "$sw"
+  CG_PID=
   stop_traffic
   stop_pid "$sw" INT
+}
+
+# Instructions per delivered frame in run N's callgrind dump (the one the window ended with).
+callgrind_per_frame() {
+  local f
+  f=$(ls "$CALLGRIND/switch-run$1".*.1 2>/dev/null | head -1)
+  [ -n "$f" ] && [ "$CG_FRAMES" -gt 0 ] || { echo "no dump or no frames"; return; }
+  local e
+  # The worker's counters come first in each "sched {...}" line the switch printed.
+  e=$(grep -a 'vqs-switch: sched {' "$WORK/sw$1/switch.log" | tail -2 |
+    sed -E 's/.*"workers":\[\{[^}]*"empty_polls":([0-9]+).*/\1/' | tr '\n' ' ')
+  awk -v n="$CG_FRAMES" -v e="$e" '/^(summary|totals):/ {
+      split(e, x, " ")
+      printf "%.1f instructions per delivered frame, %.3f empty polls per frame (%d frames, %s)\n",
+             $2 / n, (x[2] - x[1]) / n, n, FILENAME; exit }' "$f"
 }
 
 run_testpmd() {
@@ -143,12 +178,17 @@ echo "bench-vhost-user: mode=$MODE burst=$BURST qsize=$QSIZE bursts=$BURSTS poli
 for r in $(seq "$RUNS"); do
   # Not in $(...): the processes a run starts must be known to this shell's exit trap.
   run_switch "$r" >"$WORK/run"; echo "run $r vqs-switch: $(cat "$WORK/run")"; cat "$WORK/run" >>"$WORK/sw.txt"
+  if [ -n "$CALLGRIND" ]; then
+    echo "run $r vqs-switch callgrind: $(callgrind_per_frame "$r")"
+    continue
+  fi
   run_testpmd "$r" >"$WORK/run"; echo "run $r testpmd:    $(cat "$WORK/run")"; cat "$WORK/run" >>"$WORK/tp.txt"
 done
-for n in sw tp; do
+for n in sw $([ -n "$CALLGRIND" ] || echo tp); do
   f=$WORK/$n.txt
   echo "median $n: Mpps=$(awk '{print $1}' "$f" | median) busy_cpu%=$(awk '{print $2}' "$f" | median) idle_cpu%=$(awk '{print $3}' "$f" | median) cpu_ns/frame=$(awk '{print $4}' "$f" | median) steal1%=$(awk '{print $5}' "$f" | median) steal0%=$(awk '{print $6}' "$f" | median)"
 done
+[ -z "$CALLGRIND" ] || exit 0
 # Each run of one is next to a run of the other, so their ratio moves less with the machine's
 # speed (which can change by 2x within minutes here) than the ratio of the two medians.
 echo "median of per-run ratios vqs-switch/testpmd: Mpps=$(paste "$WORK/sw.txt" "$WORK/tp.txt" |

@@ -17,6 +17,8 @@ static const char usage[] =
 	"  --cpus LIST          CPUs for pin/auto, e.g. 0-1,3\n"
 	"  --busy-cpus LIST     CPUs auto placement keeps off (vCPUs)\n"
 	"  --poll-us US         poll policy: idle spin before sleeping (default 50)\n"
+	"  --spin-pct P         adaptive: CPU time worth a unit of latency, in percent\n"
+	"                       (default 200, the library's; smaller: more naps and sleeps)\n"
 	"  --batch N            most frames or buffers per handler call (default 64, up to 256)\n"
 	"  --budget N           most frames or buffers per queue turn before the next queue's\n"
 	"                       (default 256; smaller: less latency per hop, more turns)\n"
@@ -72,7 +74,7 @@ static int number(const char *arg, unsigned long max, unsigned long *out)
 int sw_cli_parse(struct sw_cli *c, int argc, char **argv)
 {
 	enum { O_SOCKET = 256, O_SERVER, O_CLIENT, O_POLICY, O_WORKERS, O_PLACEMENT, O_CPUS, O_BUSY,
-	       O_POLL, O_BATCH, O_BUDGET, O_PACKED, O_NOMRG, O_AGE, O_STALL, O_HELP };
+	       O_POLL, O_SPIN, O_BATCH, O_BUDGET, O_PACKED, O_NOMRG, O_AGE, O_STALL, O_HELP };
 	static const struct option longopts[] = {
 		{ "socket", required_argument, 0, O_SOCKET }, { "server", no_argument, 0, O_SERVER },
 		{ "client", no_argument, 0, O_CLIENT },       { "policy", required_argument, 0, O_POLICY },
@@ -80,6 +82,7 @@ int sw_cli_parse(struct sw_cli *c, int argc, char **argv)
 		{ "placement", required_argument, 0, O_PLACEMENT },
 		{ "cpus", required_argument, 0, O_CPUS },     { "busy-cpus", required_argument, 0, O_BUSY },
 		{ "poll-us", required_argument, 0, O_POLL },  { "batch", required_argument, 0, O_BATCH },
+		{ "spin-pct", required_argument, 0, O_SPIN },
 		{ "budget", required_argument, 0, O_BUDGET }, { "packed", no_argument, 0, O_PACKED },
 		{ "no-mrg-rxbuf", no_argument, 0, O_NOMRG },  { "mac-age", required_argument, 0, O_AGE },
 		{ "stall-ms", required_argument, 0, O_STALL }, { "help", no_argument, 0, O_HELP },
@@ -133,6 +136,11 @@ int sw_cli_parse(struct sw_cli *c, int argc, char **argv)
 			if (number(optarg, 10000000, &v))
 				return bad("poll time", optarg);
 			c->sched.poll_timeout_us = (uint32_t)v;
+			break;
+		case O_SPIN:
+			if (number(optarg, 10000, &v)) /* the library's bound */
+				return bad("spin percentage", optarg);
+			c->sched.spin_pct = (uint32_t)v;
 			break;
 		case O_BATCH:
 			if (number(optarg, 256, &v) || v == 0)

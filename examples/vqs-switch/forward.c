@@ -31,13 +31,10 @@ static uint64_t bit(unsigned i)
 	return 1ull << i;
 }
 
-/* Copy len bytes starting `skip` bytes into the iovecs. */
-static void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t *dst, size_t len)
+/* Copy len bytes starting `skip` bytes into the iovecs, any layout. */
+static void iov_read_slow(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t *dst,
+			  size_t len)
 {
-	if (cnt && iov[0].iov_len >= skip + len) { /* the usual layout: all in the first buffer */
-		memcpy(dst, (const uint8_t *)iov[0].iov_base + skip, len);
-		return;
-	}
 	for (unsigned i = 0; i < cnt && len; i++) {
 		size_t l = iov[i].iov_len;
 		if (skip >= l) {
@@ -52,14 +49,20 @@ static void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t
 	}
 }
 
-/* Copy len bytes into the iovecs starting `skip` bytes in; returns bytes written. */
-static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, const uint8_t *src,
-			size_t len)
+/* The same, inline for the usual layout (all of it in the first buffer): it runs per frame. */
+static inline void iov_read(const struct iovec *iov, unsigned cnt, size_t skip, uint8_t *dst,
+			    size_t len)
 {
-	if (cnt && iov[0].iov_len >= skip + len) { /* the usual layout: all in the first buffer */
-		memcpy((uint8_t *)iov[0].iov_base + skip, src, len);
-		return len;
-	}
+	if (cnt && iov[0].iov_len >= skip + len)
+		memcpy(dst, (const uint8_t *)iov[0].iov_base + skip, len);
+	else
+		iov_read_slow(iov, cnt, skip, dst, len);
+}
+
+/* Copy len bytes into the iovecs starting `skip` bytes in, any layout; returns bytes written. */
+static size_t iov_write_slow(const struct iovec *iov, unsigned cnt, size_t skip,
+			     const uint8_t *src, size_t len)
+{
 	size_t done = 0;
 	for (unsigned i = 0; i < cnt && done < len; i++) {
 		size_t l = iov[i].iov_len;
@@ -73,6 +76,17 @@ static size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip, cons
 		skip = 0;
 	}
 	return done;
+}
+
+/* The same, inline for the usual layout. */
+static inline size_t iov_write(const struct iovec *iov, unsigned cnt, size_t skip,
+			       const uint8_t *src, size_t len)
+{
+	if (cnt && iov[0].iov_len >= skip + len) {
+		memcpy((uint8_t *)iov[0].iov_base + skip, src, len);
+		return len;
+	}
+	return iov_write_slow(iov, cnt, skip, src, len);
 }
 
 /* How many staged frames ahead of the one being delivered the receive handler prefetches: far
@@ -120,23 +134,18 @@ static void hold(struct sw_port **held, struct sw_port *to)
 		pthread_mutex_lock(&to->lock);
 }
 
-/* Where a frame being staged comes from: the sender's transmit chain, with the Ethernet header
- * taken from the snapshot the switching decision was made on, or, for a frame with several
- * destinations, a snapshot of the whole frame, so that every destination gets the same bytes
- * (not another destination's slot: that belongs to its receive handler once its lock is let go). */
-struct frame_src {
-	const struct vqs_elem *e;
-	size_t hl;
-	const uint8_t *eth;   /* ETH_HDR bytes */
-	const uint8_t *whole; /* the whole frame, or NULL: copy from the chain */
-	uint32_t len;
-};
-
-/* Append a frame to to's staging ring, to being held (locked): 0 when staged or counted as
- * dropped, -EAGAIN when the sender must wait for room (it is then registered as a waiter). */
-static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
-		const struct frame_src *f, uint64_t now, bool flood)
+/*
+ * Room for a frame of len bytes at the tail of to's staging ring, to being held (locked): 0 with
+ * *room set to where its bytes go (the caller copies them before letting go of the lock, which
+ * keeps the receive handler out meanwhile) or NULL when the frame is counted as dropped; -EAGAIN
+ * when the sender must wait for room (it is then registered as a waiter). The caller copies, so
+ * that the transmit handler's frame goes from the guest's buffer into the slot in one copy without
+ * a description of where it comes from (and inline: it runs per frame).
+ */
+static inline int stage(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
+			uint32_t len, uint64_t now, bool flood, uint8_t **room)
 {
+	*room = NULL;
 	if (!to->rxq) {
 		/* A flood reaches the ports that are up; only a frame meant for this port is lost. */
 		if (!flood)
@@ -156,16 +165,9 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 		to->last_drain_ns = now; /* the stall clock runs from when frames start waiting */
 	unsigned at = (to->head + to->count) & to->stage_mask;
 	struct sw_slot *s = &to->slots[at];
-	s->buf = SW_NET_HDR_MAX + f->len <= SW_SLOT_SMALL ? to->small[at] : to->large[at];
-	uint8_t *d = s->buf + SW_NET_HDR_MAX;
-	s->len = f->len;
-	if (f->whole) {
-		memcpy(d, f->whole, f->len);
-	} else {
-		/* The only copy out of the guest's buffer, straight into the slot. */
-		memcpy(d, f->eth, ETH_HDR);
-		iov_read(f->e->iov, f->e->out_num, f->hl + ETH_HDR, d + ETH_HDR, f->len - ETH_HDR);
-	}
+	s->buf = SW_NET_HDR_MAX + len <= SW_SLOT_SMALL ? to->small[at] : to->large[at];
+	s->len = len;
+	*room = s->buf + SW_NET_HDR_MAX;
 	to->count++;
 	if (to->rx_parked) {
 		to->rx_parked = false;
@@ -173,6 +175,41 @@ static int push(struct sw_switch *sw, struct sw_port *to, struct sw_port *from,
 		vqs_queue_wake(to->rxq);
 	}
 	return 0;
+}
+
+/*
+ * An Ethernet header as two overlapping 8-byte words (bytes 0-7 and 6-13), read once from the
+ * guest and kept in registers: comparing it with the previous frame's and copying it into a slot
+ * then load nothing back from the stack. As a 14-byte array it was stored in two overlapping
+ * 8-byte halves and compared with a load spanning both, which store forwarding cannot serve: that
+ * stall took 57% of sw_tx_handler's perf samples (9% of the switch's) at heavy load. Bytes 6-7
+ * are in both words and eth_store writes hi's last, so the bytes switched on and the bytes
+ * delivered are the same (hi's) whatever the guest changes between the two loads; lo's copy
+ * only decides whether the previous frame's decision is reused, which it is only for equal words.
+ */
+struct eth_words {
+	uint64_t lo, hi;
+};
+
+static inline void eth_store(uint8_t *dst, struct eth_words w)
+{
+	memcpy(dst, &w.lo, 8);
+	memcpy(dst + 6, &w.hi, 8);
+}
+
+/* The header at `skip` bytes into the chain (at least ETH_HDR bytes there). */
+static inline struct eth_words eth_read(const struct iovec *iov, unsigned cnt, size_t skip)
+{
+	uint8_t b[ETH_HDR];
+	const uint8_t *p = b;
+	if (cnt && iov[0].iov_len >= skip + ETH_HDR) /* the usual layout */
+		p = (const uint8_t *)iov[0].iov_base + skip;
+	else
+		iov_read_slow(iov, cnt, skip, b, ETH_HDR);
+	struct eth_words w;
+	memcpy(&w.lo, p, 8);
+	memcpy(&w.hi, p + 6, 8);
+	return w;
 }
 
 unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n, void *opaque)
@@ -184,7 +221,8 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 	uint64_t now = vqs_queue_clock_ns(q), frames = 0, bytes = 0;
 	/* The previous frame's addresses and where they led: a batch is mostly one flow, which then
 	 * costs one learn and one lookup. A table change meanwhile is seen by the next batch. */
-	uint8_t eth[ETH_HDR], last[12], whole[SW_FRAME_MAX];
+	uint8_t eth[ETH_HDR], whole[SW_FRAME_MAX];
+	struct eth_words last = { 0, 0 };
 	uint64_t last_to = 0;
 	bool last_flood = false, have_last = false;
 	unsigned i;
@@ -192,9 +230,11 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		struct vqs_req *r = reqs[i];
 		const struct vqs_elem *e = &r->elem;
 		uint64_t before = 0;
-		if (a->partial && a->partial_id == e->id && a->partial_gen == gen)
-			before = a->partial_done;
-		a->partial = false;
+		if (a->partial) {
+			if (a->partial_id == e->id && a->partial_gen == gen)
+				before = a->partial_done;
+			a->partial = false;
+		}
 		enum sw_drop why = SW_DROP__COUNT;
 		if (e->in_num || e->out_len < hl)
 			why = SW_DROP_BAD_CHAIN;
@@ -208,19 +248,19 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 			continue;
 		}
 		/* One snapshot of the header: the addresses switched on are the ones delivered. */
-		struct frame_src f = { .e = e, .hl = hl, .eth = eth, .len = e->out_len - (uint32_t)hl };
-		if (e->iov[0].iov_len >= hl + ETH_HDR) /* the usual layout: a fixed-size copy */
-			memcpy(eth, (const uint8_t *)e->iov[0].iov_base + hl, ETH_HDR);
-		else
-			iov_read(e->iov, e->out_num, hl, eth, ETH_HDR);
+		uint32_t len = e->out_len - (uint32_t)hl;
+		struct eth_words w = eth_read(e->iov, e->out_num, hl);
 		bool flood;
 		uint64_t to;
-		if (have_last && !memcmp(eth, last, sizeof(last))) {
+		/* The type field is compared too: a frame of another type between the same two
+		 * addresses only costs a learn and a lookup more. */
+		if (have_last && w.lo == last.lo && w.hi == last.hi) {
 			to = last_to;
 			flood = last_flood;
 		} else {
+			eth_store(eth, w);
 			to = targets(sw, a, eth, now, &flood);
-			memcpy(last, eth, sizeof(last));
+			last = w;
 			last_to = to;
 			last_flood = flood;
 			have_last = true;
@@ -228,27 +268,39 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		if (!to && !before)
 			sw_count(&a->c.drop[SW_DROP_FILTERED], 1);
 		to &= ~before;
-		if (to & (to - 1)) {
-			memcpy(whole, eth, ETH_HDR);
-			iov_read(e->iov, e->out_num, hl + ETH_HDR, whole + ETH_HDR, f.len - ETH_HDR);
-			f.whole = whole;
+		/* A frame with several destinations is copied from one snapshot of it, so that every
+		 * destination gets the same bytes (not from another destination's slot: that belongs
+		 * to its receive handler once its lock is let go); one destination's straight from
+		 * the guest's buffer, its header from the snapshot switched on. */
+		bool several = to & (to - 1);
+		if (several) {
+			eth_store(whole, w);
+			iov_read(e->iov, e->out_num, hl + ETH_HDR, whole + ETH_HDR, len - ETH_HDR);
 		}
 		uint64_t done = before;
 		while (to) {
 			unsigned d = (unsigned)__builtin_ctzll(to);
 			to &= to - 1;
 			hold(&held, sw->ports[d]);
-			if (push(sw, held, a, &f, now, flood) == -EAGAIN) {
+			uint8_t *room;
+			if (stage(sw, held, a, len, now, flood, &room) == -EAGAIN) {
 				a->partial = true;
 				a->partial_id = e->id;
 				a->partial_gen = gen;
 				a->partial_done = done;
 				goto out;
 			}
+			if (room && several) {
+				memcpy(room, whole, len);
+			} else if (room) {
+				eth_store(room, w);
+				iov_read(e->iov, e->out_num, hl + ETH_HDR, room + ETH_HDR,
+					 len - ETH_HDR);
+			}
 			done |= bit(d);
 		}
 		frames++;
-		bytes += f.len;
+		bytes += len;
 		vqs_req_complete(r, 0);
 	}
 out:
@@ -263,15 +315,15 @@ void sw_inject(struct sw_switch *sw, struct sw_port *from, const uint8_t *frame,
 	uint64_t now = vqs_now_ns();
 	bool flood;
 	uint64_t to = targets(sw, from, frame, now, &flood);
-	struct frame_src f = { .eth = frame, .whole = frame, .len = len };
 	while (to) {
 		struct sw_port *d = sw->ports[__builtin_ctzll(to)];
 		to &= to - 1;
 		pthread_mutex_lock(&d->lock);
+		uint8_t *room;
 		if (sw_stage_full(d))
 			sw_count(&d->c.drop[SW_DROP_NO_BUFFERS], 1);
-		else
-			push(sw, d, from, &f, now, flood);
+		else if (stage(sw, d, from, len, now, flood, &room) == 0 && room)
+			memcpy(room, frame, len);
 		pthread_mutex_unlock(&d->lock);
 	}
 }
@@ -312,6 +364,19 @@ unsigned sw_rx_demand(struct vqs_queue *q, void *opaque)
 	return d;
 }
 
+/* Write len bytes over the k receive chains (no readable buffers), completing each with what it
+ * got. */
+static void spread(struct vqs_req *const *reqs, unsigned k, const uint8_t *run, size_t len)
+{
+	size_t off = 0;
+	for (unsigned j = 0; j < k; j++) {
+		const struct vqs_elem *e = &reqs[j]->elem;
+		size_t c = iov_write(e->iov, e->in_num, 0, run + off, len - off);
+		off += c;
+		vqs_req_complete(reqs[j], (uint32_t)c);
+	}
+}
+
 /* A receive chain the switch can write into: writable only; the first of a frame holds the
  * whole header. */
 static bool rx_chain_ok(const struct vqs_elem *e, size_t hl, bool first)
@@ -336,6 +401,11 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		size_t need = hl + s->len, have = 0;
 		unsigned k = 0;
 		bool bad = false;
+		const struct vqs_elem *first = &reqs[used]->elem;
+		if (!first->out_num && first->in_len >= need) {
+			have = first->in_len; /* the usual case: one buffer holds header and frame */
+			k = 1;
+		}
 		while (have < need && used + k < n) {
 			bad = !rx_chain_ok(&reqs[used + k]->elem, hl, k == 0);
 			if (bad)
@@ -370,14 +440,13 @@ unsigned sw_rx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		/* Header (in the slot's room before the frame) and frame as one run of bytes across
 		 * as many buffers as it needs; the first buffer holds the whole header. */
 		uint8_t *run = s->buf + SW_NET_HDR_MAX - hl;
-		size_t off = 0, total = hl + s->len;
+		size_t total = hl + s->len;
 		sw_net_hdr_rx(run, hl, (uint16_t)k);
-		for (unsigned j = 0; j < k; j++) {
-			const struct vqs_elem *e = &reqs[used + j]->elem;
-			size_t c = iov_write(e->iov + e->out_num, e->in_num, 0, run + off, total - off);
-			off += c;
-			vqs_req_complete(reqs[used + j], (uint32_t)c);
-		}
+		if (k == 1) /* the usual case, without spread's loop (its calls spill this loop's state) */
+			vqs_req_complete(reqs[used], (uint32_t)iov_write(first->iov, first->in_num, 0,
+									 run, total));
+		else
+			spread(reqs + used, k, run, total);
 		used += k;
 		if (k > most_bufs)
 			most_bufs = k;

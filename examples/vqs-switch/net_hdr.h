@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Feature bits of virtio-net the switch cares about (5.1.3). */
 #define SW_NET_F_MRG_RXBUF 15
@@ -30,7 +31,16 @@ struct sw_net_hdr {
 
 /* Header bytes in front of each frame for negotiated `features`. */
 size_t sw_net_hdr_len(uint64_t features);
-/* Write the receive header for a frame spread over num_buffers buffers into out[hdr_len]. */
-void sw_net_hdr_rx(uint8_t *out, size_t hdr_len, uint16_t num_buffers);
+/* Write the receive header for a frame spread over num_buffers buffers into out[hdr_len].
+ * Inline: it runs per frame, and a call into another unit cost as much as the stores. */
+static inline void sw_net_hdr_rx(uint8_t *out, size_t hdr_len, uint16_t num_buffers)
+{
+	/* Fixed-size stores, num_buffers little-endian as virtio 1.x lays it out. */
+	memset(out, 0, SW_NET_HDR_LEGACY);
+	if (hdr_len == SW_NET_HDR_MAX) {
+		out[SW_NET_HDR_LEGACY] = (uint8_t)num_buffers;
+		out[SW_NET_HDR_LEGACY + 1] = (uint8_t)(num_buffers >> 8);
+	}
+}
 
 #endif

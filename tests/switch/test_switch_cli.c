@@ -2,7 +2,8 @@
 /*
  * vqs-switch's command line: the scheduler batch (--batch) and turn budget (--budget) default
  * to the library's and are accepted within the scheduler's limits only; the default policy is
- * adaptive; each port stages four turns' worth of frames, a power of two within bounds.
+ * adaptive, with the library's price of latency unless --spin-pct sets it (0 to 10000, the
+ * library's bounds); each port stages four turns' worth of frames, a power of two within bounds.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -34,6 +35,22 @@ static void defaults_adaptive_and_library_batch(void **st)
 	assert_int_equal(c.sched.batch_max, lib.batch_max);
 	assert_int_equal(c.sched.budget_pkts, lib.budget_pkts);
 	assert_int_equal(c.sched.policy, VQS_POLICY_ADAPTIVE);
+}
+
+static void spin_pct_option_within_library_bounds(void **st)
+{
+	struct sw_cli c;
+	struct vqs_sched_opts lib;
+	vqs_sched_opts_init(&lib);
+	assert_int_equal(parse(&c, NULL), 0);
+	assert_int_equal(c.sched.spin_pct, lib.spin_pct);
+	assert_int_equal(parse_opt(&c, "--spin-pct", "0"), 0);
+	assert_int_equal(c.sched.spin_pct, 0);
+	assert_int_equal(parse_opt(&c, "--spin-pct", "10000"), 0);
+	assert_int_equal(c.sched.spin_pct, 10000);
+	assert_int_equal(parse_opt(&c, "--spin-pct", "10001"), -EINVAL);
+	assert_int_equal(parse_opt(&c, "--spin-pct", "-1"), -EINVAL);
+	assert_int_equal(parse_opt(&c, "--spin-pct", "x"), -EINVAL);
 }
 
 static void budget_option_positive_and_bounded(void **st)
@@ -109,6 +126,7 @@ int main(void)
 		cmocka_unit_test(defaults_adaptive_and_library_batch),
 		cmocka_unit_test(batch_option_within_scheduler_limits),
 		cmocka_unit_test(budget_option_positive_and_bounded),
+		cmocka_unit_test(spin_pct_option_within_library_bounds),
 		cmocka_unit_test(staging_holds_four_turns),
 		cmocka_unit_test(create_refuses_bad_staging),
 	};
