@@ -103,13 +103,15 @@ void vqs_drv_vq_addrs(const struct vqs_drv_vq *dq, uint64_t *desc, uint64_t *dri
 }
 
 /*
- * Beyond the header's -ENOSPC/-EINVAL: -EINVAL also for a chain longer than the queue size or
- * than 2^32-1 bytes, and for indirect without INDIRECT_DESC or longer than one indirect table (128 descriptors, or num
- * if smaller); -ENOSPC also when the arena has no room for the slot's first indirect table; -EIO
- * once the device broke the ring.
+ * The checks both add calls share, then the layout's add. Beyond the header's -ENOSPC/-EINVAL:
+ * -EINVAL also for a chain longer than the queue size or than 2^32-1 bytes, and for indirect
+ * without INDIRECT_DESC or longer than one indirect table (128 descriptors, or num if smaller);
+ * -ENOSPC also when the arena has no room for the slot's first indirect table; -EIO once the
+ * device broke the ring.
  */
-int vqs_drv_add_batch(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		      unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+static inline int add_checked(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs,
+			      unsigned out_num, unsigned in_num, void *const *tokens, unsigned n,
+			      bool indirect)
 {
 	uint64_t total = (uint64_t)out_num + in_num;
 	if (dq->broken)
@@ -123,10 +125,16 @@ int vqs_drv_add_batch(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, uns
 	return dq->ops->add(dq, bufs, out_num, in_num, tokens, n, indirect);
 }
 
+int vqs_drv_add_batch(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		      unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+{
+	return add_checked(dq, bufs, out_num, in_num, tokens, n, indirect);
+}
+
 int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
 		unsigned in_num, void *token, bool indirect)
 {
-	int rc = vqs_drv_add_batch(dq, bufs, out_num, in_num, &token, 1, indirect);
+	int rc = add_checked(dq, bufs, out_num, in_num, &token, 1, indirect);
 	return rc < 0 ? rc : 0;
 }
 
@@ -147,7 +155,9 @@ void *vqs_drv_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 {
 	void *token;
 	uint32_t dummy;
-	return vqs_drv_get_used_batch(dq, &token, len ? len : &dummy, 1) ? token : NULL;
+	if (dq->broken)
+		return NULL;
+	return dq->ops->get_used(dq, &token, len ? len : &dummy, 1) ? token : NULL;
 }
 
 unsigned vqs_drv_free_count(const struct vqs_drv_vq *dq)
