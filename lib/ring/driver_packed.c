@@ -347,12 +347,11 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 	return true;
 }
 
-/* Clamp what the device reports written to what the chain can take (warned once). Out of the
- * reap loops' line: a device that follows the rules never gets here. */
-static __attribute__((noinline, cold)) uint32_t clamp_written(struct vqs_drv_packed *p, uint32_t written, uint32_t in_len)
+/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
+ * once). Out of the reap loops' line: a device that follows the rules never gets here. */
+static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_packed *p, uint32_t written,
+							 uint32_t in_len)
 {
-	if (written <= in_len)
-		return written;
 	if (!p->len_warned)
 		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
 			 "%u writable bytes; clamped", p->base.num, written, in_len);
@@ -393,7 +392,7 @@ static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t
 					   : 0;
 		tokens[got] = slot->token;
 		lens[got] = written <= slot->in_len ? written
-						    : clamp_written(p, written, slot->in_len);
+						    : clamped(p, written, slot->in_len);
 		slot->token = NULL;
 		/* The device skips the rest of the chain's slots (2.8.7). */
 		vqs_packed_advance(&at, &wrap, slot->ndescs, num);
@@ -410,8 +409,9 @@ static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t
 
 /* IN_ORDER: a used descriptor completes every buffer up to its id, the earlier ones with nothing
  * written (2.8.9); handed out one by one, oldest first. */
-static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens,
-			      unsigned max)
+static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p,
+							 void **tokens, uint32_t *lens,
+							 unsigned max)
 {
 	struct vqs_drv_vq *dq = &p->base;
 	unsigned got;
@@ -436,7 +436,7 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p
 		struct vqs_drv_slot *slot = &dq->slots[id];
 		tokens[got] = slot->token;
 		lens[got] = written <= slot->in_len ? written
-						    : clamp_written(p, written, slot->in_len);
+						    : clamped(p, written, slot->in_len);
 		slot->token = NULL;
 		/* The device skips the rest of the batch's slots. */
 		vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);

@@ -344,12 +344,11 @@ static bool next_used_in_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *
 	return true;
 }
 
-/* Clamp what the device reports written to what the chain can take (warned once). Out of the
- * reap loops' line: a device that follows the rules never gets here. */
-static __attribute__((noinline, cold)) uint32_t clamp_written(struct vqs_drv_split *s, uint32_t written, uint32_t in_len)
+/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
+ * once). Out of the reap loops' line: a device that follows the rules never gets here. */
+static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_split *s, uint32_t written,
+							 uint32_t in_len)
 {
-	if (written <= in_len)
-		return written;
 	if (!s->len_warned)
 		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
 			 "%u writable bytes; clamped", s->base.num, written, in_len);
@@ -378,7 +377,7 @@ static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t 
 		struct vqs_drv_slot *slot = &slots[id];
 		tokens[got] = slot->token;
 		lens[got] = written <= slot->in_len ? written
-						    : clamp_written(s, written, slot->in_len);
+						    : clamped(s, written, slot->in_len);
 		slot->token = NULL;
 		next[slot->last] = fh;
 		fh = (uint16_t)id;
@@ -391,7 +390,9 @@ static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t 
 }
 
 /* n chains, IN_ORDER: oldest first, a used entry answering for the chains of its batch. */
-static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s, void **tokens, uint32_t *lens, unsigned n)
+static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s,
+							 void **tokens, uint32_t *lens,
+							 unsigned n)
 {
 	struct vqs_drv_vq *dq = &s->base;
 	unsigned got, freed = 0;
@@ -403,7 +404,7 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s,
 		struct vqs_drv_slot *slot = &dq->slots[id];
 		tokens[got] = slot->token;
 		lens[got] = written <= slot->in_len ? written
-						    : clamp_written(s, written, slot->in_len);
+						    : clamped(s, written, slot->in_len);
 		slot->token = NULL;
 		/* The ring-order links stay: the freed run is the one after the last chain added,
 		 * which free_head reaches by those links. */

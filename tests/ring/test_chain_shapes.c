@@ -273,7 +273,8 @@ static void offer_n(struct lfx *c, uint16_t id, const uint64_t *addr, const uint
 	for (unsigned k = 0; k < n; k++) {
 		uint16_t f = write[k] ? VQS_VRING_DESC_F_WRITE : 0;
 		if (c->packed)
-			d[k] = (struct pfx_desc){.addr = addr[k], .len = len[k], .id = id, .flags = f};
+			d[k] = (struct pfx_desc){
+				.addr = addr[k], .len = len[k], .id = id, .flags = f};
 		else
 			fx_desc(&c->split, id + k, addr[k], len[k],
 				(uint16_t)(f | (k + 1 < n ? VQS_VRING_DESC_F_NEXT : 0)),
