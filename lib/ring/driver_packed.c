@@ -368,9 +368,11 @@ static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t
 	struct vqs_drv_vq *dq = &p->base;
 	struct vqs_drv_slot *slots = dq->slots;
 	uint16_t *next_id = p->next_id, free_id = p->free_id, at = p->last_used;
-	unsigned num = dq->num, got, freed = 0;
+	const unsigned num = dq->num;
 	bool wrap = p->used_wrap;
-	for (got = 0; got < max; got++) {
+	/* pointers, not a count beside them: one register fewer */
+	void **tp = tokens, **const tend = tokens + max;
+	for (; tp < tend; tp++, lens++) {
 		struct vqs_vring_packed_desc *d = &p->desc[at];
 		/* Pairs with the device's release store of these flags in flush (2.8.21.2: it
 		 * writes them after id and len). */
@@ -390,21 +392,20 @@ static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t
 						     (_Atomic uint32_t *)(void *)&d->len,
 						     memory_order_relaxed))
 					   : 0;
-		tokens[got] = slot->token;
-		lens[got] = written <= slot->in_len ? written
-						    : clamped(p, written, slot->in_len);
+		*tp = slot->token;
+		*lens = written <= slot->in_len ? written : clamped(p, written, slot->in_len);
 		slot->token = NULL;
 		/* The device skips the rest of the chain's slots (2.8.7). */
 		vqs_packed_advance(&at, &wrap, slot->ndescs, num);
 		next_id[id] = free_id;
 		free_id = id;
-		freed += slot->ndescs;
+		/* in memory, not a register */
+		dq->num_free += slot->ndescs;
 	}
 	p->last_used = at;
 	p->used_wrap = wrap;
 	p->free_id = free_id;
-	dq->num_free += freed;
-	return got;
+	return (unsigned)(tp - tokens);
 }
 
 /* IN_ORDER: a used descriptor completes every buffer up to its id, the earlier ones with nothing

@@ -366,27 +366,28 @@ static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t 
 	struct vqs_drv_slot *slots = dq->slots;
 	const volatile struct vqs_vring_used_elem *ring = s->used->ring;
 	uint16_t *next = s->next, fh = s->free_head, at = s->last_used_idx;
-	unsigned num = dq->num, mask = num - 1, got, freed = 0;
-	for (got = 0; got < n; got++, at++) {
-		const volatile struct vqs_vring_used_elem *ue = &ring[at & mask];
+	const unsigned num = dq->num;
+	/* pointers, not a count beside them: one register fewer */
+	void **tp = tokens, **const tend = tokens + n;
+	for (; tp < tend; tp++, lens++, at++) {
+		const volatile struct vqs_vring_used_elem *ue = &ring[at & (num - 1)];
 		uint32_t id = le32toh(ue->id), written = le32toh(ue->len);
 		if (id >= num || !slots[id].token) {
 			vqs_drv_break(dq, "used id not in flight", id);
 			break;
 		}
 		struct vqs_drv_slot *slot = &slots[id];
-		tokens[got] = slot->token;
-		lens[got] = written <= slot->in_len ? written
-						    : clamped(s, written, slot->in_len);
+		*tp = slot->token;
+		*lens = written <= slot->in_len ? written : clamped(s, written, slot->in_len);
 		slot->token = NULL;
 		next[slot->last] = fh;
 		fh = (uint16_t)id;
-		freed += slot->ndescs;
+		/* in memory, not a register */
+		dq->num_free += slot->ndescs;
 	}
 	s->free_head = fh;
 	s->last_used_idx = at;
-	dq->num_free += freed;
-	return got;
+	return (unsigned)(tp - tokens);
 }
 
 /* n chains, IN_ORDER: oldest first, a used entry answering for the chains of its batch. */
