@@ -66,17 +66,29 @@ out:
 
 /* Streaming: keep the ring full, refilling up to a batch as entries come back (as the minimal
  * ring's producer does), reap everything, until the time is up; then wait for what is in
- * flight. */
+ * flight. A batch is one vqs_drv_add_batch and one kick_prepare, a reap one
+ * vqs_drv_get_used_batch. */
 static void vref_driver_stream(void *p)
 {
 	struct vref *v = p;
+	enum { MOST = 256 };
 	static int token;
+	static _Thread_local struct vqs_drv_buf bufs[MOST][2];
+	static _Thread_local void *tokens[MOST], *got[MOST];
+	static _Thread_local uint32_t lens[MOST];
 	unsigned cap = vqs_vq_num(v->dev) / 2, fill = v->batch < cap ? v->batch : cap;
+	if (fill > MOST)
+		fill = MOST;
+	for (unsigned i = 0; i < fill; i++) {
+		bufs[i][0] = (struct vqs_drv_buf){v->out_gpa, 64};
+		bufs[i][1] = (struct vqs_drv_buf){v->in_gpa, 64};
+		tokens[i] = &token;
+	}
 	uint64_t t0 = vqs_now_ns(), end = t0 + v->duration_ns, now = t0, sent = 0, done = 0;
-	uint32_t len;
 	for (unsigned step = 1;; step++) {
-		while (vqs_drv_get_used(v->drv, &len))
-			done++;
+		unsigned k;
+		while ((k = vqs_drv_get_used_batch(v->drv, got, lens, MOST)) != 0)
+			done += k;
 		if (step % 256 == 0 || now >= end) /* a clock read per 256 steps while sending */
 			now = vqs_now_ns();
 		if (now >= end) {
@@ -95,17 +107,13 @@ static void vref_driver_stream(void *p)
 			cpu_relax();
 			continue;
 		}
-		for (unsigned i = 0; i < n; i++) {
-			struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}};
-			if (vqs_drv_add(v->drv, b, 1, 1, &token, false)) {
-				v->failed = true;
-				goto out;
-			}
+		if (vqs_drv_add_batch(v->drv, &bufs[0][0], 1, 1, tokens, n, false) != (int)n) {
+			v->failed = true;
+			break;
 		}
 		sent += n;
 		vqs_drv_kick_prepare(v->drv); /* the device polls: its answer is not needed */
 	}
-out:
 	v->ops = done;
 	v->ns = vqs_now_ns() - t0;
 	/* release pairs with the device loop's acquire: it stops after our last request */

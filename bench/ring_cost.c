@@ -8,7 +8,9 @@
  *   valgrind --tool=callgrind --toggle-collect=device_batch vqs-ring-cost split 1 1000
  *
  * gives the instructions of 1000 batches of 64 one-descriptor chains (divide by 64000), per
- * function with callgrind_annotate --inclusive=yes. A fourth argument, inorder, negotiates
+ * function with callgrind_annotate --inclusive=yes. The driver's side of a batch is one
+ * vqs_drv_add_batch, one vqs_drv_kick_prepare and one vqs_drv_get_used_batch: toggling on those
+ * three instead counts the driver's instructions. A fourth argument, inorder, negotiates
  * VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills every buffer whole, so that a
  * split batch is answered by one used entry. Public API only.
  */
@@ -103,21 +105,29 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < BATCH; i++)
 		r.written[i] = in_order ? (descs == 2 ? BUF - 64 : 64) : 0;
 	static int token;
+	struct vqs_drv_buf bufs[BATCH * 2];
+	void *tokens[BATCH];
+	for (unsigned i = 0; i < BATCH; i++)
+		tokens[i] = &token;
 	unsigned long served = 0;
 	for (long b = 0; b < batches; b++) {
+		unsigned k = 0;
 		for (unsigned i = 0; i < BATCH; i++) {
 			uint64_t a = r.bufs + (uint64_t)((b * BATCH + i) % NUM) * BUF;
 			/* a request and its response buffer, or one buffer for both ways */
-			struct vqs_drv_buf bufs[2] = {{a, 64}, {a + 64, BUF - 64}};
-			if (vqs_drv_add(r.drv, bufs, descs == 2 ? 1 : 0, 1, &token, false))
-				return 1;
+			bufs[k++] = (struct vqs_drv_buf){a, 64};
+			if (descs == 2)
+				bufs[k++] = (struct vqs_drv_buf){a + 64, BUF - 64};
 		}
+		if (vqs_drv_add_batch(r.drv, bufs, descs == 2 ? 1 : 0, 1, tokens, BATCH, false) !=
+		    (int)BATCH)
+			return 1;
 		vqs_drv_kick_prepare(r.drv);
 		unsigned n = device_batch(&r);
-		uint32_t len;
-		for (unsigned i = 0; i < n; i++)
-			if (!vqs_drv_get_used(r.drv, &len))
-				return 1;
+		void *got[BATCH];
+		uint32_t len[BATCH];
+		if (vqs_drv_get_used_batch(r.drv, got, len, BATCH) != n)
+			return 1;
 		served += n;
 	}
 	printf("%lu requests in batches of %u, %u descriptor(s) each\n", served, BATCH, descs);

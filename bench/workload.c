@@ -223,34 +223,39 @@ static void interleave_step(struct driver *d, unsigned n)
 /* Reap completions of one stream; returns how many. */
 static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 {
-	uint32_t len;
-	void *tok;
-	unsigned n = 0;
+	enum { REAP = 64 }; /* completions a call */
+	uint32_t lens[REAP];
+	void *toks[REAP];
+	unsigned n = 0, got;
 	uint64_t now = 0;
 	int cal = d->cal_tpo[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
-	while ((tok = vqs_drv_get_used(s->drv, &len))) {
-		struct slot *sl = tok;
-		if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
-			d->dup++;
-			continue;
+	while ((got = vqs_drv_get_used_batch(s->drv, toks, lens, REAP)) != 0) {
+		for (unsigned i = 0; i < got; i++) {
+			struct slot *sl = toks[i];
+			uint32_t len = lens[i];
+			if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
+				d->dup++;
+				continue;
+			}
+			if (!echoes(s->run->pt)) {
+				d->corrupt += len != 0; /* the null handler writes nothing */
+			} else {
+				uint64_t echo;
+				memcpy(&echo, sl->in, SEQ_BYTES);
+				if (len < SEQ_BYTES || echo != sl->seq)
+					d->corrupt++;
+			}
+			sl->busy = false;
+			s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
+			s->inflight--;
+			n++;
+			if (!now && (measuring || cal))
+				now = vqs_now_ns();
+			if (measuring)
+				hist_add(&d->lat[atomic_load_explicit(&s->run->side,
+								      memory_order_relaxed)],
+					 now - sl->t_submit);
 		}
-		if (!echoes(s->run->pt)) {
-			d->corrupt += len != 0; /* the null handler writes nothing */
-		} else {
-			uint64_t echo;
-			memcpy(&echo, sl->in, SEQ_BYTES);
-			if (len < SEQ_BYTES || echo != sl->seq)
-				d->corrupt++;
-		}
-		sl->busy = false;
-		s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
-		s->inflight--;
-		n++;
-		if (!now && (measuring || cal))
-			now = vqs_now_ns();
-		if (measuring)
-			hist_add(&d->lat[atomic_load_explicit(&s->run->side, memory_order_relaxed)],
-				 now - sl->t_submit);
 	}
 	/* --inject-slowdown-pct: the driver's share of the work per request, after the time stamp
 	 * (its cost lands in the next reap's interval). The handler does the same amount: in a
@@ -286,21 +291,35 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 		return 0;
 	uint64_t t = vqs_now_ns();
 	unsigned added = 0;
-	for (; added < n; added++) {
-		struct slot *sl = &s->slots[s->free_list[s->nfree - 1]];
-		sl->seq = s->next_seq++;
-		sl->t_submit = t;
-		/* The response buffer is not cleared: what it holds is an older (smaller) sequence
-		 * number or 0, never this one (numbers start at 1), so a missing echo still counts
-		 * as corrupted, without a store per request into a line the device owns. */
-		if (echoes(s->run->pt))
-			memcpy(sl->out, &sl->seq, SEQ_BYTES);
-		struct vqs_drv_buf b[2] = {{sl->out_gpa, s->run->buf_len}, {sl->in_gpa, s->run->buf_len}};
-		if (vqs_drv_add(s->drv, b, 1, 1, sl, false))
+	enum { ADD = 64 }; /* chains a vqs_drv_add_batch */
+	struct vqs_drv_buf b[ADD][2];
+	void *toks[ADD];
+	while (added < n) {
+		unsigned m = n - added < ADD ? n - added : ADD;
+		for (unsigned i = 0; i < m; i++) {
+			struct slot *sl = &s->slots[s->free_list[s->nfree - 1 - i]];
+			sl->seq = s->next_seq++;
+			sl->t_submit = t;
+			/* The response buffer is not cleared: what it holds is an older (smaller)
+			 * sequence number or 0, never this one (numbers start at 1), so a missing
+			 * echo still counts as corrupted, without a store per request into a line
+			 * the device owns. */
+			if (echoes(s->run->pt))
+				memcpy(sl->out, &sl->seq, SEQ_BYTES);
+			b[i][0] = (struct vqs_drv_buf){sl->out_gpa, s->run->buf_len};
+			b[i][1] = (struct vqs_drv_buf){sl->in_gpa, s->run->buf_len};
+			toks[i] = sl;
+		}
+		int k = vqs_drv_add_batch(s->drv, &b[0][0], 1, 1, toks, m, false);
+		if (k <= 0)
 			break;
-		sl->busy = true;
-		s->nfree--;
-		s->inflight++;
+		for (int i = 0; i < k; i++)
+			((struct slot *)toks[i])->busy = true;
+		s->nfree -= (unsigned)k;
+		s->inflight += (unsigned)k;
+		added += (unsigned)k;
+		if ((unsigned)k < m)
+			break;
 	}
 	if (added && vqs_drv_kick_prepare(s->drv)) {
 		cpu_spin_ns(s->run->pt->exit_ns);

@@ -76,6 +76,16 @@ VQS_API void vqs_drv_vq_addrs(const struct vqs_drv_vq *dq, uint64_t *desc, uint6
 VQS_API int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
 			unsigned in_num, void *token, bool indirect);
 /*
+ * Add n chains of one shape (out_num readable then in_num writable buffers each): chain c's
+ * buffers are bufs[c * (out_num + in_num)] on, its token tokens[c]; the same rules as
+ * vqs_drv_add for each. Returns how many were added, from the first: fewer than n when chain k
+ * could not be (no room, or malformed: a call with the rest says why), -errno as vqs_drv_add's
+ * when the first cannot be added, 0 for n 0. Threads: owner.
+ */
+VQS_API int vqs_drv_add_batch(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs,
+			      unsigned out_num, unsigned in_num, void *const *tokens, unsigned n,
+			      bool indirect);
+/*
  * Publish added chains (release store of avail idx / avail flags), then decide whether the device
  * wants a kick (EVENT_IDX avail_event, NO_NOTIFY, packed device event suppression).
  * Threads: owner.
@@ -83,6 +93,14 @@ VQS_API int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, u
 VQS_API bool vqs_drv_kick_prepare(struct vqs_drv_vq *dq);
 /* Next completed chain's token and written length, or NULL when none. Threads: owner. */
 VQS_API void *vqs_drv_get_used(struct vqs_drv_vq *dq, uint32_t *len);
+/*
+ * Up to max completed chains, oldest first: their tokens and written lengths in tokens[i] and
+ * lens[i]. Returns how many (0 when none, or the device broke the ring: see vqs_drv_get_used).
+ * The used index is read at most once a call, and with EVENT_IDX the next interrupt is asked for
+ * once, after the last. Threads: owner.
+ */
+VQS_API unsigned vqs_drv_get_used_batch(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+					unsigned max);
 /* Free descriptor slots. Threads: owner. */
 VQS_API unsigned vqs_drv_free_count(const struct vqs_drv_vq *dq);
 /* Ask the device not to interrupt (NO_INTERRUPT / driver event DISABLE). Threads: owner. */

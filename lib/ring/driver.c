@@ -103,27 +103,39 @@ void vqs_drv_vq_addrs(const struct vqs_drv_vq *dq, uint64_t *desc, uint64_t *dri
 }
 
 /*
- * Beyond the header's -ENOSPC/-EINVAL: -EINVAL also for a chain longer than the queue size or
- * than 2^32-1 bytes, and for indirect without INDIRECT_DESC or longer than one indirect table (128 descriptors, or num
- * if smaller); -ENOSPC also when the arena has no room for the slot's first indirect table; -EIO
- * once the device broke the ring.
+ * The checks both add calls share, then the layout's add. Beyond the header's -ENOSPC/-EINVAL:
+ * -EINVAL also for a chain longer than the queue size or than 2^32-1 bytes, and for indirect
+ * without INDIRECT_DESC or longer than one indirect table (128 descriptors, or num if smaller);
+ * -ENOSPC also when the arena has no room for the slot's first indirect table; -EIO once the
+ * device broke the ring.
  */
-int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		unsigned in_num, void *token, bool indirect)
+static inline int add_checked(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs,
+			      unsigned out_num, unsigned in_num, void *const *tokens, unsigned n,
+			      bool indirect)
 {
 	uint64_t total = (uint64_t)out_num + in_num;
 	if (dq->broken)
 		return -EIO;
-	if (!token || !bufs || total == 0 || total > dq->num)
+	if (n == 0)
+		return 0;
+	if (!tokens || !bufs || total == 0 || total > dq->num)
 		return -EINVAL;
 	if (indirect && (!dq->indirect || total > dq->indirect_max))
 		return -EINVAL;
-	uint64_t bytes = 0;
-	for (unsigned k = 0; k < total; k++)
-		bytes += bufs[k].len;
-	if (bytes > UINT32_MAX) /* a device must refuse such a chain (2^32-1 byte limit) */
-		return -EINVAL;
-	return dq->ops->add(dq, bufs, out_num, in_num, token, indirect);
+	return dq->ops->add(dq, bufs, out_num, in_num, tokens, n, indirect);
+}
+
+int vqs_drv_add_batch(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		      unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+{
+	return add_checked(dq, bufs, out_num, in_num, tokens, n, indirect);
+}
+
+int vqs_drv_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		unsigned in_num, void *token, bool indirect)
+{
+	int rc = add_checked(dq, bufs, out_num, in_num, &token, 1, indirect);
+	return rc < 0 ? rc : 0;
 }
 
 bool vqs_drv_kick_prepare(struct vqs_drv_vq *dq)
@@ -131,12 +143,21 @@ bool vqs_drv_kick_prepare(struct vqs_drv_vq *dq)
 	return !dq->broken && dq->ops->kick_prepare(dq);
 }
 
+unsigned vqs_drv_get_used_batch(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+				unsigned max)
+{
+	if (dq->broken || max == 0)
+		return 0;
+	return dq->ops->get_used(dq, tokens, lens, max);
+}
+
 void *vqs_drv_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 {
+	void *token;
 	uint32_t dummy;
 	if (dq->broken)
 		return NULL;
-	return dq->ops->get_used(dq, len ? len : &dummy);
+	return dq->ops->get_used(dq, &token, len ? len : &dummy, 1) ? token : NULL;
 }
 
 unsigned vqs_drv_free_count(const struct vqs_drv_vq *dq)

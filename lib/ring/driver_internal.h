@@ -49,13 +49,16 @@ struct vqs_drv_ops {
 	 * allocate the ring areas. cfg was validated by driver.c except layout-specific rules. */
 	int (*create)(struct vqs_drv_vq **out, const struct vqs_drv_vq_config *cfg);
 	void (*destroy)(struct vqs_drv_vq *dq);
-	/* Called only when not broken, token != NULL, out_num + in_num >= 1, and (when indirect)
-	 * INDIRECT_DESC negotiated and out_num + in_num <= indirect_max. */
+	/* Add up to n >= 1 chains of one shape (vqs_drv_add_batch), each checked with
+	 * vqs_drv_chain_ok before it is written: called only when not broken, out_num + in_num
+	 * >= 1, and (when indirect) INDIRECT_DESC negotiated and out_num + in_num <=
+	 * indirect_max. Returns the chains added, -ENOSPC when the first does not fit, -EINVAL
+	 * when it fails the check. */
 	int (*add)(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		   unsigned in_num, void *token, bool indirect);
+		   unsigned in_num, void *const *tokens, unsigned n, bool indirect);
 	bool (*kick_prepare)(struct vqs_drv_vq *dq);
-	/* Called only when not broken. */
-	void *(*get_used)(struct vqs_drv_vq *dq, uint32_t *len);
+	/* Up to max >= 1 completions (vqs_drv_get_used_batch). Called only when not broken. */
+	unsigned (*get_used)(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens, unsigned max);
 	void (*disable_cb)(struct vqs_drv_vq *dq);
 	bool (*enable_cb)(struct vqs_drv_vq *dq);
 	bool (*enable_cb_delayed)(struct vqs_drv_vq *dq);
@@ -81,6 +84,20 @@ void vqs_drv_base_fini(struct vqs_drv_vq *dq);
 void *vqs_drv_indirect_table(struct vqs_drv_vq *dq, unsigned slot, uint64_t *gpa);
 /* Host pointer of an area this queue allocated in the arena (never NULL for those). */
 void *vqs_drv_area(const struct vqs_drv_vq *dq, uint64_t gpa, size_t len);
+/* A chain of a batch, checked before any of it is written: its token is set and its buffers
+ * add up to at most 2^32-1 bytes (a device must refuse more). Its writable bytes in *in_len. */
+static inline bool vqs_drv_chain_ok(const struct vqs_drv_buf *bufs, unsigned out_num,
+				    unsigned total, const void *token, uint32_t *in_len)
+{
+	uint64_t out = 0, in = 0;
+	unsigned k = 0;
+	for (; k < out_num; k++)
+		out += bufs[k].len;
+	for (; k < total; k++)
+		in += bufs[k].len;
+	*in_len = (uint32_t)in;
+	return token && out + in <= UINT32_MAX;
+}
 /* The device broke a rule: log why (once per queue) and stop using the ring. */
 void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long value);
 

@@ -116,71 +116,163 @@ static void write_desc(struct vqs_vring_packed_desc *d, uint64_t addr, uint32_t 
 	d->id = htole16(id);
 }
 
-static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		      unsigned in_num, void *token, bool indirect)
+/* Chain c of a batch into the ring at (*idx, *wrap) with buffer id `id`, its slots stepped
+ * over; the head's flags, for the caller to publish last (2.8.21.1), or -1 when the arena has no
+ * room for the slot's first indirect table. */
+static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out_num,
+		       unsigned total, uint16_t id, bool indirect, uint16_t *idx, bool *wrap)
 {
-	struct vqs_drv_packed *p = to_packed(dq);
-	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
-	if (dq->num_free < ndescs)
-		return -ENOSPC;
-	/* Ids in flight <= descriptors in flight, so a free descriptor means a free id. */
-	uint16_t id = p->free_id;
-	uint32_t in_len = 0;
-	for (unsigned k = out_num; k < total; k++)
-		in_len += bufs[k].len;
-
-	uint16_t head_idx = p->avail_idx, head_flags;
+	struct vqs_drv_vq *dq = &p->base;
+	unsigned num = dq->num;
+	uint16_t head_flags;
 	if (indirect) {
 		uint64_t table_gpa;
 		struct vqs_vring_packed_desc *t = vqs_drv_indirect_table(dq, id, &table_gpa);
 		if (!t)
-			return -ENOSPC;
+			return -1;
 		/* Inside a table only WRITE may be set (2.8.19); entries are used in order. */
 		for (unsigned k = 0; k < total; k++) {
 			write_desc(&t[k], bufs[k].gpa, bufs[k].len, 0);
 			t[k].flags = htole16(k >= out_num ? VQS_VRING_DESC_F_WRITE : 0);
 		}
-		write_desc(&p->desc[head_idx], table_gpa, 16u * total, id);
-		head_flags = (uint16_t)(VQS_VRING_DESC_F_INDIRECT | avail_bits(p->avail_wrap));
-		vqs_packed_advance(&p->avail_idx, &p->avail_wrap, 1, dq->num);
-	} else {
-		head_flags = 0;
-		for (unsigned k = 0; k < total; k++) {
-			uint16_t f = (uint16_t)((k >= out_num ? VQS_VRING_DESC_F_WRITE : 0) |
-						(k + 1 < total ? VQS_VRING_DESC_F_NEXT : 0) |
-						avail_bits(p->avail_wrap));
-			struct vqs_vring_packed_desc *d = &p->desc[p->avail_idx];
-			/* 2.8.6: the buffer id goes in the last descriptor; the others carry it too,
-			 * which costs nothing and reads better in a dump. */
-			write_desc(d, bufs[k].gpa, bufs[k].len, id);
-			if (k == 0)
-				head_flags = f;
-			else
-				/* Before the head's flags (which publish the chain): pairs with the
-				 * device's acquire load of these flags, as all flags do. */
-				vqs_packed_flags_release(d, f);
-			vqs_packed_advance(&p->avail_idx, &p->avail_wrap, 1, dq->num);
+		write_desc(&p->desc[*idx], table_gpa, 16u * total, id);
+		head_flags = (uint16_t)(VQS_VRING_DESC_F_INDIRECT | avail_bits(*wrap));
+		vqs_packed_advance(idx, wrap, 1, num);
+		return head_flags;
+	}
+	/* 2.8.6: the buffer id goes in the last descriptor; the others carry it too, which costs
+	 * nothing and reads better in a dump. */
+	head_flags = (uint16_t)((out_num ? 0 : VQS_VRING_DESC_F_WRITE) |
+				(total > 1 ? VQS_VRING_DESC_F_NEXT : 0) | avail_bits(*wrap));
+	write_desc(&p->desc[*idx], bufs[0].gpa, bufs[0].len, id);
+	vqs_packed_advance(idx, wrap, 1, num);
+	for (unsigned k = 1; k < total; k++) {
+		uint16_t f = (uint16_t)((k >= out_num ? VQS_VRING_DESC_F_WRITE : 0) |
+					(k + 1 < total ? VQS_VRING_DESC_F_NEXT : 0) |
+					avail_bits(*wrap));
+		struct vqs_vring_packed_desc *d = &p->desc[*idx];
+		write_desc(d, bufs[k].gpa, bufs[k].len, id);
+		/* Before the head's flags (which publish the chain): pairs with the device's
+		 * acquire load of these flags, as all flags do. */
+		vqs_packed_flags_release(d, f);
+		vqs_packed_advance(idx, wrap, 1, num);
+	}
+	return head_flags;
+}
+
+/*
+ * Chains of `total` (1 or 2) descriptors, not indirect, the shape of most requests: a leaf loop
+ * per shape (total is a constant where it is inlined), its state in registers. Adds the chains
+ * up to the first malformed one (*err -EINVAL) or the first that does not fit; the first head's
+ * flags are held for kick_prepare when none is yet, the others stored after their chain.
+ */
+static inline __attribute__((always_inline)) unsigned
+add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out_num,
+	  const unsigned total, void *const *tokens, unsigned n, int *err)
+{
+	struct vqs_drv_vq *dq = &p->base;
+	struct vqs_vring_packed_desc *desc = p->desc;
+	struct vqs_drv_slot *slots = dq->slots;
+	uint16_t *next_id = p->next_id, id = p->free_id, idx = p->avail_idx;
+	unsigned room = dq->num_free / total, num = dq->num, c;
+	bool wrap = p->avail_wrap;
+	uint16_t f0 = (uint16_t)((out_num ? 0 : VQS_VRING_DESC_F_WRITE) |
+				 (total == 2 ? VQS_VRING_DESC_F_NEXT : 0));
+	uint16_t f1 = out_num <= 1 ? VQS_VRING_DESC_F_WRITE : 0;
+	uint64_t w0 = out_num == 0 ? ~0ull : 0, w1 = out_num <= 1 ? ~0ull : 0;
+	for (c = 0; c < n; c++, bufs += total) {
+		void *token = tokens[c];
+		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
+		if (!token || l0 + l1 > UINT32_MAX) {
+			*err = -EINVAL;
+			break;
 		}
+		if (c >= room)
+			break;
+		uint16_t head_idx = idx, head_flags = (uint16_t)(f0 | avail_bits(wrap));
+		write_desc(&desc[idx], bufs[0].gpa, (uint32_t)l0, id);
+		vqs_packed_advance(&idx, &wrap, 1, num);
+		if (total == 2) {
+			struct vqs_vring_packed_desc *d = &desc[idx];
+			write_desc(d, bufs[1].gpa, (uint32_t)l1, id);
+			/* Before the head's flags (which publish the chain): pairs with the
+			 * device's acquire load of these flags, as all flags do. */
+			vqs_packed_flags_release(d, (uint16_t)(f1 | avail_bits(wrap)));
+			vqs_packed_advance(&idx, &wrap, 1, num);
+		}
+		/* 2.8.21.1: the head's flags last; the batch's first head waits for
+		 * kick_prepare. */
+		if (!p->held) {
+			p->held = true;
+			p->held_idx = head_idx;
+			p->held_flags = head_flags;
+		} else {
+			vqs_packed_flags_release(&desc[head_idx], head_flags);
+		}
+		struct vqs_drv_slot *slot = &slots[id];
+		slot->token = token;
+		slot->in_len = (uint32_t)((l0 & w0) + (l1 & w1));
+		slot->ndescs = (uint16_t)total;
+		id = next_id[id];
 	}
-	/* 2.8.21.1: the driver MUST NOT make the first descriptor available before the rest of
-	 * the chain: its flags go last. The batch's first head waits for kick_prepare. */
-	if (!p->held) {
-		p->held = true;
-		p->held_idx = head_idx;
-		p->held_flags = head_flags;
-	} else {
-		vqs_packed_flags_release(&p->desc[head_idx], head_flags);
+	p->free_id = id;
+	p->avail_idx = idx;
+	p->avail_wrap = wrap;
+	return c;
+}
+
+static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		      unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total, c;
+	unsigned room = dq->num_free / ndescs;
+	uint16_t idx = p->avail_idx;
+	bool wrap = p->avail_wrap;
+	int err = -ENOSPC;
+	if (!indirect && !p->order && total <= 2) {
+		c = total == 1 ? add_short(p, bufs, out_num, 1, tokens, n, &err)
+			       : add_short(p, bufs, out_num, 2, tokens, n, &err);
+		goto added;
 	}
-	struct vqs_drv_slot *slot = &dq->slots[id];
-	slot->token = token;
-	slot->in_len = in_len;
-	slot->ndescs = (uint16_t)ndescs;
-	p->free_id = p->next_id[id];
-	if (p->order)
-		p->order[(p->order_head + p->in_flight) % dq->num] = id;
-	dq->num_free -= ndescs;
-	p->in_flight++;
-	return 0;
+	for (c = 0; c < n; c++, bufs += total) {
+		uint32_t in_len;
+		if (!vqs_drv_chain_ok(bufs, out_num, total, tokens[c], &in_len)) {
+			err = -EINVAL;
+			break;
+		}
+		/* Ids in flight <= descriptors in flight, so a free descriptor means a free id. */
+		uint16_t id = p->free_id, head_idx = idx;
+		int32_t head_flags =
+			c < room ? add_one(p, bufs, out_num, total, id, indirect, &idx, &wrap) : -1;
+		if (head_flags < 0)
+			break;
+		/* 2.8.21.1: the driver MUST NOT make the first descriptor available before the
+		 * rest of the chain: its flags go last. The batch's first head waits for
+		 * kick_prepare. */
+		if (!p->held) {
+			p->held = true;
+			p->held_idx = head_idx;
+			p->held_flags = (uint16_t)head_flags;
+		} else {
+			vqs_packed_flags_release(&p->desc[head_idx], (uint16_t)head_flags);
+		}
+		struct vqs_drv_slot *slot = &dq->slots[id];
+		slot->token = tokens[c];
+		slot->in_len = in_len;
+		slot->ndescs = (uint16_t)ndescs;
+		p->free_id = p->next_id[id];
+		if (p->order)
+			p->order[(p->order_head + p->in_flight + c) % dq->num] = id;
+	}
+	p->avail_idx = idx;
+	p->avail_wrap = wrap;
+added:
+	if (c == 0)
+		return err;
+	dq->num_free -= c * ndescs;
+	p->in_flight = (uint16_t)(p->in_flight + c);
+	return (int)c;
 }
 
 static bool packed_kick_prepare(struct vqs_drv_vq *dq)
@@ -255,21 +347,85 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 	return true;
 }
 
-static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
+ * once). Out of the reap loops' line: a device that follows the rules never gets here. */
+static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_packed *p, uint32_t written,
+							 uint32_t in_len)
 {
-	struct vqs_drv_packed *p = to_packed(dq);
-	uint16_t id = 0;
-	uint32_t written = 0;
-	if (p->batch_end < 0 && !read_used(p, &id, &written))
-		return NULL;
-	if (p->batch_end < 0 && (id >= dq->num || !dq->slots[id].token)) {
-		vqs_drv_break(dq, "used buffer id not in flight", id);
-		return NULL;
+	if (!p->len_warned)
+		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
+			 "%u writable bytes; clamped", p->base.num, written, in_len);
+	p->len_warned = true;
+	return in_len;
+}
+
+/* Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
+ * and its id checked against the ids in flight. Stops at the first slot not used, or at a bad
+ * id (queue broken). */
+static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens,
+			       unsigned max)
+{
+	struct vqs_drv_vq *dq = &p->base;
+	struct vqs_drv_slot *slots = dq->slots;
+	uint16_t *next_id = p->next_id, free_id = p->free_id, at = p->last_used;
+	const unsigned num = dq->num;
+	bool wrap = p->used_wrap;
+	/* pointers, not a count beside them: one register fewer */
+	void **tp = tokens, **const tend = tokens + max;
+	for (; tp < tend; tp++, lens++) {
+		struct vqs_vring_packed_desc *d = &p->desc[at];
+		/* Pairs with the device's release store of these flags in flush (2.8.21.2: it
+		 * writes them after id and len). */
+		uint16_t flags = vqs_packed_flags_acquire(d);
+		if (!vqs_packed_desc_is_used(flags, wrap))
+			break;
+		uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
+							   memory_order_relaxed));
+		if (id >= num || !slots[id].token) {
+			vqs_drv_break(dq, "used buffer id not in flight", id);
+			break;
+		}
+		struct vqs_drv_slot *slot = &slots[id];
+		/* 2.8.7: len is meaningful only with WRITE set in the used descriptor. */
+		uint32_t written = (flags & VQS_VRING_DESC_F_WRITE)
+					   ? le32toh(atomic_load_explicit(
+						     (_Atomic uint32_t *)(void *)&d->len,
+						     memory_order_relaxed))
+					   : 0;
+		*tp = slot->token;
+		*lens = written <= slot->in_len ? written : clamped(p, written, slot->in_len);
+		slot->token = NULL;
+		/* The device skips the rest of the chain's slots (2.8.7). */
+		vqs_packed_advance(&at, &wrap, slot->ndescs, num);
+		next_id[id] = free_id;
+		free_id = id;
+		/* in memory, not a register */
+		dq->num_free += slot->ndescs;
 	}
-	if (p->order) {
-		/* IN_ORDER: the used descriptor completes every buffer up to its id, the earlier
-		 * ones with nothing written; hand them out one per call. */
+	p->last_used = at;
+	p->used_wrap = wrap;
+	p->free_id = free_id;
+	return (unsigned)(tp - tokens);
+}
+
+/* IN_ORDER: a used descriptor completes every buffer up to its id, the earlier ones with nothing
+ * written (2.8.9); handed out one by one, oldest first. */
+static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p,
+							 void **tokens, uint32_t *lens,
+							 unsigned max)
+{
+	struct vqs_drv_vq *dq = &p->base;
+	unsigned got;
+	for (got = 0; got < max; got++) {
+		uint16_t id = 0;
+		uint32_t written = 0;
 		if (p->batch_end < 0) {
+			if (!read_used(p, &id, &written))
+				break;
+			if (id >= dq->num || !dq->slots[id].token) {
+				vqs_drv_break(dq, "used buffer id not in flight", id);
+				break;
+			}
 			p->batch_end = id;
 			p->batch_len = written;
 		}
@@ -278,29 +434,31 @@ static void *packed_get_used(struct vqs_drv_vq *dq, uint32_t *len)
 		written = id == p->batch_end ? p->batch_len : 0;
 		if (id == p->batch_end)
 			p->batch_end = -1;
+		struct vqs_drv_slot *slot = &dq->slots[id];
+		tokens[got] = slot->token;
+		lens[got] = written <= slot->in_len ? written
+						    : clamped(p, written, slot->in_len);
+		slot->token = NULL;
+		/* The device skips the rest of the batch's slots. */
+		vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);
+		p->next_id[id] = p->free_id;
+		p->free_id = id;
+		dq->num_free += slot->ndescs;
 	}
-	struct vqs_drv_slot *slot = &dq->slots[id];
-	if (written > slot->in_len) {
-		if (!p->len_warned)
-			vqs_warn("driver queue (num %u): device reported %u bytes written into a "
-				 "chain of %u writable bytes; clamped", dq->num, written,
-				 slot->in_len);
-		p->len_warned = true;
-		written = slot->in_len;
-	}
-	/* The device skips the rest of the chain's slots (2.8.7), or of the batch's. */
-	vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);
-	void *token = slot->token;
-	slot->token = NULL;
-	p->next_id[id] = p->free_id;
-	p->free_id = id;
-	dq->num_free += slot->ndescs;
-	p->in_flight--;
-	*len = written;
+	return got;
+}
+
+static unsigned packed_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+				unsigned max)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	unsigned got = p->order ? reap_in_order(p, tokens, lens, max)
+				: reap_any_order(p, tokens, lens, max);
+	p->in_flight = (uint16_t)(p->in_flight - got);
 	/* While interrupts are wanted, want the one for the next used descriptor. */
-	if (dq->event_idx && !p->cb_disabled && p->batch_end < 0)
+	if (got && dq->event_idx && !p->cb_disabled && p->batch_end < 0)
 		request_event(p, p->last_used, p->used_wrap);
-	return token;
+	return got;
 }
 
 static void packed_disable_cb(struct vqs_drv_vq *dq)

@@ -16,7 +16,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/log.h"
 #include "util/alloc.h"
@@ -132,14 +134,18 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	return 0;
 }
 
+/* A descriptor in two stores: addr, then len, flags and next as one little-endian word. */
 static void write_desc(struct vqs_vring_desc *d, uint64_t addr, uint32_t len, uint16_t flags,
 		       uint16_t next)
 {
 	d->addr = htole64(addr);
-	d->len = htole32(len);
-	d->flags = htole16(flags);
-	d->next = htole16(next);
+	uint64_t w = htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48);
+	memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
 }
+_Static_assert(offsetof(struct vqs_vring_desc, len) == 8 &&
+		       offsetof(struct vqs_vring_desc, flags) == 12 &&
+		       offsetof(struct vqs_vring_desc, next) == 14,
+	       "len, flags and next make one 8-byte word");
 
 /* Flags of buffer k of a chain of `total`, the first out_num readable. */
 static uint16_t chain_flags(unsigned k, unsigned out_num, unsigned total)
@@ -148,53 +154,126 @@ static uint16_t chain_flags(unsigned k, unsigned out_num, unsigned total)
 			  (k + 1 < total ? VQS_VRING_DESC_F_NEXT : 0));
 }
 
-static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		     unsigned in_num, void *token, bool indirect)
+/* A chain into the ring from free_head on (its table taken when indirect); its head, or -1 when
+ * the arena has no room for the slot's first indirect table. */
+static int add_one(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_num,
+		   unsigned total, bool indirect)
 {
-	struct vqs_drv_split *s = to_split(dq);
-	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
-	if (dq->num_free < ndescs)
-		return -ENOSPC;
-	uint16_t head = s->free_head, last = head;
-	uint32_t in_len = 0;
-	for (unsigned k = out_num; k < total; k++)
-		in_len += bufs[k].len;
+	uint16_t head = s->free_head, i = head;
+	unsigned k = 0;
 	if (indirect) {
 		uint64_t table_gpa;
-		struct vqs_vring_desc *t = vqs_drv_indirect_table(dq, head, &table_gpa);
+		struct vqs_vring_desc *t = vqs_drv_indirect_table(&s->base, head, &table_gpa);
 		if (!t)
-			return -ENOSPC;
-		for (unsigned k = 0; k < total; k++) {
+			return -1;
+		for (; k < total; k++) {
 			uint16_t f = chain_flags(k, out_num, total);
 			write_desc(&t[k], bufs[k].gpa, bufs[k].len, f,
 				   (f & VQS_VRING_DESC_F_NEXT) ? (uint16_t)(k + 1) : 0);
 		}
 		/* INDIRECT alone: never with NEXT (2.7.5.3.1), WRITE is ignored on it. */
 		write_desc(&s->desc[head], table_gpa, 16u * total, VQS_VRING_DESC_F_INDIRECT, 0);
-		s->free_head = s->next[head];
 	} else {
-		uint16_t i = head;
-		for (unsigned k = 0; k < total; k++) {
-			uint16_t f = chain_flags(k, out_num, total);
-			write_desc(&s->desc[i], bufs[k].gpa, bufs[k].len, f,
-				   (f & VQS_VRING_DESC_F_NEXT) ? s->next[i] : 0);
-			last = i;
-			i = s->next[i];
+		for (; k + 1 < total; k++) {
+			uint16_t nx = s->next[i];
+			write_desc(&s->desc[i], bufs[k].gpa, bufs[k].len,
+				   chain_flags(k, out_num, total), nx);
+			i = nx;
 		}
-		s->free_head = i;
+		write_desc(&s->desc[i], bufs[k].gpa, bufs[k].len, chain_flags(k, out_num, total),
+			   0);
 	}
 	/* IN_ORDER: chains come back in order, so the free descriptors are always the run after
 	 * the last chain added, and the links above never change. */
-	struct vqs_drv_slot *slot = &dq->slots[head];
-	slot->token = token;
-	slot->in_len = in_len;
-	slot->ndescs = (uint16_t)ndescs;
-	slot->last = last;
-	dq->num_free -= ndescs;
-	s->avail->ring[s->avail_idx & (dq->num - 1)] = htole16(head);
-	s->avail_idx++;
-	s->in_flight++;
-	return 0;
+	s->free_head = s->next[i];
+	s->base.slots[head].last = i;
+	return head;
+}
+
+/*
+ * Chains of `total` (1 or 2) descriptors, not indirect, the shape of most requests: a leaf loop
+ * per shape (total is a constant where it is inlined), its state in registers. Adds the chains
+ * up to the first malformed one (*err -EINVAL) or the first that does not fit.
+ */
+static inline __attribute__((always_inline)) unsigned
+add_short(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_num,
+	  const unsigned total, void *const *tokens, unsigned n, int *err)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	struct vqs_vring_desc *desc = s->desc;
+	struct vqs_drv_slot *slots = dq->slots;
+	const uint16_t *next = s->next;
+	uint16_t *ring = s->avail->ring;
+	unsigned room = dq->num_free / total, mask = dq->num - 1, c;
+	uint16_t f0 = chain_flags(0, out_num, total), f1 = chain_flags(1, out_num, total);
+	uint16_t fh = s->free_head, avail_idx = s->avail_idx;
+	/* the writable lengths, as masks: buffer k is writable when k >= out_num */
+	uint64_t w0 = out_num == 0 ? ~0ull : 0, w1 = out_num <= 1 ? ~0ull : 0;
+	for (c = 0; c < n; c++, bufs += total) {
+		void *token = tokens[c];
+		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
+		if (!token || l0 + l1 > UINT32_MAX) {
+			*err = -EINVAL;
+			break;
+		}
+		if (c >= room)
+			break;
+		uint16_t head = fh, i = head;
+		if (total == 2) {
+			uint16_t nx = next[i];
+			write_desc(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, nx);
+			i = nx;
+			write_desc(&desc[i], bufs[1].gpa, (uint32_t)l1, f1, 0);
+		} else {
+			write_desc(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, 0);
+		}
+		fh = next[i];
+		struct vqs_drv_slot *slot = &slots[head];
+		slot->token = token;
+		slot->in_len = (uint32_t)((l0 & w0) + (l1 & w1));
+		slot->ndescs = (uint16_t)total;
+		slot->last = i;
+		ring[(uint16_t)(avail_idx + c) & mask] = htole16(head);
+	}
+	s->free_head = fh;
+	return c;
+}
+
+static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		     unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+{
+	struct vqs_drv_split *s = to_split(dq);
+	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
+	unsigned room = dq->num_free / ndescs, mask = dq->num - 1, c;
+	uint16_t avail_idx = s->avail_idx;
+	int err = -ENOSPC;
+	if (!indirect && total <= 2) {
+		c = total == 1 ? add_short(s, bufs, out_num, 1, tokens, n, &err)
+			       : add_short(s, bufs, out_num, 2, tokens, n, &err);
+		goto added;
+	}
+	for (c = 0; c < n; c++, bufs += total) {
+		uint32_t in_len;
+		if (!vqs_drv_chain_ok(bufs, out_num, total, tokens[c], &in_len)) {
+			err = -EINVAL;
+			break;
+		}
+		int head = c < room ? add_one(s, bufs, out_num, total, indirect) : -1;
+		if (head < 0)
+			break;
+		struct vqs_drv_slot *slot = &dq->slots[head];
+		slot->token = tokens[c];
+		slot->in_len = in_len;
+		slot->ndescs = (uint16_t)ndescs;
+		s->avail->ring[(uint16_t)(avail_idx + c) & mask] = htole16((uint16_t)head);
+	}
+added:
+	if (c == 0)
+		return err;
+	s->avail_idx = (uint16_t)(avail_idx + c);
+	s->in_flight = (uint16_t)(s->in_flight + c);
+	dq->num_free -= c * ndescs;
+	return (int)c;
 }
 
 static bool split_kick_prepare(struct vqs_drv_vq *dq)
@@ -224,22 +303,6 @@ static void request_used_event(struct vqs_drv_split *s, uint16_t event)
 	 * and its read of used_event (or avail flags): either it sees our request, or the
 	 * caller's next look at used idx sees its entries. */
 	atomic_thread_fence(memory_order_seq_cst);
-}
-
-/* The head of the next completed chain and the bytes written into it, read once from the used
- * entry at last_used_idx. false (queue broken) when the id is not a chain in flight. */
-static bool next_used_any_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *written)
-{
-	struct vqs_drv_vq *dq = &s->base;
-	const volatile struct vqs_vring_used_elem *ue =
-		&s->used->ring[s->last_used_idx & (dq->num - 1)];
-	*id = le32toh(ue->id);
-	*written = le32toh(ue->len);
-	if (*id >= dq->num || !dq->slots[*id].token) {
-		vqs_drv_break(dq, "used id not in flight", *id);
-		return false;
-	}
-	return true;
 }
 
 /*
@@ -281,49 +344,102 @@ static bool next_used_in_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *
 	return true;
 }
 
-static void *split_get_used(struct vqs_drv_vq *dq, uint32_t *len)
+/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
+ * once). Out of the reap loops' line: a device that follows the rules never gets here. */
+static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_split *s, uint32_t written,
+							 uint32_t in_len)
+{
+	if (!s->len_warned)
+		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
+			 "%u writable bytes; clamped", s->base.num, written, in_len);
+	s->len_warned = true;
+	return in_len;
+}
+
+/* n published used entries, any order: each read once and checked against the chains in
+ * flight, the chain's descriptors spliced back onto the free list. Stops at a bad id (queue
+ * broken). */
+static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t *lens,
+			       unsigned n)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	struct vqs_drv_slot *slots = dq->slots;
+	const volatile struct vqs_vring_used_elem *ring = s->used->ring;
+	uint16_t *next = s->next, fh = s->free_head, at = s->last_used_idx;
+	const unsigned num = dq->num;
+	/* pointers, not a count beside them: one register fewer */
+	void **tp = tokens, **const tend = tokens + n;
+	for (; tp < tend; tp++, lens++, at++) {
+		const volatile struct vqs_vring_used_elem *ue = &ring[at & (num - 1)];
+		uint32_t id = le32toh(ue->id), written = le32toh(ue->len);
+		if (id >= num || !slots[id].token) {
+			vqs_drv_break(dq, "used id not in flight", id);
+			break;
+		}
+		struct vqs_drv_slot *slot = &slots[id];
+		*tp = slot->token;
+		*lens = written <= slot->in_len ? written : clamped(s, written, slot->in_len);
+		slot->token = NULL;
+		next[slot->last] = fh;
+		fh = (uint16_t)id;
+		/* in memory, not a register */
+		dq->num_free += slot->ndescs;
+	}
+	s->free_head = fh;
+	s->last_used_idx = at;
+	return (unsigned)(tp - tokens);
+}
+
+/* n chains, IN_ORDER: oldest first, a used entry answering for the chains of its batch. */
+static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s,
+							 void **tokens, uint32_t *lens,
+							 unsigned n)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	unsigned got, freed = 0;
+	for (got = 0; got < n; got++) {
+		uint32_t id, written;
+		if (!next_used_in_order(s, &id, &written))
+			break;
+		s->last_used_idx++;
+		struct vqs_drv_slot *slot = &dq->slots[id];
+		tokens[got] = slot->token;
+		lens[got] = written <= slot->in_len ? written
+						    : clamped(s, written, slot->in_len);
+		slot->token = NULL;
+		/* The ring-order links stay: the freed run is the one after the last chain added,
+		 * which free_head reaches by those links. */
+		freed += slot->ndescs;
+	}
+	dq->num_free += freed;
+	return got;
+}
+
+static unsigned split_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+			       unsigned max)
 {
 	struct vqs_drv_split *s = to_split(dq);
-	if (s->last_used_idx == s->used_idx_seen) {
+	uint16_t pending = (uint16_t)(s->used_idx_seen - s->last_used_idx);
+	if (pending < max) {
 		uint16_t idx = load_used_idx(s);
 		if ((uint16_t)(idx - s->last_used_idx) > s->in_flight) {
 			vqs_drv_break(dq, "used idx ahead of the chains in flight", idx);
-			return NULL;
+			return 0;
 		}
 		s->used_idx_seen = idx;
-		if (idx == s->last_used_idx)
-			return NULL;
+		pending = (uint16_t)(idx - s->last_used_idx);
 	}
-	uint32_t id, written;
-	if (!(s->in_order ? next_used_in_order(s, &id, &written)
-			  : next_used_any_order(s, &id, &written)))
-		return NULL;
-	s->last_used_idx++;
-	struct vqs_drv_slot *slot = &dq->slots[id];
-	if (written > slot->in_len) {
-		if (!s->len_warned)
-			vqs_warn("driver queue (num %u): device reported %u bytes written into a "
-				 "chain of %u writable bytes; clamped", dq->num, written,
-				 slot->in_len);
-		s->len_warned = true;
-		written = slot->in_len;
-	}
-	void *token = slot->token;
-	slot->token = NULL;
-	/* IN_ORDER leaves the ring-order links alone: the freed run is the one after the last
-	 * chain added, which free_head reaches by those links. */
-	if (!s->in_order) {
-		s->next[slot->last] = s->free_head;
-		s->free_head = (uint16_t)id;
-	}
-	dq->num_free += slot->ndescs;
-	s->in_flight--;
-	*len = written;
+	unsigned n = pending < max ? pending : max;
+	if (n == 0)
+		return 0;
+	unsigned got = s->in_order ? reap_in_order(s, tokens, lens, n)
+				   : reap_any_order(s, tokens, lens, n);
+	s->in_flight = (uint16_t)(s->in_flight - got);
 	/* While interrupts are wanted, want the one for the next completion (as callbacks stay
 	 * enabled without another enable_cb). */
-	if (dq->event_idx && !s->cb_disabled)
+	if (got && dq->event_idx && !s->cb_disabled)
 		request_used_event(s, s->last_used_idx);
-	return token;
+	return got;
 }
 
 static bool split_has_used(const struct vqs_drv_vq *dq)

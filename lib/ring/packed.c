@@ -264,100 +264,196 @@ static inline void advance_to(struct vqs_packed_ring *p, unsigned from, unsigned
 	p->avail_wrap = wrap;
 }
 
+/* A run of straight-line pops (pop_straight): the ring as the run sees it, and where it
+ * stopped. */
+struct packed_run {
+	struct vqs_vring_packed_desc *desc;
+	uint16_t *ids;
+	struct vqs_mem_win win; /* the hinted region */
+	unsigned num;
+	bool pair_iov;          /* the device's iovec limit allows two */
+	uint16_t pair_first;    /* a chain's first descriptor with these flags may start a pair */
+	unsigned idx;           /* the next head's slot */
+	uint16_t want;          /* the AVAIL and USED bits an available descriptor at idx has */
+	uint16_t f0;            /* the next head's flags, read once (unless the run ended) */
+	enum { RUN_END, RUN_UNAVAIL, RUN_SHAPE, RUN_WALK, RUN_BAD_ID } stop;
+	/* RUN_WALK: the snapshots taken, for the general walk (pend as desc_cursor's) */
+	int pend;
+	struct vqs_vring_packed_desc d, d1;
+};
+
 /*
- * Pop up to max ring chains with no inflight region, in registers: a chain of one descriptor,
- * or of two (NEXT, then neither NEXT nor INDIRECT), whose buffers lie in the window is built in
- * a straight line; any other goes to the general walk, handed what was read already, and the
- * loop goes on after it. Availability is found as the loop reads each head's flags (AVAIL equal
- * to the wrap counter, USED not: 2.8.1), so the batch's stop is its first unavailable slot.
- * How many, with *rc the reason it stopped short (-EAGAIN, -EBUSY, -EIO).
+ * Pop elems[i..m) while each next head is available and a chain of the run's shape in the
+ * window: one descriptor, or (pair) two (a readable first with NEXT, then neither NEXT nor
+ * INDIRECT). Straight lines in a leaf function, one instance per shape, so that the state of
+ * each stays in registers. The shape is judged by the head's flags before the rest of it is
+ * read (RUN_SHAPE: nothing of it read but f0), so a head left to the other shape's run is read
+ * once; a chain of the shape that does not fit the straight line is left to the walk with its
+ * snapshots (RUN_WALK). Availability is found as each head's flags are read (AVAIL equal to
+ * the wrap counter, USED not: 2.8.1). Returns where it stopped.
  */
-static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				    struct vqs_mem_win *win, struct vqs_elem *const *elems,
-				    unsigned max, int *rc)
+static inline __attribute__((always_inline)) unsigned
+pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigned m,
+	const bool pair)
 {
-	struct vqs_packed_ring *p = ring(vq);
-	struct vqs_vring_packed_desc *desc = p->desc;
-	uint16_t *ids = p->ids;
-	const unsigned num = vq->cfg.num;
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
-	const bool pair_iov = vq->cfg.max_iov >= 2;
-	/* a chain's first descriptor with these flags may be the first of a pair */
-	const uint16_t pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff;
-	unsigned n = 0;
-	*rc = 0;
-	while (n < max) {
-		/* the window from memory: its three values are operands, not registers */
-		const struct vqs_mem_win *w = win;
-		const unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
-		unsigned idx = p->last_avail_idx;
-		/* the AVAIL and USED bits an available descriptor at idx has */
-		uint16_t want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
-		struct vqs_vring_packed_desc d, d1;
-		int pend = NEXT_UNREAD;
-		uint16_t f0 = head_flags(p, &desc[idx]);
-		struct vqs_elem *const *ep = elems + n, *const *end = elems + max;
-		for (;;) {
-			if ((f0 & au) != want) {
-				*rc = -EAGAIN;
+	uint16_t *ids = r->ids;
+	const unsigned num = r->num;
+	/* the window from memory: its three values are operands, not registers */
+	const struct vqs_mem_win *w = &r->win;
+	/* the next head as a pointer: no index to scale on every read */
+	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
+	uint16_t want = r->want, f0 = r->f0;
+	/* pointers, not an index beside them: one register fewer */
+	struct vqs_elem *const *ep = elems + i, *const *const end = elems + m;
+	for (;;) {
+		if ((f0 & au) != want) {
+			r->stop = RUN_UNAVAIL;
+			break;
+		}
+		struct vqs_elem *e = *ep;
+		struct vqs_vring_packed_desc d;
+		if (!pair) {
+			if (f0 & chained) {
+				r->stop = RUN_SHAPE;
 				break;
 			}
-			struct vqs_elem *e = *ep;
-			snapshot(&desc[idx], f0, &d);
-			unsigned nd = 1;
-			if (f0 & chained) {
-				/* a readable first: a writable one is the walk's */
-				if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != pair_first)
-					goto walk;
-				unsigned i1 = idx + 1 == num ? 0 : idx + 1;
-				uint16_t f1 = vqs_packed_flags_acquire(&desc[i1]);
-				pend = NEXT_UNAVAIL;
-				if ((f1 & au) != (i1 ? want : want ^ au))
-					goto walk;
-				snapshot(&desc[i1], f1, &d1);
-				pend = NEXT_READ;
-				if ((f1 & chained) ||
-				    !vqs_chain_pair(e, w, pair_iov, d1.id, d.addr, d.len, d1.addr,
-						    d1.len, f1 & VQS_VRING_DESC_F_WRITE))
-					goto walk;
-				d.id = d1.id;
-				pend = NEXT_UNREAD;
-				nd = 2;
-			} else if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
-						     f0 & VQS_VRING_DESC_F_WRITE)) {
-				goto walk;
+			snapshot(dp, f0, &d);
+			if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
+					      f0 & VQS_VRING_DESC_F_WRITE)) {
+				r->d = d;
+				r->pend = NEXT_UNREAD;
+				r->stop = RUN_WALK;
+				break;
+			}
+		} else {
+			if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != r->pair_first) {
+				r->stop = RUN_SHAPE;
+				break;
+			}
+			snapshot(dp, f0, &d);
+			struct vqs_vring_packed_desc *d1p = dp + 1 == dend ? r->desc : dp + 1;
+			uint16_t f1 = vqs_packed_flags_acquire(d1p);
+			if ((f1 & au) != (d1p != r->desc ? want : want ^ au)) {
+				r->d = d;
+				r->pend = NEXT_UNAVAIL;
+				r->stop = RUN_WALK;
+				break;
+			}
+			struct vqs_vring_packed_desc d1;
+			snapshot(d1p, f1, &d1);
+			if ((f1 & chained) ||
+			    !vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
+					    f1 & VQS_VRING_DESC_F_WRITE)) {
+				r->d = d;
+				r->d1 = d1;
+				r->pend = NEXT_READ;
+				r->stop = RUN_WALK;
+				break;
 			}
 			/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
-			if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
-				*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
-				break;
-			}
-			ids[d.id] = VQS_PACKED_ID_INFLIGHT;
-			idx += nd;
-			if (idx >= num) {
-				idx -= num;
-				want ^= au;
-			}
-			if (++ep == end)
-				break;
-			f0 = vqs_packed_flags_acquire(&desc[idx]);
+			d.id = d1.id;
 		}
-		n = (unsigned)(ep - elems);
-		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
-		return n;
-walk:
-		/* The slots before this chain are taken; the walk goes on after those read. */
-		n = (unsigned)(ep - elems);
-		advance_to(p, from, idx, want == VQS_PACKED_F_AVAIL, num);
-		struct desc_cursor cur = {.slot = (uint16_t)idx, .wrap = p->avail_wrap,
-					  .pend = pend, .next = d1};
-		vqs_packed_advance(&cur.slot, &cur.wrap, pend == NEXT_READ ? 2 : 1, num);
-		struct vqs_vring_packed_desc first = d; /* d stays in registers */
-		if ((*rc = pop_walk(vq, t, win, elems[n], &cur, &first, -1)) != 0)
-			return n;
-		n++;
+		if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
+			r->stop = RUN_BAD_ID;
+			break;
+		}
+		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
+		dp += pair ? 2 : 1;
+		if (dp >= dend) {
+			dp -= num;
+			want ^= au;
+		}
+		if (++ep == end) {
+			r->stop = RUN_END;
+			break;
+		}
+		f0 = vqs_packed_flags_acquire(dp);
 	}
+	r->idx = (unsigned)(dp - r->desc);
+	r->want = want;
+	r->f0 = f0;
+	return (unsigned)(ep - elems);
+}
+
+static __attribute__((noinline)) unsigned pop_run1(struct packed_run *r,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, elems, i, m, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r,
+						   struct vqs_elem *const *elems, unsigned i,
+						   unsigned m)
+{
+	return pop_run(r, elems, i, m, true);
+}
+
+/*
+ * Pop up to max ring chains with no inflight region: the runs of one shape (pop_run), the
+ * general walk for each chain they leave, handed what was read already, and the runs again
+ * after it. How many, with *rc the reason it stopped short (-EAGAIN, -EBUSY, -EIO).
+ */
+static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_table *t,
+				    struct vqs_elem *const *elems, unsigned max, int *rc)
+{
+	struct vqs_packed_ring *p = ring(vq);
+	const unsigned num = vq->cfg.num;
+	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
+	struct packed_run r = {
+		.desc = p->desc, .ids = p->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
+		.pair_iov = vq->cfg.max_iov >= 2,
+		.pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
+		.idx = p->last_avail_idx,
+		.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED,
+		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
+	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num), n = 0;
+	/* the shape of the chain before: its run goes on */
+	bool pair = false;
+	*rc = 0;
+	while (n < max) {
+		n = pair ? pop_run2(&r, elems, n, max) : pop_run1(&r, elems, n, max);
+		if (r.stop == RUN_END)
+			break;
+		if (r.stop == RUN_UNAVAIL) {
+			*rc = -EAGAIN;
+			break;
+		}
+		if (r.stop == RUN_BAD_ID) {
+			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+			break;
+		}
+		if (r.stop == RUN_SHAPE) {
+			/* the other run's shape (it takes it or leaves it to the walk), else the
+			 * walk's */
+			bool other = pair ? !(r.f0 & chained)
+					  : (r.f0 & (chained | VQS_VRING_DESC_F_WRITE)) ==
+						    r.pair_first;
+			if (other) {
+				pair = !pair;
+				continue;
+			}
+			snapshot(&r.desc[r.idx], r.f0, &r.d);
+			r.pend = NEXT_UNREAD;
+		}
+		/* The slots before this chain are taken; the walk goes on after those read. */
+		advance_to(p, from, r.idx, r.want == VQS_PACKED_F_AVAIL, num);
+		struct desc_cursor cur = {.slot = (uint16_t)r.idx, .wrap = p->avail_wrap,
+					  .pend = r.pend, .next = r.d1};
+		vqs_packed_advance(&cur.slot, &cur.wrap, r.pend == NEXT_READ ? 2 : 1, num);
+		if ((*rc = pop_walk(vq, t, &r.win, elems[n], &cur, &r.d, -1)) != 0)
+			return n;
+		pair = elems[n]->ndescs == 2 && r.pair_iov;
+		n++;
+		r.idx = p->last_avail_idx;
+		r.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
+		from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
+		if (n < max)
+			r.f0 = vqs_packed_flags_acquire(&r.desc[r.idx]);
+	}
+	advance_to(p, from, r.idx, r.want == VQS_PACKED_F_AVAIL, num);
 	return n;
 }
 
@@ -372,7 +468,7 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 	       (rc = pop_recorded(vq, t, &win, elems[n])) == 0)
 		n++;
 	if (n < max && !rc)
-		n += pop_straight(vq, t, &win, elems + n, max - n, &rc);
+		n += pop_straight(vq, t, elems + n, max - n, &rc);
 	return n ? (int)n : rc;
 }
 

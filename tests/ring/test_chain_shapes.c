@@ -265,6 +265,82 @@ static void two_descriptor_chain_over_4g_breaks_the_queue(void **state)
 	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_CHAIN_BYTES);
 }
 
+/* A chain of n descriptors (buffer id, split: head, id; split puts them at id, id + 1, ...). */
+static void offer_n(struct lfx *c, uint16_t id, const uint64_t *addr, const uint32_t *len,
+		    const bool *write, unsigned n)
+{
+	struct pfx_desc d[4];
+	for (unsigned k = 0; k < n; k++) {
+		uint16_t f = write[k] ? VQS_VRING_DESC_F_WRITE : 0;
+		if (c->packed)
+			d[k] = (struct pfx_desc){
+				.addr = addr[k], .len = len[k], .id = id, .flags = f};
+		else
+			fx_desc(&c->split, id + k, addr[k], len[k],
+				(uint16_t)(f | (k + 1 < n ? VQS_VRING_DESC_F_NEXT : 0)),
+				(uint16_t)(k + 1 < n ? id + k + 1 : 0));
+	}
+	if (c->packed)
+		pfx_chain(&c->pk, d, n);
+	else
+		fx_publish(&c->split, id);
+}
+
+/* Chains of every shape one after another, popped in one batch: each element is the one a pop
+ * of that chain alone gives (the pop moves between its one- and two-descriptor runs and the
+ * general walk within the batch, handing over what it read). */
+static void shapes_mixed_in_one_batch(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800;
+	static const struct {
+		uint16_t id;
+		unsigned n;
+		uint64_t off[3];
+		uint32_t len[3];
+		bool write[3];
+		unsigned out_num, in_num;
+	} ch[] = {
+		{0, 1, {0}, {64}, {false}, 1, 0},                     /* one readable */
+		{1, 2, {0x100, 0x200}, {16, 48}, {false, true}, 1, 1}, /* a pair */
+		{3, 1, {0x300}, {32}, {true}, 0, 1},                   /* one writable */
+		{4, 3, {0x400, 0x500, 0x600}, {8, 8, 8}, {false, true, true}, 1, 2}, /* walk */
+		{7, 1, {0}, {32}, {true}, 0, 2}, /* across the border: walk, two iovecs */
+	};
+	const unsigned nch = sizeof(ch) / sizeof(ch[0]);
+	for (unsigned i = 0; i < nch; i++) {
+		uint64_t addr[3];
+		for (unsigned k = 0; k < ch[i].n; k++)
+			addr[k] = i == nch - 1 ? BORDER - 16 : a + ch[i].off[k];
+		offer_n(c, ch[i].id, addr, ch[i].len, ch[i].write, ch[i].n);
+	}
+	struct iovec iov[8][4];
+	struct vqs_elem e[8], *pe[8];
+	for (unsigned i = 0; i < 8; i++) {
+		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+		pe[i] = &e[i];
+	}
+	struct vqs_vq_session ss;
+	bool call;
+	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
+	assert_int_equal(vqs_vq_session_pop(&ss, pe, 8), (int)nch);
+	for (unsigned i = 0; i < nch; i++) {
+		assert_int_equal(e[i].id, ch[i].id);
+		assert_int_equal(e[i].ndescs, ch[i].n);
+		assert_int_equal(e[i].out_num, ch[i].out_num);
+		assert_int_equal(e[i].in_num, ch[i].in_num);
+		unsigned niov = ch[i].out_num + ch[i].in_num;
+		for (unsigned k = 0; k < niov && i < nch - 1; k++) {
+			assert_ptr_equal(e[i].iov[k].iov_base, lfx_host(c, a + ch[i].off[k]));
+			assert_int_equal(e[i].iov[k].iov_len, ch[i].len[k]);
+		}
+	}
+	assert_ptr_equal(e[nch - 1].iov[0].iov_base, lfx_host(c, BORDER - 16));
+	assert_ptr_equal(e[nch - 1].iov[1].iov_base, lfx_host(c, BORDER));
+	vqs_vq_session_end(&ss, &call);
+	assert_false(vqs_vq_is_broken(c->vq));
+}
+
 #define ON(layout, f) {#f " (" #layout ")", f, setup_##layout, teardown, NULL}
 int main(void)
 {
@@ -283,6 +359,8 @@ int main(void)
 		ON(packed, two_descriptor_chain_out_of_order_breaks_the_queue),
 		ON(split, two_descriptor_chain_over_4g_breaks_the_queue),
 		ON(packed, two_descriptor_chain_over_4g_breaks_the_queue),
+		ON(split, shapes_mixed_in_one_batch),
+		ON(packed, shapes_mixed_in_one_batch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
