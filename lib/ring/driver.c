@@ -66,6 +66,15 @@ void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long va
 		why, value);
 }
 
+uint32_t vqs_drv_len_clamped(struct vqs_drv_vq *dq, uint32_t written, uint32_t in_len)
+{
+	if (!dq->len_warned)
+		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
+			 "%u writable bytes; clamped", dq->num, written, in_len);
+	dq->len_warned = true;
+	return in_len;
+}
+
 /*
  * -EINVAL for a malformed config (NULL, size too small, no arena, num 0 or above 32768; split
  * also needs a power of two), -ENOTSUP for a feature the layout does not implement, -ENOSPC when

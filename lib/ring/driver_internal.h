@@ -37,6 +37,7 @@ struct vqs_drv_vq {
 	bool event_idx;       /* VQS_F_EVENT_IDX negotiated */
 	bool indirect;        /* VQS_F_INDIRECT_DESC negotiated */
 	bool broken;          /* the device broke a rule; see vqs_drv_break */
+	bool len_warned;      /* vqs_drv_len_clamped warned once */
 	unsigned num_free;    /* free ring descriptors (vqs_drv_free_count) */
 	unsigned indirect_max; /* descriptors per indirect table (0 without INDIRECT_DESC) */
 	/* Ring area gpas handed to the device (vqs_drv_vq_addrs). */
@@ -100,5 +101,9 @@ static inline bool vqs_drv_chain_ok(const struct vqs_drv_buf *bufs, unsigned out
 }
 /* The device broke a rule: log why (once per queue) and stop using the ring. */
 void vqs_drv_break(struct vqs_drv_vq *dq, const char *why, unsigned long long value);
+/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
+ * once). Out of the reap loops' line: a device that follows the rules never gets here. */
+__attribute__((noinline, cold)) uint32_t vqs_drv_len_clamped(struct vqs_drv_vq *dq,
+							    uint32_t written, uint32_t in_len);
 
 #endif

@@ -44,7 +44,6 @@ struct vqs_drv_packed {
 	int32_t batch_end;
 	uint32_t batch_len;
 	bool cb_disabled;
-	bool len_warned;
 };
 
 static struct vqs_drv_packed *to_packed(struct vqs_drv_vq *dq)
@@ -347,18 +346,6 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 	return true;
 }
 
-/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
- * once). Out of the reap loops' line: a device that follows the rules never gets here. */
-static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_packed *p, uint32_t written,
-							 uint32_t in_len)
-{
-	if (!p->len_warned)
-		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
-			 "%u writable bytes; clamped", p->base.num, written, in_len);
-	p->len_warned = true;
-	return in_len;
-}
-
 /* Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
  * and its id checked against the ids in flight. Stops at the first slot not used, or at a bad
  * id (queue broken). */
@@ -393,7 +380,9 @@ static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t
 						     memory_order_relaxed))
 					   : 0;
 		*tp = slot->token;
-		*lens = written <= slot->in_len ? written : clamped(p, written, slot->in_len);
+		*lens = written <= slot->in_len
+				 ? written
+				 : vqs_drv_len_clamped(&p->base, written, slot->in_len);
 		slot->token = NULL;
 		/* The device skips the rest of the chain's slots (2.8.7). */
 		vqs_packed_advance(&at, &wrap, slot->ndescs, num);
@@ -436,8 +425,9 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p
 			p->batch_end = -1;
 		struct vqs_drv_slot *slot = &dq->slots[id];
 		tokens[got] = slot->token;
-		lens[got] = written <= slot->in_len ? written
-						    : clamped(p, written, slot->in_len);
+		lens[got] = written <= slot->in_len
+				    ? written
+				    : vqs_drv_len_clamped(&p->base, written, slot->in_len);
 		slot->token = NULL;
 		/* The device skips the rest of the batch's slots. */
 		vqs_packed_advance(&p->last_used, &p->used_wrap, slot->ndescs, dq->num);

@@ -52,7 +52,6 @@ struct vqs_drv_split {
 	uint16_t in_flight;     /* chains added and not yet consumed */
 	bool in_order;          /* VQS_F_IN_ORDER negotiated */
 	bool cb_disabled;
-	bool len_warned;
 };
 
 static struct vqs_drv_split *to_split(struct vqs_drv_vq *dq)
@@ -344,18 +343,6 @@ static bool next_used_in_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *
 	return true;
 }
 
-/* A device reported more bytes written than the chain's writable ones: clamp to those (warned
- * once). Out of the reap loops' line: a device that follows the rules never gets here. */
-static __attribute__((noinline, cold)) uint32_t clamped(struct vqs_drv_split *s, uint32_t written,
-							 uint32_t in_len)
-{
-	if (!s->len_warned)
-		vqs_warn("driver queue (num %u): device reported %u bytes written into a chain of "
-			 "%u writable bytes; clamped", s->base.num, written, in_len);
-	s->len_warned = true;
-	return in_len;
-}
-
 /* n published used entries, any order: each read once and checked against the chains in
  * flight, the chain's descriptors spliced back onto the free list. Stops at a bad id (queue
  * broken). */
@@ -378,7 +365,9 @@ static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t 
 		}
 		struct vqs_drv_slot *slot = &slots[id];
 		*tp = slot->token;
-		*lens = written <= slot->in_len ? written : clamped(s, written, slot->in_len);
+		*lens = written <= slot->in_len
+				 ? written
+				 : vqs_drv_len_clamped(&s->base, written, slot->in_len);
 		slot->token = NULL;
 		next[slot->last] = fh;
 		fh = (uint16_t)id;
@@ -404,8 +393,9 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s,
 		s->last_used_idx++;
 		struct vqs_drv_slot *slot = &dq->slots[id];
 		tokens[got] = slot->token;
-		lens[got] = written <= slot->in_len ? written
-						    : clamped(s, written, slot->in_len);
+		lens[got] = written <= slot->in_len
+				    ? written
+				    : vqs_drv_len_clamped(&s->base, written, slot->in_len);
 		slot->token = NULL;
 		/* The ring-order links stay: the freed run is the one after the last chain added,
 		 * which free_head reaches by those links. */
