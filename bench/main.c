@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vqs-bench: measure the floors of this machine, run a preset's points (each `repeat` times,
- * interleaved so that a slow moment of the machine spreads over points instead of spoiling one),
+ * interleaved so that a slow moment of the machine spreads over points instead of spoiling one,
+ * and the policies of one point side by side, run_order),
  * then print the table and goals and write JSON/CSV/plots. `vqs-bench compare` judges two reports,
  * `vqs-bench ab` runs two commands alternately and judges their merged reports.
  */
@@ -35,6 +36,46 @@ static int fold(const struct plan *plan, struct sample *s, unsigned repeat, stru
 	return rc;
 }
 
+/* group[i]: the first point of plan that differs from point i in its policy only. */
+static void policy_groups(const struct plan *plan, unsigned *group)
+{
+	char (*keys)[256] = malloc((size_t)plan->n * sizeof(*keys));
+	for (unsigned i = 0; i < plan->n; i++) {
+		group[i] = i;
+		if (!keys)
+			continue; /* without memory to compare, each point is a group of its own */
+		struct point pt = plan->pts[i];
+		pt.policy = VQS_POLICY_DEDICATED;
+		point_key(&pt, keys[i], sizeof(keys[i]));
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(keys[i], keys[j])) {
+				group[i] = group[j];
+				break;
+			}
+	}
+	free(keys);
+}
+
+/* The order of repeat k's runs, as indices into the plan: the points that differ only in their
+ * policy run one after another, so that a slow spell of the machine (a neighbour's build, steal)
+ * meets every policy of a point alike instead of one policy's whole block of points; and each
+ * repeat starts such a group at its next policy, so that none always runs first. */
+static void run_order(unsigned n, const unsigned *group, unsigned k, unsigned *order)
+{
+	unsigned o = 0;
+	for (unsigned g = 0; g < n; g++) {
+		if (group[g] != g)
+			continue;
+		unsigned m = 0;
+		for (unsigned i = g; i < n; i++)
+			m += group[i] == g;
+		for (unsigned i = g, j = 0; i < n; i++)
+			if (group[i] == g)
+				order[o + (j++ + m - k % m) % m] = i;
+		o += m;
+	}
+}
+
 /* Run the plan of preset p into rep; with --interleave, the slices without the injection
  * into base (the same points with inject_pct 0). */
 static int run_plan(const struct opts *o, const struct preset *p, struct report *rep,
@@ -64,10 +105,12 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	struct sample *s = calloc((size_t)plan.n * repeat, sizeof(*s));
 	struct sample *sb = base ? calloc((size_t)plan.n * repeat, sizeof(*sb)) : NULL;
 	struct inject *inject = calloc(plan.n ? plan.n : 1, sizeof(*inject));
-	if (!s || (base && !sb) || !inject) {
+	unsigned *order = calloc(plan.n ? 2u * plan.n : 1, sizeof(*order)), *group = order + plan.n;
+	if (!s || (base && !sb) || !inject || !order) {
 		free(s);
 		free(sb);
 		free(inject);
+		free(order);
 		plan_free(&plan);
 		return -ENOMEM;
 	}
@@ -96,14 +139,18 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 		}
 		inject[i].sizing = false;
 	}
-	for (unsigned k = 0; k < repeat; k++)
-		for (unsigned i = 0; i < plan.n; i++) {
+	policy_groups(&plan, group);
+	for (unsigned k = 0; k < repeat; k++) {
+		run_order(plan.n, group, k, order);
+		for (unsigned j = 0; j < plan.n; j++) {
+			unsigned i = order[j], seq = k * plan.n + j + 1;
 			char key[256];
 			point_key(&plan.pts[i], key, sizeof(key));
-			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n",
-				k * plan.n + i + 1, plan.n * repeat, key);
+			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n", seq,
+				plan.n * repeat, key);
 			struct sample x[2];
 			int e = workload_run(&plan.pts[i], &inject[i], x);
+			x[0].run_seq = x[1].run_seq = seq;
 			if (base) { /* x[0] the slices without the injection, x[1] those with it */
 				sb[(size_t)i * repeat + k] = x[0];
 				x[0] = x[1];
@@ -112,6 +159,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			if (e && k == 0)
 				fprintf(stderr, "\nvqs-bench: %s: %s\n", key, strerror(-e));
 		}
+	}
 	if (tty)
 		fprintf(stderr, "\r%-100s\r", "");
 	fprintf(stderr, "ran %u points x %u in %.1f s\n", plan.n, repeat,
@@ -140,6 +188,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 	free(s);
 	free(sb);
 	free(inject);
+	free(order);
 	plan_free(&plan);
 	return rc;
 }

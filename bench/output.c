@@ -308,6 +308,12 @@ static void json_run(FILE *f, const struct result *r)
 		fputc(']', f);
 	}
 	fputc('}', f);
+	if (r->run_seq) {
+		fprintf(f, ", \"run_seq\": [");
+		for (unsigned i = 0; i < r->nsamples; i++)
+			fprintf(f, "%s%u", i ? ", " : "", r->run_seq[i]);
+		fputc(']', f);
+	}
 	/* both sides of an interleaved run come from the same repeats: compare pairs them */
 	if (pt->interleave) {
 		fprintf(f, ", \"interleave\": %u, \"sample_round\": [", pt->interleave);

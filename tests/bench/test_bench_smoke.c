@@ -89,6 +89,57 @@ static void test_sweep_goal_needs_repeats(void **state)
 	}
 }
 
+/* The policies of one point run back to back in every repeat, each repeat starting at another
+ * policy: a slow spell of the machine then meets all of a point's policies, where before it met
+ * one policy's whole block of points (a neighbour's build put every adaptive point of one repeat
+ * of a sweep in the milliseconds while the other policies ran quiet). */
+static void test_policies_of_a_point_run_side_by_side(void **state)
+{
+	const char *json = bench_path("order.json");
+	const char *args[] = {"--preset", "sweep", "--workloads", "sweep", "--streams", "1,8",
+			      "--rates", "1000,5000", "--policies", "dedicated,poll,adaptive",
+			      "--no-floors", "--duration-ms", "10", "--warmup-ms", "5", "--repeat", "3",
+			      "--json", json, NULL};
+	assert_int_equal(bench_run(NULL, args), 0);
+	struct json j;
+	assert_int_equal(json_parse_file(json, &j), 0);
+	const struct json *runs = json_get(&j, "runs");
+	assert_non_null(runs);
+	assert_int_equal(runs->n, 12);
+	/* seq[point][repeat][policy]; policies in the order asked */
+	static const char *const pol[] = {"dedicated", "poll", "adaptive"};
+	unsigned seq[4][3][3] = {{{0}}};
+	for (size_t i = 0; i < runs->n; i++) {
+		const struct json *r = &runs->items[i], *rs = json_get(r, "run_seq");
+		unsigned pt = (json_num_or(r, "streams", 0) == 8) * 2 +
+			      (json_num_or(r, "rate", 0) == 5000), p = 3;
+		for (unsigned k = 0; k < 3; k++)
+			if (!strcmp(json_str_or(r, "policy", ""), pol[k]))
+				p = k;
+		assert_true(p < 3);
+		assert_non_null(rs);
+		assert_int_equal(rs->n, 3);
+		for (unsigned k = 0; k < 3; k++)
+			seq[pt][k][p] = (unsigned)rs->items[k].num;
+	}
+	json_free(&j);
+	for (unsigned pt = 0; pt < 4; pt++) {
+		unsigned firsts = 0;
+		for (unsigned k = 0; k < 3; k++) {
+			unsigned lo = ~0u, hi = 0, first = 0;
+			for (unsigned p = 0; p < 3; p++) {
+				if (seq[pt][k][p] < lo)
+					lo = seq[pt][k][p], first = p;
+				if (seq[pt][k][p] > hi)
+					hi = seq[pt][k][p];
+			}
+			assert_int_equal(hi - lo, 2); /* three runs in a row */
+			firsts |= 1u << first;
+		}
+		assert_int_equal(firsts, 7); /* each policy first once */
+	}
+}
+
 /* Floors, CSV and plots are written when asked; the other ring layout, a blocking driver and
  * every handler option keep zero loss. */
 static void test_floors_csv_plots_and_options(void **state)
@@ -157,6 +208,7 @@ int main(void)
 		cmocka_unit_test(test_preset_sweep),
 		cmocka_unit_test(test_preset_idle),
 		cmocka_unit_test(test_sweep_goal_needs_repeats),
+		cmocka_unit_test(test_policies_of_a_point_run_side_by_side),
 		cmocka_unit_test(test_floors_csv_plots_and_options),
 		cmocka_unit_test(test_rr_outstanding_and_workers),
 		cmocka_unit_test(test_help_lists_presets_and_bad_flags_fail),
