@@ -89,7 +89,12 @@ struct sample {
 	 * handler's [0] and the driver's [1] side and the mean of both, and the slowdown it made
 	 * in time per operation as measured against windows without it (%) */
 	double inject_side_ns[2], inject_ns, inject_achieved_pct;
-	unsigned run_seq; /* 1-based position of this window in the whole run's order */
+	struct repeat_info {
+		unsigned run_seq; /* 1-based position of this window in the whole run's order */
+		double naps_per_op; /* the deferred re-poll's naps in the window, per operation */
+		/* worker 0's counters and learned cost model at the window's end (adaptive) */
+		struct vqs_worker_stats w0;
+	} info;
 };
 
 /* A point with its repeats folded: median, min, max per figure; loss counters summed. The
@@ -99,7 +104,7 @@ struct result {
 	char key[256];
 	double med[FIG__COUNT], min[FIG__COUNT], max[FIG__COUNT];
 	double *samples; /* nsamples x FIG__COUNT, repeat-major; owned (results_free) */
-	unsigned *run_seq; /* nsamples: when each of them ran (sample.run_seq); owned; or NULL */
+	struct repeat_info *info; /* nsamples: when each ran, and its worker; owned; or NULL */
 	unsigned nsamples;
 	double inject_side_ns[2], inject_ns, inject_achieved_pct; /* medians over the repeats */
 	uint64_t lost, duplicated, corrupted;

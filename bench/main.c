@@ -150,7 +150,7 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 				plan.n * repeat, key);
 			struct sample x[2];
 			int e = workload_run(&plan.pts[i], &inject[i], x);
-			x[0].run_seq = x[1].run_seq = seq;
+			x[0].info.run_seq = x[1].info.run_seq = seq;
 			if (base) { /* x[0] the slices without the injection, x[1] those with it */
 				sb[(size_t)i * repeat + k] = x[0];
 				x[0] = x[1];

@@ -258,6 +258,33 @@ static void json_floors(FILE *f, const struct floors *fl)
 	fprintf(f, "]},\n");
 }
 
+/* When each repeat ran; for adaptive, what its worker napped and had learned by the window's
+ * end: the inputs of its decisions (docs/sched.md, "Cost model"). */
+static void json_repeat_info(FILE *f, const struct result *r)
+{
+	fprintf(f, ", \"run_seq\": [");
+	for (unsigned i = 0; i < r->nsamples; i++)
+		fprintf(f, "%s%u", i ? ", " : "", r->info[i].run_seq);
+	fputc(']', f);
+	if (r->pt.policy != VQS_POLICY_ADAPTIVE)
+		return;
+	fprintf(f, ",\n     \"worker0\": [");
+	for (unsigned i = 0; i < r->nsamples; i++) {
+		const struct repeat_info *x = &r->info[i];
+		const struct vqs_worker_stats *w = &x->w0;
+		fprintf(f, "%s{\"naps_per_op\": ", i ? ", " : "");
+		json_write_num(f, x->naps_per_op);
+		fprintf(f, ", \"wake_ns\": %llu, \"timer_ns\": %llu, \"nap_cpu_ns\": %llu, "
+			   "\"sleep_cpu_ns\": %llu, \"spin_max_ns\": %llu, \"poll_max_ns\": %llu, "
+			   "\"stall_ns\": %llu, \"stall_tail_ns\": %llu}",
+			(unsigned long long)w->wake_ns, (unsigned long long)w->timer_ns,
+			(unsigned long long)w->nap_cpu_ns, (unsigned long long)w->sleep_cpu_ns,
+			(unsigned long long)w->spin_max_ns, (unsigned long long)w->poll_max_ns,
+			(unsigned long long)w->stall_ns, (unsigned long long)w->stall_tail_ns);
+	}
+	fputc(']', f);
+}
+
 static void json_figs(FILE *f, const double *v)
 {
 	for (unsigned k = 0; k < FIG__COUNT; k++) {
@@ -308,12 +335,8 @@ static void json_run(FILE *f, const struct result *r)
 		fputc(']', f);
 	}
 	fputc('}', f);
-	if (r->run_seq) {
-		fprintf(f, ", \"run_seq\": [");
-		for (unsigned i = 0; i < r->nsamples; i++)
-			fprintf(f, "%s%u", i ? ", " : "", r->run_seq[i]);
-		fputc(']', f);
-	}
+	if (r->info)
+		json_repeat_info(f, r);
 	/* both sides of an interleaved run come from the same repeats: compare pairs them */
 	if (pt->interleave) {
 		fprintf(f, ", \"interleave\": %u, \"sample_round\": [", pt->interleave);

@@ -93,11 +93,11 @@ int result_fold(struct result *r, const struct sample *s, unsigned n)
 {
 	point_key(&r->pt, r->key, sizeof(r->key));
 	free(r->samples);
-	free(r->run_seq);
+	free(r->info);
 	r->nsamples = 0;
 	r->samples = malloc(((size_t)n + 1) * FIG__COUNT * sizeof(double));
-	r->run_seq = malloc(((size_t)n + 1) * sizeof(*r->run_seq));
-	if (!r->samples || !r->run_seq)
+	r->info = malloc(((size_t)n + 1) * sizeof(*r->info));
+	if (!r->samples || !r->info)
 		return -ENOMEM;
 	r->repeats = 0;
 	r->error = 0;
@@ -143,7 +143,7 @@ int result_fold(struct result *r, const struct sample *s, unsigned n)
 		}
 		if (!r->repeats)
 			memcpy(r->worker_cpus, s[i].worker_cpus, sizeof(r->worker_cpus));
-		r->run_seq[r->repeats++] = s[i].run_seq;
+		r->info[r->repeats++] = s[i].info;
 		for (unsigned b = 0; b < BATCH_BUCKETS; b++)
 			r->batch_hist[b] += s[i].batch_hist[b];
 	}
@@ -154,7 +154,7 @@ void results_free(struct result *r, unsigned n)
 {
 	for (unsigned i = 0; r && i < n; i++) {
 		free(r[i].samples);
-		free(r[i].run_seq);
+		free(r[i].info);
 	}
 	free(r);
 }

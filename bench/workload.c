@@ -603,7 +603,8 @@ static void sleep_ms(unsigned ms)
 struct window {
 	uint64_t t, wcpu, dcpu, done, kicks, calls;
 	/* from vqsched's stats */
-	uint64_t handler_calls, handler_reqs, rearms, wakeups, batch_hist[BATCH_BUCKETS];
+	uint64_t handler_calls, handler_reqs, rearms, wakeups, naps, batch_hist[BATCH_BUCKETS];
+	struct vqs_worker_stats w0;
 	/* --inject-slowdown-pct: requests given work and its turns, by side (struct stream) */
 	uint64_t inj_reqs[2], inj_turns[2];
 };
@@ -624,8 +625,12 @@ static void queue_stats_sum(struct run *r, struct window *w)
 	unsigned nw = vqs_sched_nworkers(r->sched);
 	for (unsigned i = 0; i < nw; i++) {
 		struct vqs_worker_stats st = {.size = sizeof(st)};
-		if (!vqs_worker_stats_get(r->sched, i, &st))
-			w->wakeups += st.wakeups;
+		if (vqs_worker_stats_get(r->sched, i, &st))
+			continue;
+		w->wakeups += st.wakeups;
+		w->naps += st.naps;
+		if (!i)
+			w->w0 = st;
 	}
 }
 
@@ -814,7 +819,9 @@ static void collect(struct run *r, const struct window *a, const struct window *
 		out->fig[FIG_CALLS] = (double)(b->calls - a->calls) / (double)ops;
 		out->fig[FIG_REARMS] = (double)(b->rearms - a->rearms) / (double)ops;
 		out->fig[FIG_WAKES] = (double)(b->wakeups - a->wakeups) / (double)ops;
+		out->info.naps_per_op = (double)(b->naps - a->naps) / (double)ops;
 	}
+	out->info.w0 = b->w0;
 	for (unsigned k = 0; k < BATCH_BUCKETS; k++)
 		out->batch_hist[k] = b->batch_hist[k] - a->batch_hist[k];
 	if (b->handler_calls > a->handler_calls)

@@ -92,7 +92,8 @@ static void test_sweep_goal_needs_repeats(void **state)
 /* The policies of one point run back to back in every repeat, each repeat starting at another
  * policy: a slow spell of the machine then meets all of a point's policies, where before it met
  * one policy's whole block of points (a neighbour's build put every adaptive point of one repeat
- * of a sweep in the milliseconds while the other policies ran quiet). */
+ * of a sweep in the milliseconds while the other policies ran quiet). Each repeat says when it
+ * ran, and adaptive's what its worker had learned. */
 static void test_policies_of_a_point_run_side_by_side(void **state)
 {
 	const char *json = bench_path("order.json");
@@ -121,6 +122,19 @@ static void test_policies_of_a_point_run_side_by_side(void **state)
 		assert_int_equal(rs->n, 3);
 		for (unsigned k = 0; k < 3; k++)
 			seq[pt][k][p] = (unsigned)rs->items[k].num;
+		/* adaptive's runs say what its worker had learned (the wake-up is measured when the
+		 * scheduler starts); the fixed policies learn nothing */
+		const struct json *w0 = json_get(r, "worker0");
+		if (p != 2) {
+			assert_null(w0);
+			continue;
+		}
+		assert_non_null(w0);
+		assert_int_equal(w0->n, 3);
+		for (unsigned k = 0; k < 3; k++) {
+			assert_true(json_num_or(&w0->items[k], "wake_ns", 0) > 0);
+			assert_true(json_num_or(&w0->items[k], "naps_per_op", -1) >= 0);
+		}
 	}
 	json_free(&j);
 	for (unsigned pt = 0; pt < 4; pt++) {
