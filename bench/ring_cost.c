@@ -10,9 +10,11 @@
  * gives the instructions of 1000 batches of 64 one-descriptor chains (divide by 64000), per
  * function with callgrind_annotate --inclusive=yes. The driver's side of a batch is one
  * vqs_drv_add_batch, one vqs_drv_kick_prepare and one vqs_drv_get_used_batch: toggling on those
- * three instead counts the driver's instructions. A fourth argument, inorder, negotiates
- * VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills every buffer whole, so that a
- * split batch is answered by one used entry. Public API only.
+ * three instead counts the driver's instructions. The argument single makes the driver add
+ * and reap one request a call instead (vqs_drv_add, vqs_drv_get_used: the calls of a driver
+ * that has one request at a time), counted with those two toggled on with vqs_drv_kick_prepare.
+ * The argument inorder negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills
+ * every buffer whole, so that a split batch is answered by one used entry. Public API only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,15 +89,22 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4 || argc > 5 || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
-	    (strcmp(argv[2], "1") && strcmp(argv[2], "2")) ||
-	    (argc == 5 && strcmp(argv[4], "inorder"))) {
-		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder]\n");
+	bool in_order = false, single = false, bad = argc < 4 || argc > 6;
+	for (int a = 4; !bad && a < argc; a++) {
+		bool *opt = !strcmp(argv[a], "inorder") ? &in_order
+			    : !strcmp(argv[a], "single") ? &single
+							  : NULL;
+		bad = !opt || *opt;
+		if (opt)
+			*opt = true;
+	}
+	if (bad || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
+	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
 	long batches = atol(argv[3]);
-	bool in_order = argc == 5;
 	static struct rig r;
 	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order)) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
@@ -119,14 +128,26 @@ int main(int argc, char **argv)
 			if (descs == 2)
 				bufs[k++] = (struct vqs_drv_buf){a + 64, BUF - 64};
 		}
-		if (vqs_drv_add_batch(r.drv, bufs, descs == 2 ? 1 : 0, 1, tokens, BATCH, false) !=
-		    (int)BATCH)
+		unsigned out = descs == 2 ? 1 : 0;
+		if (single) {
+			for (unsigned i = 0; i < BATCH; i++)
+				if (vqs_drv_add(r.drv, &bufs[i * descs], out, 1, &token, false))
+					return 1;
+		} else if (vqs_drv_add_batch(r.drv, bufs, out, 1, tokens, BATCH, false) !=
+			   (int)BATCH) {
 			return 1;
+		}
 		vqs_drv_kick_prepare(r.drv);
-		unsigned n = device_batch(&r);
+		unsigned n = device_batch(&r), got_n = 0;
 		void *got[BATCH];
 		uint32_t len[BATCH];
-		if (vqs_drv_get_used_batch(r.drv, got, len, BATCH) != n)
+		if (single) {
+			while (got_n < n && vqs_drv_get_used(r.drv, &len[got_n]))
+				got_n++;
+		} else {
+			got_n = vqs_drv_get_used_batch(r.drv, got, len, BATCH);
+		}
+		if (got_n != n)
 			return 1;
 		served += n;
 	}

@@ -57,9 +57,17 @@ struct vqs_drv_ops {
 	 * when it fails the check. */
 	int (*add)(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
 		   unsigned in_num, void *const *tokens, unsigned n, bool indirect);
+	/* One chain of total (1 or 2) descriptors, not indirect, token not NULL (vqs_drv_add's
+	 * common case): add with n 1 without the batch loop's setup. Called only when not broken
+	 * and total <= num. 0, or -ENOSPC or -EINVAL as add. */
+	int (*add1)(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		    unsigned total, void *token);
 	bool (*kick_prepare)(struct vqs_drv_vq *dq);
 	/* Up to max >= 1 completions (vqs_drv_get_used_batch). Called only when not broken. */
 	unsigned (*get_used)(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens, unsigned max);
+	/* get_used with max 1 (vqs_drv_get_used): the token, or NULL when none. Called only when
+	 * not broken; len not NULL. */
+	void *(*get_used1)(struct vqs_drv_vq *dq, uint32_t *len);
 	void (*disable_cb)(struct vqs_drv_vq *dq);
 	bool (*enable_cb)(struct vqs_drv_vq *dq);
 	bool (*enable_cb_delayed)(struct vqs_drv_vq *dq);

@@ -220,6 +220,31 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 	return c;
 }
 
+/* c chains of ndescs ring descriptors each were added: count them in flight. c, or err when
+ * none was. */
+static inline __attribute__((always_inline)) int added(struct vqs_drv_packed *p, unsigned c,
+							unsigned ndescs, int err)
+{
+	if (c == 0)
+		return err;
+	p->base.num_free -= c * ndescs;
+	p->in_flight = (uint16_t)(p->in_flight + c);
+	return (int)c;
+}
+
+/* Up to n chains of `total` (1 or 2) descriptors, not indirect, without IN_ORDER: the batch
+ * add's short shapes, and inlined with n 1 the whole of the one-chain add (packed_add1), its
+ * loop and setup folded away by the constant. */
+static inline __attribute__((always_inline)) int
+add_short_any(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out_num,
+	      unsigned total, void *const *tokens, unsigned n)
+{
+	int err = -ENOSPC;
+	unsigned c = total == 1 ? add_short(p, bufs, out_num, 1, tokens, n, &err)
+				: add_short(p, bufs, out_num, 2, tokens, n, &err);
+	return added(p, c, total, err);
+}
+
 static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
 		      unsigned in_num, void *const *tokens, unsigned n, bool indirect)
 {
@@ -229,11 +254,8 @@ static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, uns
 	uint16_t idx = p->avail_idx;
 	bool wrap = p->avail_wrap;
 	int err = -ENOSPC;
-	if (!indirect && !p->order && total <= 2) {
-		c = total == 1 ? add_short(p, bufs, out_num, 1, tokens, n, &err)
-			       : add_short(p, bufs, out_num, 2, tokens, n, &err);
-		goto added;
-	}
+	if (!indirect && !p->order && total <= 2)
+		return add_short_any(p, bufs, out_num, total, tokens, n);
 	for (c = 0; c < n; c++, bufs += total) {
 		uint32_t in_len;
 		if (!vqs_drv_chain_ok(bufs, out_num, total, tokens[c], &in_len)) {
@@ -266,12 +288,16 @@ static int packed_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, uns
 	}
 	p->avail_idx = idx;
 	p->avail_wrap = wrap;
-added:
-	if (c == 0)
-		return err;
-	dq->num_free -= c * ndescs;
-	p->in_flight = (uint16_t)(p->in_flight + c);
-	return (int)c;
+	return added(p, c, ndescs, err);
+}
+
+static int packed_add1(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		       unsigned total, void *token)
+{
+	struct vqs_drv_packed *p = to_packed(dq);
+	int rc = p->order ? packed_add(dq, bufs, out_num, total - out_num, &token, 1, false)
+			  : add_short_any(p, bufs, out_num, total, &token, 1);
+	return rc < 0 ? rc : 0;
 }
 
 static bool packed_kick_prepare(struct vqs_drv_vq *dq)
@@ -349,8 +375,8 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 /* Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
  * and its id checked against the ids in flight. Stops at the first slot not used, or at a bad
  * id (queue broken). */
-static unsigned reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens,
-			       unsigned max)
+static inline __attribute__((always_inline)) unsigned
+reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned max)
 {
 	struct vqs_drv_vq *dq = &p->base;
 	struct vqs_drv_slot *slots = dq->slots;
@@ -438,8 +464,10 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_packed *p
 	return got;
 }
 
-static unsigned packed_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
-				unsigned max)
+/* Up to max completions: the batch reap, and inlined with max 1 the one-completion reap
+ * (packed_get_used1), the any-order loop folded to one entry by the constant. */
+static inline __attribute__((always_inline)) unsigned
+get_used_n(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens, unsigned max)
 {
 	struct vqs_drv_packed *p = to_packed(dq);
 	unsigned got = p->order ? reap_in_order(p, tokens, lens, max)
@@ -449,6 +477,18 @@ static unsigned packed_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *
 	if (got && dq->event_idx && !p->cb_disabled && p->batch_end < 0)
 		request_event(p, p->last_used, p->used_wrap);
 	return got;
+}
+
+static unsigned packed_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+				unsigned max)
+{
+	return get_used_n(dq, tokens, lens, max);
+}
+
+static void *packed_get_used1(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	void *token;
+	return get_used_n(dq, &token, len, 1) ? token : NULL;
 }
 
 static void packed_disable_cb(struct vqs_drv_vq *dq)
@@ -535,8 +575,10 @@ const struct vqs_drv_ops vqs_drv_packed_ops = {
 	.create = packed_create,
 	.destroy = packed_destroy,
 	.add = packed_add,
+	.add1 = packed_add1,
 	.kick_prepare = packed_kick_prepare,
 	.get_used = packed_get_used,
+	.get_used1 = packed_get_used1,
 	.disable_cb = packed_disable_cb,
 	.enable_cb = packed_enable_cb,
 	.enable_cb_delayed = packed_enable_cb_delayed,

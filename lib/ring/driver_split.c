@@ -238,19 +238,60 @@ add_short(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_
 	return c;
 }
 
-static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
-		     unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+/* c chains of ndescs ring descriptors each were added: publish them to the next kick_prepare.
+ * c, or err when none was. */
+static inline __attribute__((always_inline)) int added(struct vqs_drv_split *s, unsigned c,
+							unsigned ndescs, int err)
 {
-	struct vqs_drv_split *s = to_split(dq);
-	unsigned total = out_num + in_num, ndescs = indirect ? 1 : total;
+	if (c == 0)
+		return err;
+	s->avail_idx = (uint16_t)(s->avail_idx + c);
+	s->in_flight = (uint16_t)(s->in_flight + c);
+	s->base.num_free -= c * ndescs;
+	return (int)c;
+}
+
+/* Up to n chains of `total` (1 or 2) descriptors, not indirect: the batch add's short shapes,
+ * and inlined with n 1 the whole of the one-chain add (split_add1), its loop and setup folded
+ * away by the constant. */
+static inline __attribute__((always_inline)) int
+add_short_any(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_num,
+	      unsigned total, void *const *tokens, unsigned n)
+{
+	int err = -ENOSPC;
+	unsigned c = total == 1 ? add_short(s, bufs, out_num, 1, tokens, n, &err)
+				: add_short(s, bufs, out_num, 2, tokens, n, &err);
+	return added(s, c, total, err);
+}
+
+/* The batch's short shapes in a function of their own: their loops keep their state in
+ * registers, out of reach of the general loop's. */
+static __attribute__((noinline)) int add_short_batch(struct vqs_drv_split *s,
+						     const struct vqs_drv_buf *bufs,
+						     unsigned out_num, unsigned total,
+						     void *const *tokens, unsigned n)
+{
+	return add_short_any(s, bufs, out_num, total, tokens, n);
+}
+
+static int split_add1(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		      unsigned total, void *token)
+{
+	int rc = add_short_any(to_split(dq), bufs, out_num, total, &token, 1);
+	return rc < 0 ? rc : 0;
+}
+
+/* Chains of any other shape: longer, or indirect. */
+static __attribute__((noinline)) int add_long(struct vqs_drv_split *s,
+					      const struct vqs_drv_buf *bufs, unsigned out_num,
+					      unsigned total, void *const *tokens, unsigned n,
+					      bool indirect)
+{
+	struct vqs_drv_vq *dq = &s->base;
+	unsigned ndescs = indirect ? 1 : total;
 	unsigned room = dq->num_free / ndescs, mask = dq->num - 1, c;
 	uint16_t avail_idx = s->avail_idx;
 	int err = -ENOSPC;
-	if (!indirect && total <= 2) {
-		c = total == 1 ? add_short(s, bufs, out_num, 1, tokens, n, &err)
-			       : add_short(s, bufs, out_num, 2, tokens, n, &err);
-		goto added;
-	}
 	for (c = 0; c < n; c++, bufs += total) {
 		uint32_t in_len;
 		if (!vqs_drv_chain_ok(bufs, out_num, total, tokens[c], &in_len)) {
@@ -266,13 +307,16 @@ static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsi
 		slot->ndescs = (uint16_t)ndescs;
 		s->avail->ring[(uint16_t)(avail_idx + c) & mask] = htole16((uint16_t)head);
 	}
-added:
-	if (c == 0)
-		return err;
-	s->avail_idx = (uint16_t)(avail_idx + c);
-	s->in_flight = (uint16_t)(s->in_flight + c);
-	dq->num_free -= c * ndescs;
-	return (int)c;
+	return added(s, c, ndescs, err);
+}
+
+static int split_add(struct vqs_drv_vq *dq, const struct vqs_drv_buf *bufs, unsigned out_num,
+		     unsigned in_num, void *const *tokens, unsigned n, bool indirect)
+{
+	unsigned total = out_num + in_num;
+	if (!indirect && total <= 2)
+		return add_short_batch(to_split(dq), bufs, out_num, total, tokens, n);
+	return add_long(to_split(dq), bufs, out_num, total, tokens, n, indirect);
 }
 
 static bool split_kick_prepare(struct vqs_drv_vq *dq)
@@ -346,8 +390,8 @@ static bool next_used_in_order(struct vqs_drv_split *s, uint32_t *id, uint32_t *
 /* n published used entries, any order: each read once and checked against the chains in
  * flight, the chain's descriptors spliced back onto the free list. Stops at a bad id (queue
  * broken). */
-static unsigned reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t *lens,
-			       unsigned n)
+static inline __attribute__((always_inline)) unsigned
+reap_any_order(struct vqs_drv_split *s, void **tokens, uint32_t *lens, unsigned n)
 {
 	struct vqs_drv_vq *dq = &s->base;
 	struct vqs_drv_slot *slots = dq->slots;
@@ -405,8 +449,10 @@ static __attribute__((noinline)) unsigned reap_in_order(struct vqs_drv_split *s,
 	return got;
 }
 
-static unsigned split_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
-			       unsigned max)
+/* Up to max completions: the batch reap, and inlined with max 1 the one-completion reap
+ * (split_get_used1), the any-order loop folded to one entry by the constant. */
+static inline __attribute__((always_inline)) unsigned
+get_used_n(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens, unsigned max)
 {
 	struct vqs_drv_split *s = to_split(dq);
 	uint16_t pending = (uint16_t)(s->used_idx_seen - s->last_used_idx);
@@ -430,6 +476,18 @@ static unsigned split_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *l
 	if (got && dq->event_idx && !s->cb_disabled)
 		request_used_event(s, s->last_used_idx);
 	return got;
+}
+
+static unsigned split_get_used(struct vqs_drv_vq *dq, void **tokens, uint32_t *lens,
+			       unsigned max)
+{
+	return get_used_n(dq, tokens, lens, max);
+}
+
+static void *split_get_used1(struct vqs_drv_vq *dq, uint32_t *len)
+{
+	void *token;
+	return get_used_n(dq, &token, len, 1) ? token : NULL;
 }
 
 static bool split_has_used(const struct vqs_drv_vq *dq)
@@ -495,8 +553,10 @@ const struct vqs_drv_ops vqs_drv_split_ops = {
 	.create = split_create,
 	.destroy = split_destroy,
 	.add = split_add,
+	.add1 = split_add1,
 	.kick_prepare = split_kick_prepare,
 	.get_used = split_get_used,
+	.get_used1 = split_get_used1,
 	.disable_cb = split_disable_cb,
 	.enable_cb = split_enable_cb,
 	.enable_cb_delayed = split_enable_cb_delayed,

@@ -366,8 +366,10 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	struct pop_run r = pop_run_load(vq, t);
-	/* the shape of the chain before: its run goes on */
-	bool pair = false;
+	/* the shape of the chain before, in this pop or the one before: its run goes on (a
+	 * batch of pairs would otherwise start in the one-descriptor run and hand its first
+	 * chain to the walk) */
+	bool pair = s->pair_run;
 	unsigned i = 0;
 	while ((i = pair ? pop_run2(&r, heads, elems, i, in_range)
 			 : pop_run1(&r, heads, elems, i, in_range)) < m) {
@@ -389,6 +391,7 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 		r.win = vqs_mem_win(t, vq->hint);
 		i++;
 	}
+	s->pair_run = pair;
 	s->last_avail_idx = (uint16_t)(s->last_avail_idx + i);
 	s->avail_since_restore += s->nresubmit ? i : 0;
 	s->inuse = (uint16_t)(s->inuse + i);

@@ -52,6 +52,8 @@ struct vqs_split_ring {
 	uint16_t signalled_used;  /* used idx at the previous need_call */
 	bool signalled_valid;     /* false: the next need_call must not suppress */
 	bool published;           /* flushed something since the previous need_call */
+	bool pair_run;            /* the last chain popped took two iovecs: the next pop starts
+				   * with the pair run (a hint; any shape is popped either way) */
 
 	/* Inflight tracking (NULL when detached). */
 	struct vqs_split_inflight *infl;

@@ -4,6 +4,8 @@
  * chains of every shape reach the device (vqsched's own) as added, come back with their tokens
  * and lengths, a batch stops at the first chain that is malformed or does not fit (nothing of
  * that chain reaches the ring), and a reap stops at a used entry that names no chain in flight.
+ * The one-request calls, vqs_drv_add and vqs_drv_get_used, which take a path of their own for
+ * chains of one or two descriptors, do the same a chain at a time.
  */
 #include <endian.h>
 #include <errno.h>
@@ -29,7 +31,7 @@ struct fx {
 	void *tokens[NUM * 2];
 };
 
-static void setup(struct fx *f, bool packed, bool indirect)
+static void setup_num(struct fx *f, bool packed, bool indirect, unsigned num)
 {
 	memset(f, 0, sizeof(*f));
 	uint64_t feat = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
@@ -40,10 +42,10 @@ static void setup(struct fx *f, bool packed, bool indirect)
 	assert_int_equal(vqs_mem_create(&f->mem), 0);
 	vqs_gmem_region(f->g, &reg);
 	assert_int_equal(vqs_mem_set(f->mem, &reg, 1), 0);
-	struct vqs_drv_vq_config dc = {.size = sizeof(dc), .num = NUM, .features = feat,
+	struct vqs_drv_vq_config dc = {.size = sizeof(dc), .num = num, .features = feat,
 				       .gmem = f->g};
 	assert_int_equal(vqs_drv_vq_create(&f->dq, &dc), 0);
-	struct vqs_vq_config vc = {.size = sizeof(vc), .num = NUM, .features = feat,
+	struct vqs_vq_config vc = {.size = sizeof(vc), .num = num, .features = feat,
 				   .addr_space = VQS_ADDR_GPA, .mem = f->mem};
 	vqs_drv_vq_addrs(f->dq, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
 	assert_int_equal(vqs_vq_create(&f->vq), 0);
@@ -52,6 +54,11 @@ static void setup(struct fx *f, bool packed, bool indirect)
 	assert_true(f->buf != 0);
 	for (unsigned i = 0; i < NUM * 2; i++)
 		f->tokens[i] = &f->tok[i];
+}
+
+static void setup(struct fx *f, bool packed, bool indirect)
+{
+	setup_num(f, packed, indirect, NUM);
 }
 
 static void teardown(struct fx *f)
@@ -100,7 +107,35 @@ static void device_serve(struct fx *f, const struct vqs_drv_buf *b, unsigned n, 
 	vqs_vq_flush(f->vq);
 }
 
-static void round_trip(bool packed, unsigned out_num, unsigned total, bool indirect)
+/* n chains of b: one batch call, or (one) a vqs_drv_add a chain; the result as add_batch's. */
+static int add_n(struct fx *f, const struct vqs_drv_buf *b, unsigned out_num, unsigned total,
+		 void *const *tokens, unsigned n, bool indirect, bool one)
+{
+	if (!one)
+		return vqs_drv_add_batch(f->dq, b, out_num, total - out_num, tokens, n, indirect);
+	unsigned c = 0;
+	for (; c < n; c++) {
+		int rc = vqs_drv_add(f->dq, b + c * total, out_num, total - out_num, tokens[c],
+				     indirect);
+		assert_true(rc <= 0);
+		if (rc < 0)
+			return c ? (int)c : rc;
+	}
+	return (int)c;
+}
+
+/* Up to max completions: one batch call, or (one) a vqs_drv_get_used each. */
+static unsigned get_used_n(struct fx *f, void **got, uint32_t *lens, unsigned max, bool one)
+{
+	if (!one)
+		return vqs_drv_get_used_batch(f->dq, got, lens, max);
+	unsigned c = 0;
+	for (void *t; c < max && (t = vqs_drv_get_used(f->dq, &lens[c])); c++)
+		got[c] = t;
+	return c;
+}
+
+static void round_trip(bool packed, unsigned out_num, unsigned total, bool indirect, bool one)
 {
 	struct fx f;
 	setup(&f, packed, indirect);
@@ -109,18 +144,16 @@ static void round_trip(bool packed, unsigned out_num, unsigned total, bool indir
 	for (unsigned round = 0; round < 5; round++) { /* past the end of the ring, both wraps */
 		unsigned n = NUM / ndescs < 7 ? NUM / ndescs : 7;
 		make_bufs(&f, b, n, total);
-		assert_int_equal(vqs_drv_add_batch(f.dq, b, out_num, total - out_num, f.tokens, n,
-						   indirect),
-				 (int)n);
+		assert_int_equal(add_n(&f, b, out_num, total, f.tokens, n, indirect, one), (int)n);
 		assert_int_equal(vqs_drv_free_count(f.dq), NUM - n * ndescs);
 		vqs_drv_kick_prepare(f.dq);
 		device_serve(&f, b, n, out_num, total);
 		void *got[NUM];
 		uint32_t lens[NUM];
 		/* a reap of fewer than are there, then the rest, in the order they were used */
-		assert_int_equal(vqs_drv_get_used_batch(f.dq, got, lens, 2), 2);
-		assert_int_equal(vqs_drv_get_used_batch(f.dq, got + 2, lens + 2, NUM), n - 2);
-		assert_int_equal(vqs_drv_get_used_batch(f.dq, got, lens, NUM), 0);
+		assert_int_equal(get_used_n(&f, got, lens, 2, one), 2);
+		assert_int_equal(get_used_n(&f, got + 2, lens + 2, NUM, one), n - 2);
+		assert_int_equal(get_used_n(&f, got, lens, NUM, one), 0);
 		for (unsigned c = 0; c < n; c++) {
 			uint32_t in_len = 0;
 			for (unsigned k = out_num; k < total; k++)
@@ -133,46 +166,49 @@ static void round_trip(bool packed, unsigned out_num, unsigned total, bool indir
 	teardown(&f);
 }
 
+static void round_trip_every_shape(bool packed, bool one)
+{
+	round_trip(packed, 0, 1, false, one);
+	round_trip(packed, 1, 1, false, one);
+	round_trip(packed, 1, 2, false, one);
+	round_trip(packed, 2, 2, false, one); /* readable only */
+	round_trip(packed, 1, 3, false, one); /* past the short shapes */
+	round_trip(packed, 2, 3, true, one);
+}
+
 static void test_split_batch_round_trip_every_shape(void **state)
 {
 	(void)state;
-	round_trip(false, 0, 1, false);
-	round_trip(false, 1, 1, false);
-	round_trip(false, 1, 2, false);
-	round_trip(false, 2, 2, false); /* readable only */
-	round_trip(false, 1, 3, false); /* past the short shapes */
-	round_trip(false, 2, 3, true);
+	round_trip_every_shape(false, false);
 }
 
 static void test_packed_batch_round_trip_every_shape(void **state)
 {
 	(void)state;
-	round_trip(true, 0, 1, false);
-	round_trip(true, 1, 1, false);
-	round_trip(true, 1, 2, false);
-	round_trip(true, 2, 2, false);
-	round_trip(true, 1, 3, false);
-	round_trip(true, 2, 3, true);
+	round_trip_every_shape(true, false);
+}
+
+static void test_one_request_calls_round_trip_every_shape(void **state)
+{
+	(void)state;
+	round_trip_every_shape(false, true);
+	round_trip_every_shape(true, true);
 }
 
 /* A NULL token or a chain of 2^32 bytes or more in the middle of a batch: the chains before it
  * are added, nothing of it is, and a call starting at it says why. */
-static void stops_at_malformed(bool packed, unsigned total)
+static void stops_at_malformed(bool packed, unsigned total, bool one)
 {
 	struct fx f;
 	setup(&f, packed, false);
 	struct vqs_drv_buf b[NUM * 4];
 	make_bufs(&f, b, 6, total);
 	f.tokens[3] = NULL;
-	assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, total - 1, f.tokens, 6, false), 3);
-	assert_int_equal(vqs_drv_add_batch(f.dq, b + 3 * total, 1, total - 1, f.tokens + 3, 3,
-					   false),
-			 -EINVAL);
+	assert_int_equal(add_n(&f, b, 1, total, f.tokens, 6, false, one), 3);
+	assert_int_equal(add_n(&f, b + 3 * total, 1, total, f.tokens + 3, 3, false, one), -EINVAL);
 	f.tokens[3] = &f.tok[3];
 	b[4 * total].len = UINT32_MAX; /* chain 4 (with its other buffers) exceeds 2^32-1 */
-	assert_int_equal(vqs_drv_add_batch(f.dq, b + 3 * total, 1, total - 1, f.tokens + 3, 3,
-					   false),
-			 1);
+	assert_int_equal(add_n(&f, b + 3 * total, 1, total, f.tokens + 3, 3, false, one), 1);
 	assert_int_equal(vqs_drv_free_count(f.dq), NUM - 4 * total);
 	vqs_drv_kick_prepare(f.dq);
 	device_serve(&f, b, 4, 1, total);
@@ -182,26 +218,49 @@ static void stops_at_malformed(bool packed, unsigned total)
 static void test_batch_stops_at_malformed_chain(void **state)
 {
 	(void)state;
-	stops_at_malformed(false, 2);
-	stops_at_malformed(true, 2);
-	stops_at_malformed(false, 3);
-	stops_at_malformed(true, 3);
+	for (int one = 0; one < 2; one++) {
+		stops_at_malformed(false, 2, one);
+		stops_at_malformed(true, 2, one);
+		stops_at_malformed(false, 3, one);
+		stops_at_malformed(true, 3, one);
+	}
 }
 
-/* More chains than the ring has room for: as many as fit, then -ENOSPC. */
+/* More chains than the ring has room for: as many as fit, then -ENOSPC; one descriptor left
+ * takes a chain of one, not of two. */
 static void test_batch_stops_when_full(void **state)
 {
 	(void)state;
-	for (int packed = 0; packed < 2; packed++) {
+	for (int k = 0; k < 4; k++) {
+		bool packed = k & 1, one = k & 2;
 		struct fx f;
 		setup(&f, packed, false);
 		struct vqs_drv_buf b[NUM * 4];
 		make_bufs(&f, b, NUM, 2);
-		assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, 1, f.tokens, NUM, false), NUM / 2);
-		assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, 1, f.tokens, 1, false), -ENOSPC);
-		assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, 1, f.tokens, 0, false), 0);
-		vqs_drv_kick_prepare(f.dq);
-		device_serve(&f, b, NUM / 2, 1, 2);
+		assert_int_equal(add_n(&f, b, 0, 1, f.tokens, 1, false, one), 1);
+		assert_int_equal(add_n(&f, b, 1, 2, f.tokens, NUM, false, one), NUM / 2 - 1);
+		assert_int_equal(vqs_drv_free_count(f.dq), 1);
+		assert_int_equal(add_n(&f, b, 1, 2, f.tokens, 1, false, one), -ENOSPC);
+		assert_int_equal(add_n(&f, b, 0, 1, f.tokens, 1, false, one), 1);
+		assert_int_equal(add_n(&f, b, 0, 1, f.tokens, 1, false, one), -ENOSPC);
+		assert_int_equal(add_n(&f, b, 1, 1, f.tokens, 0, false, one), 0);
+		teardown(&f);
+	}
+}
+
+/* A queue of one descriptor: a chain of two can never fit, so it is malformed, not -ENOSPC,
+ * for both calls. */
+static void test_chain_longer_than_queue_is_einval(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		bool packed = k & 1, one = k & 2;
+		struct fx f;
+		setup_num(&f, packed, false, 1);
+		struct vqs_drv_buf b[2];
+		make_bufs(&f, b, 1, 2);
+		assert_int_equal(add_n(&f, b, 1, 2, f.tokens, 1, false, one), -EINVAL);
+		assert_int_equal(add_n(&f, b, 0, 1, f.tokens, 1, false, one), 1);
 		teardown(&f);
 	}
 }
@@ -277,6 +336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_batch_round_trip_every_shape),
 		cmocka_unit_test(test_packed_batch_round_trip_every_shape),
+		cmocka_unit_test(test_one_request_calls_round_trip_every_shape),
+		cmocka_unit_test(test_chain_longer_than_queue_is_einval),
 		cmocka_unit_test(test_batch_stops_at_malformed_chain),
 		cmocka_unit_test(test_batch_stops_when_full),
 		cmocka_unit_test(test_split_reap_stops_at_bad_used_id),

@@ -341,6 +341,29 @@ static void shapes_mixed_in_one_batch(void **state)
 	assert_false(vqs_vq_is_broken(c->vq));
 }
 
+/* Pops of one chain each, the shape changing from pop to pop: a pop starts in the run of the
+ * shape the pop before ended with (split), so each shape here follows the other; each element
+ * is the one the walk gives, and a head offered again while in flight after a pair still breaks
+ * the queue. */
+static void shapes_alternating_across_pops(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800;
+	uint64_t rw[2] = {a, a + 0x100}, one = a + 0x200;
+	size_t rw_len[2] = {16, 48}, one_len = 8;
+	for (uint16_t id = 0; id < 4; id += 2) {
+		offer2(c, id, rw[0], 16, false, rw[1], 48, true);
+		expect2(c, id, rw, rw_len, 1, 1);
+		offer(c, (uint16_t)(id + 1), one, 8, id != 0);
+		expect(c, (uint16_t)(id + 1), id != 0, &one, &one_len, 1);
+	}
+	offer2(c, 0, rw[0], 16, false, rw[1], 48, true); /* head 0: popped, not filled */
+	struct iovec iov[4];
+	struct vqs_elem e;
+	assert_int_equal(lfx_pop(c, &e, iov, 4), -EIO);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_BUFFER_ID);
+}
+
 #define ON(layout, f) {#f " (" #layout ")", f, setup_##layout, teardown, NULL}
 int main(void)
 {
@@ -361,6 +384,8 @@ int main(void)
 		ON(packed, two_descriptor_chain_over_4g_breaks_the_queue),
 		ON(split, shapes_mixed_in_one_batch),
 		ON(packed, shapes_mixed_in_one_batch),
+		ON(split, shapes_alternating_across_pops),
+		ON(packed, shapes_alternating_across_pops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
