@@ -240,6 +240,10 @@ static void test_log_switched_under_traffic(void **state)
 
 /* More than a scheduler turn takes (budget_pkts 256): the source stops with some never popped. */
 #define INFLIGHT 400
+/* How long the source's device takes per request: INFLIGHT of them must outlast whatever holds
+ * the test thread up between its kick and the stop, or the stop finds none in flight (at 300 us,
+ * 120 ms in all, one run in 16 at load average 9-13 had them all done). */
+#define SLOW_US 1000
 
 /* The asynchronous sources' echo devices (split, packed): their completer threads outlive the
  * tests, so each keeps its own. */
@@ -304,7 +308,7 @@ static void migrates(bool packed, bool async)
 	vqs_vu_frontend_log_sync(f, log, sizeof(log));
 
 	/* Requests in flight as the source stops, slow to complete. */
-	env->echo.delay_us = 300;
+	env->echo.delay_us = SLOW_US;
 	uint64_t in[INFLIGHT];
 	int tokens[INFLIGHT];
 	uint8_t *src = post_inflight(f, 0xa5, in, tokens);
@@ -377,7 +381,7 @@ static void stops_and_resumes(bool packed)
 	struct vu_env env;
 	struct vqs_vu_frontend *f = start(&env, packed);
 	assert_true(vqs_vu_frontend_protocol_features(f) & VQS_BIT(VQS_VU_PROTOCOL_F_INFLIGHT_SHMFD));
-	env.echo.delay_us = 300;
+	env.echo.delay_us = SLOW_US;
 	uint64_t in[INFLIGHT];
 	int tokens[INFLIGHT];
 	uint8_t *src = post_inflight(f, 0x3c, in, tokens);
