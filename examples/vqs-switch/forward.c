@@ -272,38 +272,47 @@ unsigned sw_tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigne
 		 * destination gets the same bytes (not from another destination's slot: that belongs
 		 * to its receive handler once its lock is let go); one destination's straight from
 		 * the guest's buffer, its header from the snapshot switched on. */
-		bool several = to & (to - 1);
-		if (several) {
+		uint64_t done = before;
+		uint8_t *room;
+		if (!(to & (to - 1))) {
+			/* One destination or none, the usual case, outside the loop below: through
+			 * it, spilling and reloading the registers it rotates, the handler took 196
+			 * instructions per frame instead of 163 (callgrind, docs/bench.md). */
+			if (to) {
+				hold(&held, sw->ports[__builtin_ctzll(to)]);
+				if (stage(sw, held, a, len, now, flood, &room) == -EAGAIN)
+					goto wait;
+				if (room) {
+					eth_store(room, w);
+					iov_read(e->iov, e->out_num, hl + ETH_HDR, room + ETH_HDR,
+						 len - ETH_HDR);
+				}
+			}
+		} else {
 			eth_store(whole, w);
 			iov_read(e->iov, e->out_num, hl + ETH_HDR, whole + ETH_HDR, len - ETH_HDR);
-		}
-		uint64_t done = before;
-		while (to) {
-			unsigned d = (unsigned)__builtin_ctzll(to);
-			to &= to - 1;
-			hold(&held, sw->ports[d]);
-			uint8_t *room;
-			if (stage(sw, held, a, len, now, flood, &room) == -EAGAIN) {
-				a->partial = true;
-				a->partial_id = e->id;
-				a->partial_gen = gen;
-				a->partial_done = done;
-				goto out;
+			while (to) {
+				unsigned d = (unsigned)__builtin_ctzll(to);
+				to &= to - 1;
+				hold(&held, sw->ports[d]);
+				if (stage(sw, held, a, len, now, flood, &room) == -EAGAIN)
+					goto wait;
+				if (room)
+					memcpy(room, whole, len);
+				done |= bit(d);
 			}
-			if (room && several) {
-				memcpy(room, whole, len);
-			} else if (room) {
-				eth_store(room, w);
-				iov_read(e->iov, e->out_num, hl + ETH_HDR, room + ETH_HDR,
-					 len - ETH_HDR);
-			}
-			done |= bit(d);
 		}
 		frames++;
 		bytes += len;
 		vqs_req_complete(r, 0);
+		continue;
+	wait:
+		a->partial = true;
+		a->partial_id = e->id;
+		a->partial_gen = gen;
+		a->partial_done = done;
+		break;
 	}
-out:
 	hold(&held, NULL);
 	sw_count(&a->c.rx_frames, frames);
 	sw_count(&a->c.rx_bytes, bytes);
