@@ -157,6 +157,16 @@ struct mask_sides {
 static int set_mask(void *opaque, unsigned side)
 {
 	struct mask_sides *m = opaque;
+	/* Widening the mask leaves the worker on the vCPU's CPU until the scheduler moves it, and
+	 * a busy worker (TCP_STREAM) seldom sleeps, so no wake-up places it anew: its kthread
+	 * slices ran where its task slices left it. A kthread-mode worker starts where the
+	 * scheduler places a new thread, off the busy vCPU's CPU: move it there first. */
+	if (!side) {
+		cpu_set_t off = m->mask[0];
+		CPU_CLR(m->ctx->o->vcpu_cpu, &off);
+		if (CPU_COUNT(&off) && sched_setaffinity(m->tid, sizeof(off), &off))
+			return -errno;
+	}
 	if (sched_setaffinity(m->tid, sizeof(m->mask[side]), &m->mask[side]))
 		return -errno;
 	if (!m->recorded) { /* kthread mode's mask (side 0, the first) as the worker has it */
