@@ -3,17 +3,26 @@
 # --bare-metal costs, interleaved so that load from elsewhere hits both alike, and count each
 # verdict line: how often it came out REPRODUCED (YES / no drop), and how often the preset said
 # the effect is not expected with those costs or could not be judged under that run's load. Each
-# run's load average goes to OUT_DIR/load.txt.
-#   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR]
+# run's load average goes to OUT_DIR/load.txt. WHICH `heavy` runs only seed-2017's 1- and 50-stream
+# rows (the heavy-load gain needs a light row beside it) and counts their verdicts.
+#   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR] [all|heavy]
 set -eu
 n=${1:-10}
 bench=${2:-build/dev}/bench/vqs-bench
 out=${3:-$(mktemp -d)}
+which=${4:-all}
+presets="seed-2017 seed-2023" rows=
+case $which in
+all) ;;
+heavy) presets=seed-2017 rows="--streams 1,50" ;;
+*) echo "usage: $0 [N] [BUILD_DIR] [OUT_DIR] [all|heavy]" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 for i in $(seq 1 "$n"); do
-	for p in seed-2017 seed-2023; do
+	for p in $presets; do
 		for m in vm bare; do
 			flag=; [ $m = bare ] && flag=--bare-metal
+			[ $p = seed-2017 ] && flag="$flag $rows"
 			echo "$p $m $i $(uptime)" >>"$out/load.txt"
 			nice "$bench" --preset $p --no-floors $flag --json "$out/$p-$m-$i.json" \
 				>"$out/$p-$m-$i.txt" 2>/dev/null || echo "run $p $m $i failed: $?" >&2
@@ -38,6 +47,7 @@ for m in vm bare; do
 	count "$f" "heavy-load gain" "heavy-load batching gain" ": REPRODUCED" "b1\): not judged"
 	count "$f" "vqsched within 10% of the best kernel column" "adaptive loses nothing" ": YES" \
 		": not judged"
+	[ "$which" = heavy ] && continue
 	f="$out/seed-2023-$m-*.txt"
 	echo "seed-2023, $m costs:"
 	count "$f" "task-mode worker carries the vCPU's mask" "inherits the vCPU's pin" ": REPRODUCED"

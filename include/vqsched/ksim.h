@@ -249,6 +249,13 @@ struct vqs_ksim_seed2017_opts {
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
+	/* N > 0 (default 2000): the heavy row's 4.13 b64 and fixed b1 columns share one world per
+	 * repeat, whose two RX handlers are switched between the two every N packets delivered,
+	 * A B B A, for cell_ms and until each side had two slices; each side's rate is its median
+	 * slice's, and the world's retransmits and leaks count for 4.13 b64 (only its handler
+	 * leaks). Both then meet whatever other programs do at that moment alike. 0: a world per
+	 * cell. Used when two rows or more run. */
+	uint32_t interleave;
 };
 /* Defaults; quick = a run of about ten seconds in all. The costs are this VM's with the
  * scenario's changes: recv_pkt_ns 4000 (the receiver falls behind), ring_lock_ns 1000 (a
@@ -282,6 +289,9 @@ struct vqs_ksim_seed2017_result {
 	 * false with spinning waits on fewer CPUs than the model's busy threads (4), which then
 	 * take turns on the CPUs and the time a batch saves goes to spinning. */
 	bool throughput_expected;
+	/* The heavy row's 4.13 b64 and fixed b1 cells were measured interleaved in one world per
+	 * repeat (opts.interleave): heavy_load_gain then judges every repeat. */
+	bool interleaved;
 };
 /* CPUs (cpus_used) both cells of a seed-2017 throughput comparison must have got for a repeat
  * to be judged: most of the two the model's four threads share. */

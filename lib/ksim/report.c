@@ -121,6 +121,70 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		       : (double)out->delivered * w->costs.pkt_bytes * 8.0 / secs / 1e6;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void cell_add(struct vqs_ksim_cell *c, const struct ksim_snap *a, const struct ksim_snap *b,
+		     double *cpu_ns)
+{
+	c->delivered += b->delivered - a->delivered;
+	c->drops_batch += b->drops_batch - a->drops_batch;
+	c->drops_ring += b->drops_ring - a->drops_ring;
+	c->kicks += b->kicks - a->kicks;
+	c->elapsed_ns += b->t - a->t;
+	*cpu_ns += (double)(b->cpu - a->cpu);
+}
+
+#define SLICES_MAX 1024 /* per side of an interleaved window */
+
+int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
+			    struct vqs_ksim_cell side[2])
+{
+	double *per = malloc(2 * SLICES_MAX * sizeof(*per)), cpu_ns[2] = {0, 0};
+	if (!per)
+		return -ENOMEM;
+	int rc = 0;
+	unsigned n[2] = {0, 0};
+	uint64_t t0 = vqs_now_ns(), t_end = t0 + il->cell_ms * 1000000ull,
+		 t_max = t0 + 20ull * il->cell_ms * 1000000ull;
+	for (unsigned k = 0;; k++) {
+		unsigned s = (k + 1) / 2 % 2;
+		if ((rc = il->set_side(il->opaque, s)))
+			break;
+		struct ksim_snap a, b;
+		uint64_t tr = il->transactions ? atomic_load(il->transactions) : 0;
+		ksim_snap_take(w, tr, &a);
+		do {
+			ksim_sleep_ms(1);
+			tr = il->transactions ? atomic_load(il->transactions) : 0;
+			ksim_snap_take(w, tr, &b);
+		} while (b.delivered - a.delivered < il->slice && b.t < t_max);
+		cell_add(&side[s], &a, &b, &cpu_ns[s]);
+		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
+			per[s * SLICES_MAX + n[s]++] =
+				(double)(b.t - a.t) / (double)(b.delivered - a.delivered);
+		if (b.t >= t_max || (k % 4 == 3 && b.t >= t_end && n[0] >= 2 && n[1] >= 2) ||
+		    n[s] == SLICES_MAX)
+			break;
+	}
+	for (unsigned s = 0; s < 2; s++) {
+		struct vqs_ksim_cell *c = &side[s];
+		c->cpus_used = c->elapsed_ns ? cpu_ns[s] / (double)c->elapsed_ns : 0;
+		if (!n[s]) {
+			c->rate = 0;
+			continue;
+		}
+		qsort(&per[s * SLICES_MAX], n[s], sizeof(*per), cmp_double);
+		double ns = per[s * SLICES_MAX + n[s] / 2]; /* per delivery */
+		c->rate = il->rr ? 1e9 / ns : (double)w->costs.pkt_bytes * 8.0 * 1e3 / ns;
+	}
+	free(per);
+	return rc;
+}
+
 void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c)
 {
 	fprintf(f,
@@ -200,12 +264,6 @@ int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec)
 }
 
 double ksim_ratio(double a, double b) { return b > 0 ? a / b : 0; }
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 double ksim_median(double *v, unsigned n)
 {

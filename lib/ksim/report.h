@@ -29,6 +29,27 @@ void ksim_snap_take(struct ksim_world *w, uint64_t transactions, struct ksim_sna
 void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
 		    const struct ksim_snap *b, bool rr, struct vqs_ksim_cell *out);
 
+/*
+ * Two variants measured in one world, so that what other programs do to the machine hits both
+ * alike (cells seconds apart get different CPU shares): the measured window is cut into slices
+ * of `slice` deliveries, set_side(opaque, s) switching the world to side 0 or 1 before each,
+ * A B B A, until cell_ms passed and each side had two slices (at most 20 cell_ms). Slices count
+ * deliveries, not time, so a stall leaves no side empty; each side's rate is its median slice's
+ * (per delivery), so a slice that other programs starved counts as one slice. The deliveries at
+ * a switch were served by the other side: a dilution of about what is in flight per slice.
+ * side[] (zeroed by the caller) gets each side's counters summed over its slices and its rate;
+ * Mbit/s of pkt_bytes payloads, or transactions/s when rr. Returns set_side's error, or -ENOMEM.
+ */
+struct ksim_interleave {
+	uint32_t slice, cell_ms;
+	bool rr;
+	_Atomic uint64_t *transactions; /* counted as deliveries beside the flows; NULL: none */
+	int (*set_side)(void *opaque, unsigned side);
+	void *opaque;
+};
+int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
+			    struct vqs_ksim_cell side[2]);
+
 double ksim_ratio(double a, double b);
 /* Median of v[0..n) (sorts v); 0 when n is 0. */
 double ksim_median(double *v, unsigned n);

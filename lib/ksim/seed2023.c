@@ -145,99 +145,72 @@ struct cell_ctx {
 	struct vqs_ksim_cell *paired;
 };
 
-#define SLICES_MAX 1024 /* per side of an interleaved window */
+/* o->interleave: the worker's mask per side, and the tid it is set on. */
+struct mask_sides {
+	const struct cell_ctx *ctx;
+	struct ksim_nic *nic;
+	int tid;
+	cpu_set_t mask[2];
+	bool recorded;
+};
 
-static int cmp_double(const void *a, const void *b)
+static int set_mask(void *opaque, unsigned side)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static void cell_add(struct vqs_ksim_cell *c, const struct ksim_snap *a, const struct ksim_snap *b,
-		     double *cpu_ns)
-{
-	c->delivered += b->delivered - a->delivered;
-	c->drops_batch += b->drops_batch - a->drops_batch;
-	c->drops_ring += b->drops_ring - a->drops_ring;
-	c->kicks += b->kicks - a->kicks;
-	c->elapsed_ns += b->t - a->t;
-	*cpu_ns += (double)(b->cpu - a->cpu);
+	struct mask_sides *m = opaque;
+	/* Widening the mask leaves the worker on the vCPU's CPU until the scheduler moves it, and
+	 * a busy worker (TCP_STREAM) seldom sleeps, so no wake-up places it anew: its kthread
+	 * slices ran where its task slices left it. A kthread-mode worker starts where the
+	 * scheduler places a new thread, off the busy vCPU's CPU: move it there first. */
+	if (!side) {
+		cpu_set_t off = m->mask[0];
+		CPU_CLR(m->ctx->o->vcpu_cpu, &off);
+		if (CPU_COUNT(&off) && sched_setaffinity(m->tid, sizeof(off), &off))
+			return -errno;
+	}
+	if (sched_setaffinity(m->tid, sizeof(m->mask[side]), &m->mask[side]))
+		return -errno;
+	if (!m->recorded) { /* kthread mode's mask (side 0, the first) as the worker has it */
+		const struct vqs_ksim_seed2023_opts *o = m->ctx->o;
+		cpu_set_t got;
+		unsigned col = COL_KTHREAD;
+		m->recorded = true;
+		if (!ksim_vnet_worker_cpus(m->nic, &got)) {
+			ksim_cpus_format(&got, m->ctx->r->worker_cpus[col],
+					 sizeof(m->ctx->r->worker_cpus[col]));
+			m->ctx->r->worker_cpu_pinned[col] =
+				CPU_COUNT(&got) == 1 && CPU_ISSET(o->vcpu_cpu, &got);
+		}
+	}
+	return 0;
 }
 
 /*
  * o->interleave: the measured window of a world whose worker runs in task mode, its mask
  * switched between kthreadd's (side 0, kthread mode: the mask is all the modes differ in once
- * the worker runs) and the vCPU's CPU alone (side 1, task mode's inherited mask) in slices of
- * o->interleave deliveries, A B B A, until cell_ms passed and each side had two slices (at most
- * 20 cell_ms). Slices count deliveries, not time, so a stall leaves no side empty; each side's
- * rate is its median slice's, so a slice that other programs starved counts as one slice. The
- * deliveries at a switch were served under the other mask: a dilution of about one round trip
- * (RR) or a window (STREAM) per slice.
+ * the worker runs) and the vCPU's CPU alone (side 1, task mode's inherited mask) every
+ * o->interleave deliveries (ksim_interleaved_window). The dilution at a switch is about one
+ * round trip (RR) or a window (STREAM) per slice.
  */
 static int interleaved_window(const struct cell_ctx *ctx, unsigned row, struct ksim_world *w,
 			      struct ksim_nic *nic, struct ksim_peer *peer,
 			      struct vqs_ksim_cell side[2])
 {
-	const struct vqs_ksim_seed2023_opts *o = ctx->o;
-	int tid = ksim_vnet_worker_tid(nic);
-	if (tid < 0)
-		return tid;
+	struct mask_sides m = {.ctx = ctx, .nic = nic, .tid = ksim_vnet_worker_tid(nic)};
+	if (m.tid < 0)
+		return m.tid;
 	/* Side 1 keeps the mask the worker was forked with, which task mode inherited from the
 	 * owner: a worker that did not inherit it shows no drop. */
-	cpu_set_t mask[2];
-	ksim_kthread_cpus(&mask[0]);
-	int rc = ksim_vnet_worker_cpus(nic, &mask[1]);
+	ksim_kthread_cpus(&m.mask[0]);
+	int rc = ksim_vnet_worker_cpus(nic, &m.mask[1]);
 	if (rc)
 		return rc;
-	double *per = malloc(2 * SLICES_MAX * sizeof(*per)), cpu_ns[2] = {0, 0};
-	if (!per)
-		return -ENOMEM;
-	unsigned n[2] = {0, 0};
-	uint64_t t0 = vqs_now_ns(), t_end = t0 + o->cell_ms * 1000000ull,
-		 t_max = t0 + 20ull * o->cell_ms * 1000000ull;
-	for (unsigned k = 0;; k++) {
-		unsigned s = (k + 1) / 2 % 2;
-		if (sched_setaffinity(tid, sizeof(mask[s]), &mask[s])) {
-			rc = -errno;
-			break;
-		}
-		if (k == 0) { /* kthread mode's mask as the worker has it */
-			cpu_set_t got;
-			unsigned col = COL_KTHREAD;
-			if (!ksim_vnet_worker_cpus(nic, &got)) {
-				ksim_cpus_format(&got, ctx->r->worker_cpus[col],
-						 sizeof(ctx->r->worker_cpus[col]));
-				ctx->r->worker_cpu_pinned[col] =
-					CPU_COUNT(&got) == 1 && CPU_ISSET(o->vcpu_cpu, &got);
-			}
-		}
-		struct ksim_snap a, b;
-		ksim_snap_take(w, atomic_load(&peer->transactions), &a);
-		do {
-			ksim_sleep_ms(1);
-			ksim_snap_take(w, atomic_load(&peer->transactions), &b);
-		} while (b.delivered - a.delivered < o->interleave && b.t < t_max);
-		cell_add(&side[s], &a, &b, &cpu_ns[s]);
-		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
-			per[s * SLICES_MAX + n[s]++] =
-				(double)(b.t - a.t) / (double)(b.delivered - a.delivered);
-		if (b.t >= t_max || (k % 4 == 3 && b.t >= t_end && n[0] >= 2 && n[1] >= 2) ||
-		    n[s] == SLICES_MAX)
-			break;
-	}
-	for (unsigned s = 0; s < 2; s++) {
-		struct vqs_ksim_cell *c = &side[s];
-		c->cpus_used = c->elapsed_ns ? cpu_ns[s] / (double)c->elapsed_ns : 0;
-		if (!n[s]) {
-			c->rate = 0;
-			continue;
-		}
-		qsort(&per[s * SLICES_MAX], n[s], sizeof(*per), cmp_double);
-		double ns = per[s * SLICES_MAX + n[s] / 2]; /* per delivery */
-		c->rate = row == ROW_RR ? 1e9 / ns : (double)w->costs.pkt_bytes * 8.0 * 1e3 / ns;
-	}
-	free(per);
-	return rc;
+	struct ksim_interleave il = {.slice = ctx->o->interleave,
+				     .cell_ms = ctx->o->cell_ms,
+				     .rr = row == ROW_RR,
+				     .transactions = &peer->transactions,
+				     .set_side = set_mask,
+				     .opaque = &m};
+	return ksim_interleaved_window(w, &il, side);
 }
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)

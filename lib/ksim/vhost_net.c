@@ -17,6 +17,9 @@ struct ksim_vnet {
 	struct vqs_ksim_work tx_work, rx_work;
 	struct rx_batch rxq; /* RX_413 only; the worker's */
 	uint64_t last_leak_ns; /* RX_413: when the last packet leaked */
+	/* ksim_vnet_set_rx: the RX handler asked for (variant << 8 | batch), 0 none; the worker
+	 * adopts it into cfg between rounds, once the 4.13 private batch is empty */
+	atomic_uint rx_next;
 };
 
 #define IOV_PER_ELEM 4
@@ -188,6 +191,19 @@ static int rx_round_fixed(struct ksim_vnet *v, uint64_t *bytes)
 	return (int)got;
 }
 
+/* A handler switch asked for by ksim_vnet_set_rx, taken where no packet is held privately:
+ * a 4.13 batch in hand would otherwise be stranded by the fixed variant. */
+static void rx_adopt(struct ksim_vnet *v)
+{
+	/* relaxed: the value is all there is to it; the packets it governs come from the tun
+	 * ring, ordered by the ring's own barriers. */
+	unsigned next = atomic_load_explicit(&v->rx_next, memory_order_relaxed);
+	if (!next || v->rxq.head != v->rxq.tail)
+		return;
+	v->cfg.variant = (enum vqs_ksim_rx_variant)(next >> 8);
+	v->cfg.batch = next & 0xff;
+}
+
 static void handle_rx(struct vqs_ksim_work *w)
 {
 	struct ksim_vnet *v = w->opaque;
@@ -197,6 +213,7 @@ static void handle_rx(struct vqs_ksim_work *w)
 	vqs_mem_read_lock();
 	vqs_vq_disable_notify(n->vq[KSIM_RXQ]);
 	for (;;) {
+		rx_adopt(v);
 		int placed = v->cfg.variant == VQS_KSIM_RX_413 ? rx_round_413(v, &bytes)
 							       : rx_round_fixed(v, &bytes);
 		if (placed < 0)
@@ -262,6 +279,15 @@ void ksim_vnet_stop(struct ksim_nic *n)
 		ksim_skb_free(v->rxq.skb[v->rxq.head++]);
 	free(v);
 	n->backend = NULL;
+}
+
+int ksim_vnet_set_rx(struct ksim_nic *n, enum vqs_ksim_rx_variant variant, unsigned batch)
+{
+	struct ksim_vnet *v = n->backend;
+	if (!v || batch < 1 || batch > VQS_KSIM_NET_BATCH)
+		return -EINVAL;
+	atomic_store_explicit(&v->rx_next, (unsigned)variant << 8 | batch, memory_order_relaxed);
+	return 0;
 }
 
 int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus)

@@ -20,6 +20,10 @@ struct ksim_vnet_cfg {
 int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg);
 /* Stop polls and workers. Whatever produces into n->rx_tun must have stopped before. */
 void ksim_vnet_stop(struct ksim_nic *n);
+/* Switch the RX handler to variant and batch (1..VQS_KSIM_NET_BATCH) while traffic flows: the
+ * worker takes the change at its next round with no packet held in a 4.13 batch. -EINVAL for a
+ * bad batch or a nic without a kernel-model backend. Threads: control. */
+int ksim_vnet_set_rx(struct ksim_nic *n, enum vqs_ksim_rx_variant variant, unsigned batch);
 /* CPU mask of the worker serving the nic. */
 int ksim_vnet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus);
 /* Linux tid of that worker (-errno): for sched_setaffinity from outside. */
