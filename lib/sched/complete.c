@@ -37,7 +37,7 @@ static void order_drain(struct vqs_vq_session *ss, struct vqs_queue *q)
 {
 	uint64_t now = 0;
 	while (q->ord_len) {
-		struct req_slot *r = q->order[q->ord_head];
+		struct req_slot *r = slot_of(q, q->order[q->ord_head]);
 		if (r->st != SLOT_HELD)
 			break;
 		order_advance(q, 1);

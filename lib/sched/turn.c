@@ -53,32 +53,51 @@ static void queue_broken(struct vqs_queue *q)
 		q->on_broken(q, vqs_vq_error(q->vq), q->on_broken_opaque);
 }
 
-/* Pop up to want chains (want <= what the session's begin saw, see serve) into free slots of
- * the worker's batch, with one ring call. Returns how many; *empty when that was all the ring
- * had. */
+/*
+ * Pop up to want chains (want <= what the session's begin saw, see serve) into the queue's
+ * landing area with one ring call, and move each to the request of its chain id (the ring
+ * refuses an id already in flight, VQS_VQ_ERR_BUFFER_ID, so that request is free), with
+ * everything it needs before the handler: its batch's pin (set by the caller), when it was
+ * noticed (t0), its bytes. Returns how many; *empty when that was all the ring had.
+ */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned want, bool *empty)
+			  unsigned want, uint64_t t0, bool *empty)
 {
-	for (unsigned i = 0; i < want; i++) {
-		struct req_slot *r = slot_get(q);
-		r->req.elem.iov = r->iov;
-		r->req.elem.iov_cap = q->iov_per_req;
-		w->batch[i] = r;
-		w->pop_elems[i] = &r->req.elem;
-	}
-	int rc = vqs_vq_session_pop(ss, w->pop_elems, want);
+	int rc = vqs_vq_session_pop(ss, q->land_ptr, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
-	for (unsigned i = want; i-- > n;)
-		slot_free(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that long chain waits until long chains in flight complete (-EBUSY, from the pop that
 	 * tries it first: not empty, and their completions wake the queue). */
 	if ((rc < 0 && rc != -EBUSY) || (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK))
 		queue_broken(q);
 	*empty = n < want && !q->broken && rc != -EBUSY;
+	unsigned lines = q->prefetch_lines;
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_elem *e = &q->land[i];
+		struct iovec *land_iov = q->land_iov + (size_t)i * q->iov_per_req;
+		struct req_slot *r = slot_of(q, e->id);
+		r->req.elem = *e;
+		/* A long chain stays where the ring built it (its long-chain area, see vqs_elem);
+		 * the landing element is set for the next pop. */
+		if (e->iov == land_iov) {
+			r->req.elem.iov = r->iov;
+			for (unsigned k = 0, nk = e->out_num + e->in_num; k < nk; k++)
+				r->iov[k] = land_iov[k];
+		} else {
+			e->iov = land_iov;
+		}
+		r->req.user = NULL;
+		r->st = SLOT_HANDED;
+		r->t0_ns = t0;
+		if (lines)
+			prefetch_buffer(&r->req.elem, lines);
+		w->batch[i] = r;
+		w->batch_bytes[i] = e->out_len + e->in_len;
+	}
+	q->nout += n;
 	if (q->in_order)
 		for (unsigned i = 0; i < n; i++)
-			q->order[order_at(q, q->ord_len++)] = w->batch[i];
+			q->order[order_at(q, q->ord_len++)] = q->land[i].id;
 	return n;
 }
 
@@ -129,7 +148,7 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
-		unsigned n = pop_batch(w, q, ss, want, empty);
+		unsigned n = pop_batch(w, q, ss, want, t0, empty);
 		if (!n)
 			return 0;
 		const struct vqs_mem_table *t = ss->table;
@@ -148,19 +167,8 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 				q->pin_cur = pin;
 			}
 			pin->refs += n;
-			/* Everything a request needs before the handler, in one pass over the kept
-			 * batch: a loop each cost 8 instructions per request more (docs/bench.md). */
-			unsigned lines = q->prefetch_lines;
-			for (unsigned i = 0; i < n; i++) {
-				struct req_slot *r = w->batch[i];
-				if (lines)
-					prefetch_buffer(&r->req.elem, lines);
-				r->pin = pin;
-				r->st = SLOT_HANDED;
-				r->t0_ns = t0;
-				r->req.user = NULL;
-				w->batch_bytes[i] = r->req.elem.out_len + r->req.elem.in_len;
-			}
+			for (unsigned i = 0; i < n; i++)
+				w->batch[i]->pin = pin;
 			return n;
 		}
 		give_back(w, q, 0, n);
@@ -333,8 +341,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		unsigned want = pol->batch(s, q);
 		if (want > s->o.budget_pkts - pkts)
 			want = (unsigned)(s->o.budget_pkts - pkts);
-		if (want > q->nfree)
-			want = q->nfree;
+		if (want > q->nslots - q->nout)
+			want = q->nslots - q->nout;
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
 		if (q->demand) {
