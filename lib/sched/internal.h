@@ -264,7 +264,6 @@ struct sched_worker {
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
-	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
 	/* The batch's requests completed during the handler call, filled in one session fill */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
 	uint32_t fill_written[SCHED_BATCH_MAX];

@@ -36,18 +36,16 @@ static inline void queue_unpin(struct vqs_queue *q)
 	}
 }
 
-/* Free r, whose reference on its batch's pin (if any) the caller drops. */
+/* Free r, whose reference on its batch's pin the caller drops. */
 static inline void slot_free(struct vqs_queue *q, struct req_slot *r)
 {
-	r->pin = NULL;
 	r->st = SLOT_FREE;
 	q->nout--;
 }
 
 static inline void slot_put(struct vqs_queue *q, struct req_slot *r)
 {
-	if (r->pin)
-		pin_drop(q, r->pin, 1);
+	pin_drop(q, r->pin, 1);
 	slot_free(q, r);
 }
 

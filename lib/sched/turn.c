@@ -57,11 +57,13 @@ static void queue_broken(struct vqs_queue *q)
  * Pop up to want chains (want <= what the session's begin saw, see serve) into the queue's
  * landing area with one ring call, and move each to the request of its chain id (the ring
  * refuses an id already in flight, VQS_VQ_ERR_BUFFER_ID, so that request is free), with
- * everything it needs before the handler: its batch's pin (set by the caller), when it was
- * noticed (t0), its bytes. Returns how many; *empty when that was all the ring had.
+ * everything it needs before the handler: its batch's pin (pin: the caller's guess, see
+ * pop_pinned), when it was noticed (t0). Returns how many, *bytes their bytes; *empty when that
+ * was all the ring had.
  */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned want, uint64_t t0, bool *empty)
+			  unsigned want, uint64_t t0, struct pin_ref *pin, uint64_t *bytes,
+			  bool *empty)
 {
 	int rc = vqs_vq_session_pop(ss, q->land_ptr, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
@@ -72,6 +74,7 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 		queue_broken(q);
 	*empty = n < want && !q->broken && rc != -EBUSY;
 	unsigned lines = q->prefetch_lines;
+	uint64_t b = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct vqs_elem *e = &q->land[i];
 		struct iovec *land_iov = q->land_iov + (size_t)i * q->iov_per_req;
@@ -81,19 +84,28 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 		 * the landing element is set for the next pop. */
 		if (e->iov == land_iov) {
 			r->req.elem.iov = r->iov;
-			for (unsigned k = 0, nk = e->out_num + e->in_num; k < nk; k++)
-				r->iov[k] = land_iov[k];
+			/* The first two without a loop (a request and its response buffer, the
+			 * usual chain): a loop from the first cost 16 instructions a request. */
+			unsigned nk = e->out_num + e->in_num;
+			r->iov[0] = land_iov[0];
+			if (nk > 1) {
+				r->iov[1] = land_iov[1];
+				for (unsigned k = 2; k < nk; k++)
+					r->iov[k] = land_iov[k];
+			}
 		} else {
 			e->iov = land_iov;
 		}
 		r->req.user = NULL;
 		r->st = SLOT_HANDED;
 		r->t0_ns = t0;
+		r->pin = pin;
 		if (lines)
 			prefetch_buffer(&r->req.elem, lines);
 		w->batch[i] = r;
-		w->batch_bytes[i] = e->out_len + e->in_len;
+		b += e->out_len + e->in_len;
 	}
+	*bytes = b;
 	q->nout += n;
 	if (q->in_order)
 		for (unsigned i = 0; i < n; i++)
@@ -119,20 +131,25 @@ static void fill_collected(struct sched_worker *w, struct vqs_queue *q, struct v
 	stat_add(&q->c.reqs, m);
 }
 
-/* Give batch[from..n) back to the ring unconsumed. */
-static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n)
+/* Give batch[from..n) back to the ring unconsumed, with their references on pin (none: not
+ * pinned yet). Returns their bytes. */
+static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n,
+			  struct pin_ref *pin)
 {
-	for (unsigned i = from; i < n; i++)
+	uint64_t b = 0;
+	for (unsigned i = from; i < n; i++) {
 		w->giveback[i - from] = w->batch[i]->req.elem;
+		b += w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+	}
 	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
 		vqs_err("sched: could not give back %u requests", n - from);
-	struct pin_ref *pin = w->batch[from]->pin; /* the batch's, or none before it is pinned */
 	for (unsigned i = from; i < n; i++)
 		slot_free(q, w->batch[i]);
 	if (pin)
 		pin_drop(q, pin, n - from);
 	if (q->in_order)
 		q->ord_len -= n - from; /* the newest popped */
+	return b;
 }
 
 /*
@@ -144,18 +161,20 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
  * table stays the same: two atomic RMWs per table the queue's worker sees, not per batch.
  */
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			   unsigned want, uint64_t t0, bool *empty)
+			   unsigned want, uint64_t t0, uint64_t *bytes, bool *empty)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
-		unsigned n = pop_batch(w, q, ss, want, t0, empty);
+		const struct vqs_mem_table *t = ss->table;
+		/* The pin the batch will share when the table is still current after the pop (no
+		 * reuse of t: a pinned table is not freed), set with the rest of each request. */
+		struct pin_ref *pin = q->pin_cur && q->pin_cur->t == t ? q->pin_cur : NULL;
+		unsigned n = pop_batch(w, q, ss, want, t0, pin, bytes, empty);
 		if (!n)
 			return 0;
-		const struct vqs_mem_table *t = ss->table;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			struct pin_ref *pin = q->pin_cur;
-			if (!pin || pin->t != t) { /* a pinned table is not freed: no reuse of t */
+			if (!pin) {
 				queue_unpin(q);
 				/* A free pin is there: each pin in use holds at least one request,
 				 * and at most nslots - n are outstanding besides this batch. */
@@ -165,13 +184,13 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 				pin->t = t;
 				pin->refs = 1;
 				q->pin_cur = pin;
+				for (unsigned i = 0; i < n; i++)
+					w->batch[i]->pin = pin;
 			}
 			pin->refs += n;
-			for (unsigned i = 0; i < n; i++)
-				w->batch[i]->pin = pin;
 			return n;
 		}
-		give_back(w, q, 0, n);
+		give_back(w, q, 0, n, NULL);
 		/* the session's next pop enters the new table */
 		vqs_vq_session_pause(ss);
 	}
@@ -203,13 +222,14 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 	return last;
 }
 
-/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Those it completed during the call are staged here, together (IN_ORDER: those with no older
- * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
- * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
- * buffers mapped, so a handler that blocks holds up no grace period. */
+/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring,
+ * their bytes taken off *bytes). Those it completed during the call are staged here, together
+ * (IN_ORDER: those with no older request outstanding; the others wait in the order), and freed:
+ * *done of them, whose pin references and latency retire_done_here counts after the flush.
+ * Outside the read-side section: the batch's pin keeps the buffers mapped, so a handler that
+ * blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned n, bool *in_section)
+			  unsigned n, bool *in_section, uint64_t *bytes, unsigned *done)
 {
 	sched_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -225,7 +245,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if (taken < n)
 		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
-		give_back(w, q, taken, n);
+		*bytes -= give_back(w, q, taken, n, w->batch[taken]->pin);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
@@ -236,6 +256,9 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE && now) {
+			/* Free already: the slot is next written by this thread's next pop, after
+			 * the fill below has read it. */
+			r->st = SLOT_FREE;
 			w->fill_elems[m] = &r->req.elem;
 			w->fill_written[m++] = checked_written(r, r->written);
 			continue;
@@ -246,34 +269,24 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
 	}
 	if (m) {
+		q->nout -= m;
 		if (q->in_order)
 			order_advance(q, m);
 		fill_collected(w, q, ss, m);
 	}
+	*done = m;
 	return taken;
 }
 
-/* Count and free the requests of batch[0..taken) completed inside the handler call, published
- * by now. They were noticed together (one t0, pop_pinned), so they share a latency bucket. Owner
- * of q. */
-static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+/* Count the done requests of the batch completed inside the handler call (freed by hand_over),
+ * published by now, and drop their references on the batch's pin. They were noticed together
+ * (one t0, pop_batch), so they share a latency bucket. Owner of q. */
+static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned done,
 			     uint64_t now)
 {
-	if (!taken)
-		return;
-	unsigned done = 0;
-	uint64_t t0 = w->batch[0]->t0_ns;
-	struct pin_ref *pin = w->batch[0]->pin; /* the batch's: dropped once for all of them */
-	for (unsigned i = 0; i < taken; i++) {
-		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE) {
-			done++;
-			slot_free(q, r);
-		}
-	}
 	if (done) {
-		pin_drop(q, pin, done);
-		stat_latency(q, t0, now, done);
+		pin_drop(q, w->batch[0]->pin, done);
+		stat_latency(q, w->batch[0]->t0_ns, now, done);
 	}
 }
 
@@ -367,8 +380,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			queue_broken(q);
 			break;
 		}
+		uint64_t b = 0;
 		if (has)
-			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &empty);
+			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &b, &empty);
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
 		vqs_vq_session_pause(&ss);
@@ -383,7 +397,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, &ss, n, in_section);
+		unsigned done;
+		unsigned taken = hand_over(w, q, &ss, n, in_section, &b, &done);
 		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
@@ -394,11 +409,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		t = vqs_now_ns();
-		retire_done_here(w, q, taken, t);
+		retire_done_here(w, q, done, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
-		uint64_t b = 0;
-		for (unsigned i = 0; i < taken; i++)
-			b += w->batch_bytes[i];
 		pkts += taken;
 		bytes += b;
 		stat_add(&q->c.bytes, b);
