@@ -13,7 +13,10 @@
 #include "util/log.h"
 #include "util/prefetch.h"
 
-enum turn_end { TURN_DRAINED, TURN_BUDGET, TURN_STALLED };
+/* How serve ended: the ring found empty by a poll; emptied by a batch that took all the ring had
+ * (the clock was read after it: the present, for the policy); budget spent; nothing more can be
+ * taken now. */
+enum turn_end { TURN_DRAINED, TURN_TOOK_ALL, TURN_BUDGET, TURN_STALLED };
 
 /* What one turn consumed of the queue's budget. */
 struct turn_budget {
@@ -416,7 +419,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		stat_add(&q->c.bytes, b);
 		t0 = t;
 		if (empty && taken == n) {
-			end = TURN_DRAINED;
+			end = TURN_TOOK_ALL;
 			break;
 		}
 	}
@@ -460,15 +463,18 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
 		enum turn_end end = serve(w, q, now, &used, &in_section);
-		if (end != TURN_DRAINED) {
+		if (end != TURN_DRAINED && end != TURN_TOOK_ALL) {
 			again = end == TURN_BUDGET;
 			break;
 		}
 		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
 		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
 		 * that keeps saying "more" without yielding any goes back on the list instead. The
-		 * clock is read here, once per empty poll: poll timeouts need the present. */
-		*now = vqs_now_ns();
+		 * clock is read here once per empty poll (poll timeouts need the present), but not
+		 * after a batch that took all: serve read it after the batch (busy-poll rr read it
+		 * twice per request). */
+		if (end == TURN_DRAINED)
+			*now = vqs_now_ns();
 		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
 			q->s->pol->keep_polling(q->s, q, *now); /* no kick fd: only polling sees work */
 		if (again || !rearm_finds_more(q))
