@@ -37,7 +37,7 @@ static void order_drain(struct vqs_vq_session *ss, struct vqs_queue *q)
 {
 	uint64_t now = 0;
 	while (q->ord_len) {
-		struct req_slot *r = q->order[q->ord_head];
+		struct req_slot *r = slot_of(q, q->order[q->ord_head]);
 		if (r->st != SLOT_HELD)
 			break;
 		order_advance(q, 1);
@@ -105,38 +105,48 @@ static void hand_over_done(struct vqs_queue *q, struct lf_node *newest, struct l
 	urcu_bp_read_unlock();
 }
 
+/* vqs_req_complete of anything but a request of the current batch on its worker: out of line,
+ * so that the common case saves no registers for the session this one may need. */
+static __attribute__((noinline)) void complete_other(struct req_slot *r, struct vqs_queue *q,
+						     uint32_t written)
+{
+	if (sched_running != q) {
+		r->written = written;
+		hand_over_done(q, &r->done, &r->done);
+		return;
+	}
+	/* On q's worker inside its handler: q is ours. */
+	if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
+		vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
+		return;
+	}
+	/* An older request: its used entry now, published with the batch's at the turn's end. */
+	struct vqs_vq_session ss = {.vq = q->vq};
+	if (q->in_order) {
+		r->written = written;
+		r->st = SLOT_HELD;
+		order_drain(&ss, q);
+	} else {
+		fill(&ss, q, r, written);
+		stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
+		slot_put(q, r);
+	}
+	vqs_vq_session_pause(&ss);
+}
+
 void vqs_req_complete(struct vqs_req *req, uint32_t written)
 {
 	struct req_slot *r = (struct req_slot *)req;
 	struct vqs_queue *q = r->q;
-	if (sched_running == q) {
-		/* On q's worker inside its handler: q is ours. A request of the current batch is
-		 * staged with the batch's others when the handler returns (one ring call) and
-		 * timed after the flush (one clock read per batch); an older one right away. */
-		if (r->st == SLOT_HANDED) {
-			r->written = written;
-			r->st = SLOT_DONE_HERE;
-		} else if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
-			vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
-		} else {
-			/* An older request: its used entry now, published with the batch's at the
-			 * turn's end. */
-			struct vqs_vq_session ss = {.vq = q->vq};
-			if (q->in_order) {
-				r->written = written;
-				r->st = SLOT_HELD;
-				order_drain(&ss, q);
-			} else {
-				fill(&ss, q, r, written);
-				stat_latency(q, r->t0_ns, vqs_now_ns(), 1);
-				slot_put(q, r);
-			}
-			vqs_vq_session_pause(&ss);
-		}
+	/* A request of the current batch on its worker, inside the handler: staged with the batch's
+	 * others when the handler returns (one ring call) and timed after the flush (one clock read
+	 * per batch). */
+	if (sched_running == q && r->st == SLOT_HANDED) {
+		r->written = written;
+		r->st = SLOT_DONE_HERE;
 		return;
 	}
-	r->written = written;
-	hand_over_done(q, &r->done, &r->done);
+	complete_other(r, q, written);
 }
 
 void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written, unsigned n)

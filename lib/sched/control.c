@@ -369,10 +369,10 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 
 static void queue_free(struct vqs_queue *q)
 {
-	for (unsigned i = 0; i < q->nslots; i++)
-		free(q->slot_mem[i]);
-	free(q->slot_mem);
-	free(q->free_stack);
+	free(q->reqs);
+	free(q->land);
+	free(q->land_ptr);
+	free(q->land_iov);
 	free(q->pin_mem);
 	free(q->order);
 	free(q);
@@ -386,7 +386,7 @@ static int detach_locked(struct vqs_queue *q)
 	pthread_mutex_lock(&s->sig_mu);
 	for (;;) {
 		sched_reap(q);
-		if (q->nfree == q->nslots)
+		if (!q->nout)
 			break;
 		pthread_cond_wait(&s->sig_cv, &s->sig_mu);
 	}
@@ -430,27 +430,33 @@ void vqs_sched_destroy(struct vqs_sched *s)
 	free(s);
 }
 
-static int slots_alloc(struct vqs_queue *q, unsigned n)
+/* The queue's requests, one per chain id of a ring of n entries (whole lines each, so a request
+ * completed on one thread shares no line with its neighbour's), and the landing area of a batch
+ * of batch_max. */
+static int slots_alloc(struct vqs_queue *q, unsigned n, unsigned batch_max)
 {
-	q->slot_mem = vqs_alloc_lines(n, sizeof(*q->slot_mem));
-	q->free_stack = vqs_alloc_lines(n, sizeof(*q->free_stack));
+	size_t iov = q->iov_per_req * sizeof(struct iovec);
+	q->req_stride = (uint32_t)((sizeof(struct req_slot) + iov + VQS_CACHE_LINE - 1) &
+				   ~(size_t)(VQS_CACHE_LINE - 1));
+	q->reqs = vqs_alloc_lines(n, q->req_stride);
 	q->pin_mem = vqs_alloc_lines(n, sizeof(*q->pin_mem));
 	q->order = vqs_alloc_lines(n, sizeof(*q->order));
-	if (!q->slot_mem || !q->free_stack || !q->pin_mem || !q->order)
+	q->land = vqs_alloc_lines(batch_max, sizeof(*q->land));
+	q->land_ptr = vqs_alloc_lines(batch_max, sizeof(*q->land_ptr));
+	q->land_iov = vqs_alloc_lines(batch_max, iov);
+	if (!q->reqs || !q->pin_mem || !q->order || !q->land || !q->land_ptr || !q->land_iov)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		q->pin_mem[i].next_free = q->free_pins;
 		q->free_pins = &q->pin_mem[i];
+		slot_of(q, i)->q = q;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct req_slot *r = vqs_alloc_lines(1, sizeof(*r) + q->iov_per_req * sizeof(struct iovec));
-		if (!r)
-			return -ENOMEM;
-		r->q = q;
-		q->slot_mem[q->nslots] = r;
-		q->free_stack[q->nslots++] = r;
+	for (unsigned i = 0; i < batch_max; i++) {
+		q->land[i].iov = q->land_iov + (size_t)i * q->iov_per_req;
+		q->land[i].iov_cap = q->iov_per_req;
+		q->land_ptr[i] = &q->land[i];
 	}
-	q->nfree = n;
+	q->nslots = n;
 	return 0;
 }
 
@@ -482,7 +488,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	atomic_init(&q->kick_fd, o.kick_fd);
 	atomic_init(&q->call_fd, o.call_fd);
 	atomic_init(&q->state, Q_PAUSED);
-	int rc = slots_alloc(q, vqs_vq_num(o.vq));
+	int rc = slots_alloc(q, vqs_vq_num(o.vq), s->o.batch_max);
 	if (rc) {
 		queue_free(q);
 		return rc;

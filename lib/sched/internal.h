@@ -146,9 +146,17 @@ struct vqs_queue {
 	vqs_demand_fn demand;
 
 	/* Owner side (the worker running it, or the control thread while PAUSED). */
-	struct req_slot **slot_mem;    /* every slot, for freeing */
-	struct req_slot **free_stack;  /* the free slots: free_stack[0..nfree) */
-	unsigned nslots, nfree;
+	/* One request per chain id (split: head index; packed: buffer id), req_stride bytes
+	 * apart: the ring keeps ids unique while in flight (a repeat breaks it,
+	 * VQS_VQ_ERR_BUFFER_ID), so the id is the request's place and no free list is kept. */
+	char *reqs;
+	uint32_t req_stride;
+	unsigned nslots, nout;         /* nslots = the queue size; nout: requests popped, not freed */
+	/* Where a batch is popped before each chain is moved to its id's request (the ring names
+	 * the id only by popping it): s->o.batch_max elements, land_iov_cap iovecs each. */
+	struct vqs_elem *land;
+	struct vqs_elem **land_ptr;
+	struct iovec *land_iov;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	/* The pin of the latest batch, on which the owner keeps a reference of its own while it
 	 * has the queue: the batches that follow on the same table join it (a plain count), so a
@@ -160,11 +168,11 @@ struct vqs_queue {
 	/*
 	 * IN_ORDER negotiated: a used entry tells the driver every older buffer is used too, so
 	 * completions reach the ring in pop order. `order` holds the requests popped and not yet
-	 * published, oldest first (ord_len of them from ord_head, a ring of nslots); a completion
+	 * published, oldest first (ord_len chain ids from ord_head, a ring of nslots); a completion
 	 * that is not the oldest waits there (SLOT_HELD) until the older ones are completed.
 	 */
 	bool in_order;
-	struct req_slot **order;
+	uint16_t *order;
 	unsigned ord_head, ord_len;
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	uint64_t clock_ns;             /* the worker's read before this handler call (see
@@ -256,8 +264,6 @@ struct sched_worker {
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
-	struct vqs_elem *pop_elems[SCHED_BATCH_MAX]; /* the batch's elements, for the session's pop */
-	uint32_t batch_bytes[SCHED_BATCH_MAX]; /* bytes of each batch entry, read before hand-over */
 	/* The batch's requests completed during the handler call, filled in one session fill */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
 	uint32_t fill_written[SCHED_BATCH_MAX];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Request slots and the memory-table pins their batches share, the IN_ORDER record of popped
+ * Request slots (one per chain id) and the memory-table pins their batches share, the IN_ORDER record of popped
  * requests, and what the turn (turn.c) and the completion API (complete.c) both do to a request.
  * Owner of the queue only. Inline: several run once per request.
  */
@@ -11,12 +11,10 @@
 #include "sched/internal.h"
 #include "util/log.h"
 
-/* The free slots are a stack of pointers, not a list through the slots: a batch's gets are
- * independent loads of one array, not a chain of loads each waiting for the slot before it (a
- * slot not touched since its last batch may have left the first-level cache). */
-static inline struct req_slot *slot_get(struct vqs_queue *q)
+/* The request of chain id. */
+static inline struct req_slot *slot_of(const struct vqs_queue *q, unsigned id)
 {
-	return q->free_stack[--q->nfree];
+	return (struct req_slot *)(q->reqs + (size_t)id * q->req_stride);
 }
 
 /* Drop n of pin's references; the last one unpins the table. */
@@ -38,18 +36,16 @@ static inline void queue_unpin(struct vqs_queue *q)
 	}
 }
 
-/* Free r, whose reference on its batch's pin (if any) the caller drops. */
+/* Free r, whose reference on its batch's pin the caller drops. */
 static inline void slot_free(struct vqs_queue *q, struct req_slot *r)
 {
-	r->pin = NULL;
 	r->st = SLOT_FREE;
-	q->free_stack[q->nfree++] = r;
+	q->nout--;
 }
 
 static inline void slot_put(struct vqs_queue *q, struct req_slot *r)
 {
-	if (r->pin)
-		pin_drop(q, r->pin, 1);
+	pin_drop(q, r->pin, 1);
 	slot_free(q, r);
 }
 
@@ -74,7 +70,7 @@ static inline void sched_queue_order_init(struct vqs_queue *q)
 {
 	struct vqs_vq_config c;
 	/* Only while nothing is outstanding: the order holds every request popped since. */
-	if (q->nfree == q->nslots && vqs_vq_get_config(q->vq, &c) == 0)
+	if (!q->nout && vqs_vq_get_config(q->vq, &c) == 0)
 		q->in_order = c.features & VQS_BIT(VQS_F_IN_ORDER);
 }
 

@@ -13,7 +13,10 @@
 #include "util/log.h"
 #include "util/prefetch.h"
 
-enum turn_end { TURN_DRAINED, TURN_BUDGET, TURN_STALLED };
+/* How serve ended: the ring found empty by a poll; emptied by a batch that took all the ring had
+ * (the clock was read after it: the present, for the policy); budget spent; nothing more can be
+ * taken now. */
+enum turn_end { TURN_DRAINED, TURN_TOOK_ALL, TURN_BUDGET, TURN_STALLED };
 
 /* What one turn consumed of the queue's budget. */
 struct turn_budget {
@@ -53,32 +56,63 @@ static void queue_broken(struct vqs_queue *q)
 		q->on_broken(q, vqs_vq_error(q->vq), q->on_broken_opaque);
 }
 
-/* Pop up to want chains (want <= what the session's begin saw, see serve) into free slots of
- * the worker's batch, with one ring call. Returns how many; *empty when that was all the ring
- * had. */
+/*
+ * Pop up to want chains (want <= what the session's begin saw, see serve) into the queue's
+ * landing area with one ring call, and move each to the request of its chain id (the ring
+ * refuses an id already in flight, VQS_VQ_ERR_BUFFER_ID, so that request is free), with
+ * everything it needs before the handler: its batch's pin (pin: the caller's guess, see
+ * pop_pinned), when it was noticed (t0). Returns how many, *bytes their bytes; *empty when that
+ * was all the ring had.
+ */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned want, bool *empty)
+			  unsigned want, uint64_t t0, struct pin_ref *pin, uint64_t *bytes,
+			  bool *empty)
 {
-	for (unsigned i = 0; i < want; i++) {
-		struct req_slot *r = slot_get(q);
-		r->req.elem.iov = r->iov;
-		r->req.elem.iov_cap = q->iov_per_req;
-		w->batch[i] = r;
-		w->pop_elems[i] = &r->req.elem;
-	}
-	int rc = vqs_vq_session_pop(ss, w->pop_elems, want);
+	int rc = vqs_vq_session_pop(ss, q->land_ptr, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
-	for (unsigned i = want; i-- > n;)
-		slot_free(q, w->batch[i]);
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that long chain waits until long chains in flight complete (-EBUSY, from the pop that
 	 * tries it first: not empty, and their completions wake the queue). */
 	if ((rc < 0 && rc != -EBUSY) || (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK))
 		queue_broken(q);
 	*empty = n < want && !q->broken && rc != -EBUSY;
+	unsigned lines = q->prefetch_lines;
+	uint64_t b = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct vqs_elem *e = &q->land[i];
+		struct iovec *land_iov = q->land_iov + (size_t)i * q->iov_per_req;
+		struct req_slot *r = slot_of(q, e->id);
+		r->req.elem = *e;
+		/* A long chain stays where the ring built it (its long-chain area, see vqs_elem);
+		 * the landing element is set for the next pop. */
+		if (e->iov == land_iov) {
+			r->req.elem.iov = r->iov;
+			/* The first two without a loop (a request and its response buffer, the
+			 * usual chain): a loop from the first cost 16 instructions a request. */
+			unsigned nk = e->out_num + e->in_num;
+			r->iov[0] = land_iov[0];
+			if (nk > 1) {
+				r->iov[1] = land_iov[1];
+				for (unsigned k = 2; k < nk; k++)
+					r->iov[k] = land_iov[k];
+			}
+		} else {
+			e->iov = land_iov;
+		}
+		r->req.user = NULL;
+		r->st = SLOT_HANDED;
+		r->t0_ns = t0;
+		r->pin = pin;
+		if (lines)
+			prefetch_buffer(&r->req.elem, lines);
+		w->batch[i] = r;
+		b += e->out_len + e->in_len;
+	}
+	*bytes = b;
+	q->nout += n;
 	if (q->in_order)
 		for (unsigned i = 0; i < n; i++)
-			q->order[order_at(q, q->ord_len++)] = w->batch[i];
+			q->order[order_at(q, q->ord_len++)] = q->land[i].id;
 	return n;
 }
 
@@ -100,20 +134,25 @@ static void fill_collected(struct sched_worker *w, struct vqs_queue *q, struct v
 	stat_add(&q->c.reqs, m);
 }
 
-/* Give batch[from..n) back to the ring unconsumed. */
-static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n)
+/* Give batch[from..n) back to the ring unconsumed, with their references on pin (none: not
+ * pinned yet). Returns their bytes. */
+static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n,
+			  struct pin_ref *pin)
 {
-	for (unsigned i = from; i < n; i++)
+	uint64_t b = 0;
+	for (unsigned i = from; i < n; i++) {
 		w->giveback[i - from] = w->batch[i]->req.elem;
+		b += w->batch[i]->req.elem.out_len + w->batch[i]->req.elem.in_len;
+	}
 	if (vqs_vq_unpop(q->vq, w->giveback, n - from) < 0)
 		vqs_err("sched: could not give back %u requests", n - from);
-	struct pin_ref *pin = w->batch[from]->pin; /* the batch's, or none before it is pinned */
 	for (unsigned i = from; i < n; i++)
 		slot_free(q, w->batch[i]);
 	if (pin)
 		pin_drop(q, pin, n - from);
 	if (q->in_order)
 		q->ord_len -= n - from; /* the newest popped */
+	return b;
 }
 
 /*
@@ -125,18 +164,20 @@ static void give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from
  * table stays the same: two atomic RMWs per table the queue's worker sees, not per batch.
  */
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			   unsigned want, uint64_t t0, bool *empty)
+			   unsigned want, uint64_t t0, uint64_t *bytes, bool *empty)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
-		unsigned n = pop_batch(w, q, ss, want, empty);
+		const struct vqs_mem_table *t = ss->table;
+		/* The pin the batch will share when the table is still current after the pop (no
+		 * reuse of t: a pinned table is not freed), set with the rest of each request. */
+		struct pin_ref *pin = q->pin_cur && q->pin_cur->t == t ? q->pin_cur : NULL;
+		unsigned n = pop_batch(w, q, ss, want, t0, pin, bytes, empty);
 		if (!n)
 			return 0;
-		const struct vqs_mem_table *t = ss->table;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			struct pin_ref *pin = q->pin_cur;
-			if (!pin || pin->t != t) { /* a pinned table is not freed: no reuse of t */
+			if (!pin) {
 				queue_unpin(q);
 				/* A free pin is there: each pin in use holds at least one request,
 				 * and at most nslots - n are outstanding besides this batch. */
@@ -146,24 +187,13 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 				pin->t = t;
 				pin->refs = 1;
 				q->pin_cur = pin;
+				for (unsigned i = 0; i < n; i++)
+					w->batch[i]->pin = pin;
 			}
 			pin->refs += n;
-			/* Everything a request needs before the handler, in one pass over the kept
-			 * batch: a loop each cost 8 instructions per request more (docs/bench.md). */
-			unsigned lines = q->prefetch_lines;
-			for (unsigned i = 0; i < n; i++) {
-				struct req_slot *r = w->batch[i];
-				if (lines)
-					prefetch_buffer(&r->req.elem, lines);
-				r->pin = pin;
-				r->st = SLOT_HANDED;
-				r->t0_ns = t0;
-				r->req.user = NULL;
-				w->batch_bytes[i] = r->req.elem.out_len + r->req.elem.in_len;
-			}
 			return n;
 		}
-		give_back(w, q, 0, n);
+		give_back(w, q, 0, n, NULL);
 		/* the session's next pop enters the new table */
 		vqs_vq_session_pause(ss);
 	}
@@ -195,13 +225,14 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 	return last;
 }
 
-/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring).
- * Those it completed during the call are staged here, together (IN_ORDER: those with no older
- * request outstanding; the others wait in the order), and stay SLOT_DONE_HERE for
- * retire_done_here, after the flush. Outside the read-side section: the batch's pin keeps the
- * buffers mapped, so a handler that blocks holds up no grace period. */
+/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring,
+ * their bytes taken off *bytes). Those it completed during the call are staged here, together
+ * (IN_ORDER: those with no older request outstanding; the others wait in the order), and freed:
+ * *done of them, whose pin references and latency retire_done_here counts after the flush.
+ * Outside the read-side section: the batch's pin keeps the buffers mapped, so a handler that
+ * blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned n, bool *in_section)
+			  unsigned n, bool *in_section, uint64_t *bytes, unsigned *done)
 {
 	sched_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -217,7 +248,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if (taken < n)
 		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
-		give_back(w, q, taken, n);
+		*bytes -= give_back(w, q, taken, n, w->batch[taken]->pin);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
@@ -228,6 +259,9 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
 		if (r->st == SLOT_DONE_HERE && now) {
+			/* Free already: the slot is next written by this thread's next pop, after
+			 * the fill below has read it. */
+			r->st = SLOT_FREE;
 			w->fill_elems[m] = &r->req.elem;
 			w->fill_written[m++] = checked_written(r, r->written);
 			continue;
@@ -238,34 +272,24 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
 	}
 	if (m) {
+		q->nout -= m;
 		if (q->in_order)
 			order_advance(q, m);
 		fill_collected(w, q, ss, m);
 	}
+	*done = m;
 	return taken;
 }
 
-/* Count and free the requests of batch[0..taken) completed inside the handler call, published
- * by now. They were noticed together (one t0, pop_pinned), so they share a latency bucket. Owner
- * of q. */
-static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+/* Count the done requests of the batch completed inside the handler call (freed by hand_over),
+ * published by now, and drop their references on the batch's pin. They were noticed together
+ * (one t0, pop_batch), so they share a latency bucket. Owner of q. */
+static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned done,
 			     uint64_t now)
 {
-	if (!taken)
-		return;
-	unsigned done = 0;
-	uint64_t t0 = w->batch[0]->t0_ns;
-	struct pin_ref *pin = w->batch[0]->pin; /* the batch's: dropped once for all of them */
-	for (unsigned i = 0; i < taken; i++) {
-		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE) {
-			done++;
-			slot_free(q, r);
-		}
-	}
 	if (done) {
-		pin_drop(q, pin, done);
-		stat_latency(q, t0, now, done);
+		pin_drop(q, w->batch[0]->pin, done);
+		stat_latency(q, w->batch[0]->t0_ns, now, done);
 	}
 }
 
@@ -333,8 +357,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		unsigned want = pol->batch(s, q);
 		if (want > s->o.budget_pkts - pkts)
 			want = (unsigned)(s->o.budget_pkts - pkts);
-		if (want > q->nfree)
-			want = q->nfree;
+		if (want > q->nslots - q->nout)
+			want = q->nslots - q->nout;
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
 		if (q->demand) {
@@ -359,8 +383,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			queue_broken(q);
 			break;
 		}
+		uint64_t b = 0;
 		if (has)
-			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &empty);
+			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &b, &empty);
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
 		vqs_vq_session_pause(&ss);
@@ -375,7 +400,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 		q->clock_ns = t;
-		unsigned taken = hand_over(w, q, &ss, n, in_section);
+		unsigned done;
+		unsigned taken = hand_over(w, q, &ss, n, in_section, &b, &done);
 		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
@@ -386,17 +412,14 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		t = vqs_now_ns();
-		retire_done_here(w, q, taken, t);
+		retire_done_here(w, q, done, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
-		uint64_t b = 0;
-		for (unsigned i = 0; i < taken; i++)
-			b += w->batch_bytes[i];
 		pkts += taken;
 		bytes += b;
 		stat_add(&q->c.bytes, b);
 		t0 = t;
 		if (empty && taken == n) {
-			end = TURN_DRAINED;
+			end = TURN_TOOK_ALL;
 			break;
 		}
 	}
@@ -440,15 +463,18 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
 		enum turn_end end = serve(w, q, now, &used, &in_section);
-		if (end != TURN_DRAINED) {
+		if (end != TURN_DRAINED && end != TURN_TOOK_ALL) {
 			again = end == TURN_BUDGET;
 			break;
 		}
 		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
 		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
 		 * that keeps saying "more" without yielding any goes back on the list instead. The
-		 * clock is read here, once per empty poll: poll timeouts need the present. */
-		*now = vqs_now_ns();
+		 * clock is read here once per empty poll (poll timeouts need the present), but not
+		 * after a batch that took all: serve read it after the batch (busy-poll rr read it
+		 * twice per request). */
+		if (end == TURN_DRAINED)
+			*now = vqs_now_ns();
 		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
 			q->s->pol->keep_polling(q->s, q, *now); /* no kick fd: only polling sees work */
 		if (again || !rearm_finds_more(q))
