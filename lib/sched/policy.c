@@ -279,6 +279,16 @@ static uint64_t ewma(uint64_t avg, uint64_t sample, unsigned shift)
 	return (uint64_t)((int64_t)avg + ((int64_t)(sample - avg) / (1 << shift)));
 }
 
+/* A CPU price from one more sample, which counts at most 4 times the price: a sleep or a nap
+ * of milliseconds (the thread preempted or its vCPU stolen meanwhile) moves it by at most 3/8,
+ * where at full weight such samples made a sleep look dearer than napping through 200 us gaps
+ * (adaptive_one_stolen_sample_is_not_a_price); a lasting rise is learned at 3/8 a sample. */
+static uint64_t learn_cpu(uint64_t price, uint64_t sample)
+{
+	uint64_t cap = 4u * price;
+	return ewma(price, sample < cap || !price ? sample : cap, ADAPT_COST_SHIFT);
+}
+
 /* W from one wake-up's run queue wait (SCHED_QUEUED_UNKNOWN: not read): the path outside the run
  * queue measured at creation (vqs_sched.wake_path_ns) plus queued_ns. The wait is the CPU's, not
  * the wake-up's: a timer's wake-up queues behind the same threads as a kick's, so both teach it.
@@ -327,7 +337,7 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
 {
 	if (w->nap_timed && w->reqs == w->nap_start_reqs)
-		w->nap_cpu_ns = ewma(w->nap_cpu_ns, cpu_ns - w->nap_start_cpu_ns, ADAPT_COST_SHIFT);
+		w->nap_cpu_ns = learn_cpu(w->nap_cpu_ns, cpu_ns - w->nap_start_cpu_ns);
 	w->nap_start_cpu_ns = cpu_ns;
 	w->nap_start_reqs = w->reqs;
 }
@@ -436,7 +446,7 @@ void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, b
 	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
 	learn_queued(w, queued_ns);
 	if (event)
-		w->sleep_cpu_ns = ewma(w->sleep_cpu_ns, slept_cpu_ns, ADAPT_COST_SHIFT);
+		w->sleep_cpu_ns = learn_cpu(w->sleep_cpu_ns, slept_cpu_ns);
 	if (event || queued_ns != SCHED_QUEUED_UNKNOWN)
 		cost_maybe_update(w);
 }
