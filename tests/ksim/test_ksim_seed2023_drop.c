@@ -38,7 +38,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void seed2023_drop(enum vqs_ksim_host host, uint32_t interleave)
+static void seed2023_drop(enum vqs_ksim_host host)
 {
 	int a = -1, b = -1;
 	if (!vqs_test_two_cpus(&a, &b))
@@ -53,7 +53,6 @@ static void seed2023_drop(enum vqs_ksim_host host, uint32_t interleave)
 		o.peer_cpu = b;
 		o.cell_ms = 120;
 		o.repeats = 4;
-		o.interleave = interleave;
 		struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
 		assert_int_equal(vqs_ksim_seed2023_run(&o, &r), 0);
 		vqs_ksim_seed2023_print(stdout, &o, &r);
@@ -95,22 +94,13 @@ static void seed2023_drop(enum vqs_ksim_host host, uint32_t interleave)
 static void test_seed2023_task_mode_drop(void **state)
 {
 	(void)state;
-	seed2023_drop(VQS_KSIM_HOST_THIS_VM, 0);
-}
-
-/* Task and kthread mode in one world, the worker's mask switched every 8 packets or
- * transactions (what the guard runs): each kthread slice must start off the vCPU's CPU, as a
- * kthread-mode worker does. A worker left where its task slice ran read TCP_STREAM 0.9-1.07x. */
-static void test_seed2023_task_mode_drop_interleaved(void **state)
-{
-	(void)state;
-	seed2023_drop(VQS_KSIM_HOST_THIS_VM, 8);
+	seed2023_drop(VQS_KSIM_HOST_THIS_VM);
 }
 
 static void test_seed2023_task_mode_drop_bare_metal(void **state)
 {
 	(void)state;
-	seed2023_drop(VQS_KSIM_HOST_BARE_METAL, 0);
+	seed2023_drop(VQS_KSIM_HOST_BARE_METAL);
 }
 
 int main(void)
@@ -118,7 +108,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seed2023_task_mode_drop),
 		cmocka_unit_test(test_seed2023_task_mode_drop_bare_metal),
-		cmocka_unit_test(test_seed2023_task_mode_drop_interleaved),
 	};
 	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
