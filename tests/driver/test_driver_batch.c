@@ -265,17 +265,24 @@ static void test_chain_longer_than_queue_is_einval(void **state)
 	}
 }
 
+/* A fresh queue with n chains of a request and a response buffer added, kicked, and served by
+ * the device (device_serve), not yet reaped. */
+static void served_pairs(struct fx *f, bool packed, struct vqs_drv_buf *b, unsigned n)
+{
+	setup(f, packed, false);
+	make_bufs(f, b, n, 2);
+	assert_int_equal(vqs_drv_add_batch(f->dq, b, 1, 1, f->tokens, n, false), (int)n);
+	vqs_drv_kick_prepare(f->dq);
+	device_serve(f, b, n, 1, 2);
+}
+
 /* A used entry naming no chain in flight after two good ones: the reap hands out the two and
  * stops; the queue is broken. */
 static void reap_stops_at_bad_used_id(bool packed)
 {
 	struct fx f;
-	setup(&f, packed, false);
 	struct vqs_drv_buf b[NUM * 4];
-	make_bufs(&f, b, 4, 2);
-	assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, 1, f.tokens, 4, false), 4);
-	vqs_drv_kick_prepare(f.dq);
-	device_serve(&f, b, 4, 1, 2);
+	served_pairs(&f, packed, b, 4);
 	uint64_t d, a, u;
 	vqs_drv_vq_addrs(f.dq, &d, &a, &u);
 	if (packed) {
@@ -313,12 +320,8 @@ static void test_split_reap_requests_next_used_event(void **state)
 {
 	(void)state;
 	struct fx f;
-	setup(&f, false, false);
 	struct vqs_drv_buf b[NUM * 4];
-	make_bufs(&f, b, 5, 2);
-	assert_int_equal(vqs_drv_add_batch(f.dq, b, 1, 1, f.tokens, 5, false), 5);
-	vqs_drv_kick_prepare(f.dq);
-	device_serve(&f, b, 5, 1, 2);
+	served_pairs(&f, false, b, 5);
 	uint64_t d, a, u;
 	vqs_drv_vq_addrs(f.dq, &d, &a, &u);
 	struct vqs_vring_avail *avail = vqs_gmem_host(f.g, a, vqs_vring_avail_size(NUM));
