@@ -161,7 +161,7 @@ struct vqs_queue {
 	/* The pin of the latest batch, on which the owner keeps a reference of its own while it
 	 * has the queue: the batches that follow on the same table join it (a plain count), so a
 	 * polled queue takes no atomic pin per batch. Dropped when the table is replaced (at the
-	 * next turn) and before the queue leaves its worker (sched_hold_or_finish, a pause). */
+	 * next turn) and before the queue leaves its worker (sched_run_taken, a pause). */
 	struct pin_ref *pin_cur;
 	bool notify_on, parked, broken;
 	bool miscount_warned;          /* a handler gave back a request it completed: warned */
@@ -259,7 +259,7 @@ struct sched_worker {
 	int queued_fd;
 	unsigned queued_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
-	 * empty poll: RUNNING, owned by it (see sched_hold_or_finish). */
+	 * empty poll: RUNNING, owned by it (see sched_hold). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
@@ -362,10 +362,12 @@ void sched_reap(struct vqs_queue *q);
 void sched_end_call(struct vqs_queue *q, struct vqs_vq_session *ss);
 
 /* ---- turn.c: one turn ---- */
-/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. in_section:
- * the caller is in a read-side section of its own (not nested in another), which the turn leaves
- * (before any handler or demand callback runs); false: it is in none. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool in_section);
+/* A turn of q, which w owns (RUNNING); then it is held, requeued, idle or paused. *in_section:
+ * on entry, the caller is in a read-side section of its own (not nested in another), which the
+ * turn leaves before any handler or demand callback runs; on return, whether the turn ended
+ * inside a section (the one its last batch opened after its handler, or the caller's), which the
+ * caller leaves. Never inside one when q was let go (requeued, idle or paused). */
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_section);
 
 /* ---- events.c: kick events ---- */
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
@@ -377,7 +379,9 @@ void sched_check_events(struct sched_worker *w, uint64_t now);
 void sched_worker_nap(struct sched_worker *w, uint64_t ns);
 
 /* ---- poll.c: queues kept polled without a trip through the ready list ---- */
-void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again);
+/* Keep q, whose turn wants it polled again (`again`), in w's hold set: false when w cannot
+ * (then the caller lets it go: sched_finish). Owner of q. */
+bool sched_hold(struct sched_worker *w, struct vqs_queue *q, bool again);
 void sched_poll_held(struct sched_worker *w);
 
 /* ---- cost.c ---- */

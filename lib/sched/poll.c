@@ -22,16 +22,15 @@
  * requeued only when the worker cannot keep it: a pool worker with other queues in the shared
  * group (any worker may take it next), a full hold list, a pause request.
  */
-void sched_hold_or_finish(struct sched_worker *w, struct vqs_queue *q, bool again)
+bool sched_hold(struct sched_worker *w, struct vqs_queue *q, bool again)
 {
 	if (again && w->nheld < SCHED_HELD_MAX &&
 	    (w->own_group || atomic_load_explicit(&w->g->nqueues, memory_order_relaxed) <= 1) &&
 	    !(atomic_load_explicit(&q->state, memory_order_relaxed) & Q_PAUSE_REQ)) {
 		w->held[w->nheld++] = q;
-		return;
+		return true;
 	}
-	queue_unpin(q);
-	sched_finish(q, again);
+	return false;
 }
 
 /* Anything for a held queue to do: chains, completions handed over, a wake, a pause request.
@@ -44,13 +43,21 @@ static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue
 }
 
 /* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
- * policy's deferred re-poll) and nothing is listed or has news: then the worker naps. The flags
- * first: a spinning worker takes no read-side section for this. */
-static bool held_all_nap(struct sched_worker *w)
+ * policy's deferred re-poll). */
+static bool held_nap_flags(const struct sched_worker *w)
 {
 	for (unsigned i = 0; i < w->nheld; i++)
 		if (!w->held[i]->ad.nap)
 			return false;
+	return true;
+}
+
+/* held_nap_flags, and nothing is listed or has news: then the worker naps. The flags first: a
+ * spinning worker takes no read-side section for this. */
+static bool held_all_nap(struct sched_worker *w)
+{
+	if (!held_nap_flags(w))
+		return false;
 	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
 		return false;
 	bool news = false;
@@ -62,30 +69,17 @@ static bool held_all_nap(struct sched_worker *w)
 }
 
 /*
- * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
- * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
- * slot) inside one read-side section, until one has news, a queue gets on the ready list, or
- * SPIN_POLLS rounds have passed since every held queue last had a full turn; then a full turn
- * for those with news. The section and the loop are bounded (about SPIN_LOOKS looks, tens of
- * microseconds), so a memory-table replacement waiting for a grace period is not held up long.
- * Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
- * policy's timeout needs the clock, which may let it go idle), and the worker looks for kicks of
- * its group's other queues, which it would otherwise only see when it sleeps. With one held
- * queue this is a spin on its avail index a few loads long, which is what a request arriving at
- * a polled queue waits for; with several, an empty poll costs one look instead of a requeue.
+ * Rounds of light looks at the held queues, then the due ones' full turns (see sched_poll_held).
+ * *in_section: open on entry (the caller's); on return, whether the last turn left the worker in
+ * a section (see sched_run_taken). Returns whether a turn served requests.
  */
-void sched_poll_held(struct sched_worker *w)
+static bool held_looks(struct sched_worker *w, bool *in_section)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
 	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
-	if (held_all_nap(w)) {
-		sched_worker_nap(w, w->nap_ns);
-		w->held_rounds = SPIN_POLLS - 1; /* then a full turn of each */
-	}
 	unsigned rounds = w->held_rounds;
-	uint64_t looks = 0;
+	uint64_t looks = 0, reqs = w->reqs;
 	bool all;
-	vqs_mem_read_lock();
 	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
 	 * pause-loop exit to the hypervisor. */
 	while (!(all = ++rounds >= SPIN_POLLS)) {
@@ -116,14 +110,13 @@ void sched_poll_held(struct sched_worker *w)
 		looks += empty;
 	}
 	w->nheld = kept;
-	/* The section goes on into the first due queue's turn, whose first batch begins inside it
-	 * (sched_run_taken): the chains just seen are popped without leaving it and entering
-	 * another, which costs two liburcu calls on the way from a request's arrival to its pop. */
-	bool in_section = true;
 	stat_add(&w->c.polls, looks);
 	stat_add(&w->c.empty_polls, looks);
 	if (all && atomic_load_explicit(&w->g->armed, memory_order_relaxed) > 0)
 		sched_check_events(w, w->now_ns); /* epoll_wait without blocking */
+	/* The section goes on into the first due queue's turn, whose first batch begins inside it
+	 * (sched_run_taken): the chains just seen are popped without leaving it and entering
+	 * another, which costs two liburcu calls on the way from a request's arrival to its pop. */
 	for (unsigned i = 0; i < ndue; i++) {
 		struct vqs_queue *q = due[i];
 		/* acq_rel, as sched_take_turn's CAS: takes in what a waker published before it set
@@ -134,17 +127,52 @@ void sched_poll_held(struct sched_worker *w)
 		if (st & (Q_PENDING | Q_PAUSE_REQ))
 			st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
 		if (st & Q_PAUSE_REQ) {
-			if (in_section) {
-				in_section = false;
+			if (*in_section) {
+				*in_section = false;
 				vqs_mem_read_unlock();
 			}
 			queue_unpin(q);
 			sched_finish(q, true);
-		} else {
-			sched_run_taken(w, q, in_section);
-			in_section = false;
+			continue;
 		}
+		/* A turn that ends inside a section hands it to the next due queue's turn, which
+		 * begins inside it as the first did. */
+		sched_run_taken(w, q, in_section);
 	}
+	return w->reqs != reqs;
+}
+
+/*
+ * Between ready-list turns, while queues are held: rounds of light looks at each (avail index,
+ * handed-over completions, a wake or a pause request; no clock read, memory-table pin or request
+ * slot) inside one read-side section, until one has news, a queue gets on the ready list, or
+ * SPIN_POLLS rounds have passed since every held queue last had a full turn; then a full turn
+ * for those with news. The section and the loop are bounded (about SPIN_LOOKS looks, tens of
+ * microseconds), so a memory-table replacement waiting for a grace period is not held up long.
+ * Every SPIN_POLLS rounds every held queue gets a full turn anyway (its
+ * policy's timeout needs the clock, which may let it go idle), and the worker looks for kicks of
+ * its group's other queues, which it would otherwise only see when it sleeps. With one held
+ * queue this is a spin on its avail index a few loads long, which is what a request arriving at
+ * a polled queue waits for; with several, an empty poll costs one look instead of a requeue.
+ */
+void sched_poll_held(struct sched_worker *w)
+{
+	if (held_all_nap(w)) {
+		sched_worker_nap(w, w->nap_ns);
+		w->held_rounds = SPIN_POLLS - 1; /* then a full turn of each */
+	}
+	vqs_mem_read_lock();
+	bool in_section = true;
+	/* A turn that served requests ends in the section its last batch opened after its handler
+	 * (serve): the looks go on in it instead of leaving it for the worker's loop, which would
+	 * enter another at once (a liburcu unlock and lock, ~100 instructions, per request of a
+	 * busy-polled queue). Only then: that section began after the handler, so it is young and
+	 * the rounds below bound it again, where a section that saw no handler has had its rounds.
+	 * What the loop would do instead is checked first: a stop, a listed queue, a nap. */
+	while (held_looks(w, &in_section) && in_section && w->nheld &&
+	       !atomic_load_explicit(&w->g->stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(&w->g->nready, memory_order_relaxed) && !held_nap_flags(w))
+		;
 	if (in_section)
 		vqs_mem_read_unlock();
 }

@@ -323,9 +323,10 @@ static inline void leave_section(bool *in)
  * entering or leaving the outermost is two liburcu calls (with three __tls_get_addr). So one
  * section runs from each handler's return through the fill and end of its batch to the begin and
  * pop of the next (the sessions nest in it), and is left before the next handler call or demand
- * callback (which may block, or take a lock a thread waiting for a grace period holds), and by
- * the return: one outermost section per batch, not two. *in_section: a section is open; on entry,
- * the caller's (the light looks that found the chains: the first batch begins inside it). */
+ * callback (which may block, or take a lock a thread waiting for a grace period holds): one
+ * outermost section per batch, not two. *in_section: a section is open; on entry, the caller's
+ * (the light looks that found the chains: the first batch begins inside it); on return, the one
+ * the last batch opened, which the caller leaves (or goes on looking in: sched_run_taken). */
 static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 			   struct turn_budget *used, bool *in_section)
 {
@@ -389,16 +390,16 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
 		vqs_vq_session_pause(&ss);
-		leave_section(in_section);
-		stat_add(&q->c.polls, 1);
-		stat_add(&w->c.polls, 1);
 		if (!n) {
+			stat_add(&q->c.polls, 1);
+			stat_add(&w->c.polls, 1);
 			stat_add(&q->c.empty_polls, 1);
 			stat_add(&w->c.empty_polls, 1);
 			if (empty)
 				end = TURN_DRAINED;
 			break;
 		}
+		leave_section(in_section);
 		q->clock_ns = t;
 		unsigned done;
 		unsigned taken = hand_over(w, q, &ss, n, in_section, &b, &done);
@@ -406,6 +407,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
 		sched_end_call(q, &ss);
+		stat_add(&q->c.polls, 1);
+		stat_add(&w->c.polls, 1);
 		/* Found at t (the last clock read, just before this pop): what the rate estimate and
 		 * the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
@@ -423,7 +426,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
-	leave_section(in_section);
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;
@@ -449,10 +451,10 @@ static bool rearm_finds_more(struct vqs_queue *q)
 #define MAX_REARMS 4u
 
 /* One turn of a RUNNING queue: serve, then let the policy decide (keep polling or re-arm).
- * Returns whether the queue goes back on the list; *pkts: requests it served. in_section: as
- * sched_run_taken's. */
+ * Returns whether the queue goes back on the list; *pkts: requests it served. *in_section: as
+ * serve's (the policy's decision and the re-arm run inside the section the turn ends in). */
 static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts,
-		     bool in_section)
+		     bool *in_section)
 {
 	uint64_t start = *now;
 	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
@@ -462,7 +464,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	struct turn_budget used = {0, 0};
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
-		enum turn_end end = serve(w, q, now, &used, &in_section);
+		enum turn_end end = serve(w, q, now, &used, in_section);
 		if (end != TURN_DRAINED && end != TURN_TOOK_ALL) {
 			again = end == TURN_BUDGET;
 			break;
@@ -499,7 +501,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 #define EVENT_CHECK_TURNS 32u
 
 /* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool in_section)
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_section)
 {
 	uint64_t now = w->now_ns, pkts;
 	bool again = one_turn(w, q, &now, &pkts, in_section);
@@ -513,5 +515,10 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool in_sectio
 		sched_check_events(w, now);
 	}
 	w->now_ns = now;
-	sched_hold_or_finish(w, q, again);
+	if (sched_hold(w, q, again))
+		return;
+	/* Letting q go may wake a control thread (sched_signal's mutex): outside the section. */
+	leave_section(in_section);
+	queue_unpin(q);
+	sched_finish(q, again);
 }

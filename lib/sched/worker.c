@@ -14,8 +14,11 @@ char sched_tsan_grace;
 
 static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
+	bool in_section = false;
 	if (sched_take_turn(q))
-		sched_run_taken(w, q, false);
+		sched_run_taken(w, q, &in_section);
+	if (in_section)
+		vqs_mem_read_unlock();
 }
 
 void *sched_worker_main(void *arg)
