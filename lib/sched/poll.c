@@ -33,13 +33,24 @@ bool sched_hold(struct sched_worker *w, struct vqs_queue *q, bool again)
 	return false;
 }
 
-/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request.
- * Inline: it is the loop of a worker that waits for work. */
-static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue *q)
+/* Anything for a held queue to do: chains, completions handed over, a wake, a pause request, a
+ * broken ring (the turn reports it). *look: the session that found chains (look->has), which the
+ * caller hands to q's turn or drops (look_drop). Inline: it is the loop of a worker that waits
+ * for work. Inside the read-side section. */
+static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue *q,
+								struct sched_look *look)
 {
-	return (atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
-	       atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done) ||
-	       ring_has(q);
+	look->has = 0;
+	if ((atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
+	    atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done))
+		return true;
+	int rc = vqs_vq_session_begin(q->vq, &look->ss);
+	if (rc > 0) {
+		look->has = (unsigned)rc;
+		return true;
+	}
+	vqs_vq_session_pause(&look->ss);
+	return rc < 0 && vqs_vq_error(q->vq) != VQS_VQ_OK;
 }
 
 /* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
@@ -61,9 +72,11 @@ static bool held_all_nap(struct sched_worker *w)
 	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
 		return false;
 	bool news = false;
+	struct sched_look look = {.has = 0};
 	vqs_mem_read_lock(); /* held_has_news reads the rings */
 	for (unsigned i = 0; i < w->nheld && !news; i++)
-		news = held_has_news(w->held[i]);
+		news = held_has_news(w->held[i], &look);
+	look_drop(&look);
 	vqs_mem_read_unlock();
 	return !news;
 }
@@ -79,11 +92,13 @@ static bool held_looks(struct sched_worker *w, bool *in_section)
 	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
 	unsigned rounds = w->held_rounds;
 	uint64_t looks = 0, reqs = w->reqs;
+	/* The look of the queue that ended the rounds (held[first]), for its turn: the first due. */
+	struct sched_look look = {.has = 0}, other;
 	bool all;
 	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
 	 * pause-loop exit to the hypervisor. */
 	while (!(all = ++rounds >= SPIN_POLLS)) {
-		for (first = 0; first < n && !held_has_news(w->held[first]); first++)
+		for (first = 0; first < n && !held_has_news(w->held[first], &look); first++)
 			;
 		if (first < n)
 			break;
@@ -99,7 +114,10 @@ static bool held_looks(struct sched_worker *w, bool *in_section)
 	for (unsigned i = 0; i < n; i++) {
 		struct vqs_queue *q = w->held[i];
 		unsigned empty = empty_rounds + (!all && first < n && i < first);
-		if (i == first || (i > first && (all || held_has_news(q)))) {
+		bool news = i > first && !all && held_has_news(q, &other);
+		if (news)
+			look_drop(&other); /* a turn of its own begins after the first's handler */
+		if (i == first || (i > first && (all || news))) {
 			due[ndue++] = q;
 		} else {
 			w->held[kept++] = q;
@@ -127,6 +145,8 @@ static bool held_looks(struct sched_worker *w, bool *in_section)
 		if (st & (Q_PENDING | Q_PAUSE_REQ))
 			st = atomic_fetch_and_explicit(&q->state, ~Q_PENDING, memory_order_acq_rel);
 		if (st & Q_PAUSE_REQ) {
+			if (!i)
+				look_drop(&look);
 			if (*in_section) {
 				*in_section = false;
 				vqs_mem_read_unlock();
@@ -137,7 +157,7 @@ static bool held_looks(struct sched_worker *w, bool *in_section)
 		}
 		/* A turn that ends inside a section hands it to the next due queue's turn, which
 		 * begins inside it as the first did. */
-		sched_run_taken(w, q, in_section);
+		sched_run_taken(w, q, in_section, i ? NULL : &look);
 	}
 	return w->reqs != reqs;
 }

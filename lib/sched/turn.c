@@ -326,9 +326,10 @@ static inline void leave_section(bool *in)
  * callback (which may block, or take a lock a thread waiting for a grace period holds): one
  * outermost section per batch, not two. *in_section: a section is open; on entry, the caller's
  * (the light looks that found the chains: the first batch begins inside it); on return, the one
- * the last batch opened, which the caller leaves (or goes on looking in: sched_run_taken). */
+ * the last batch opened, which the caller leaves (or goes on looking in: sched_run_taken).
+ * look: as sched_run_taken's, the first batch's session when it found chains. */
 static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
-			   struct turn_budget *used, bool *in_section)
+			   struct turn_budget *used, bool *in_section, struct sched_look *look)
 {
 	struct vqs_sched *s = q->s;
 	const struct sched_policy *pol = s->pol;
@@ -344,6 +345,10 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	/* A replaced table: let go of it now, not when traffic comes (a comparison, no access). */
 	if (q->pin_cur && vqs_mem_current(q->mem) != q->pin_cur->t)
 		queue_unpin(q);
+	/* Completions that came after the look are filled in a session of their own: not between
+	 * the look's begin and its pop. */
+	if (!lf_empty(&q->done))
+		look_drop(look);
 	sched_reap(q);
 	if (q->notify_on && !q->parked && !q->broken) {
 		vqs_vq_disable_notify(q->vq);
@@ -363,6 +368,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		if (!want)
 			break; /* every slot is out: completions will wake the queue */
 		if (q->demand) {
+			look_drop(look);
 			leave_section(in_section);
 			unsigned d = q->demand(q, q->opaque);
 			if (!d) {
@@ -376,7 +382,14 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		 * costs no more and no more slots are taken than there are chains; its read-side
 		 * section pauses before the handler runs, and fill and end take it again. */
 		struct vqs_vq_session ss;
-		int rc = vqs_vq_session_begin(q->vq, &ss);
+		int rc;
+		if (look && look->has) {
+			ss = look->ss;
+			rc = (int)look->has;
+			look->has = 0;
+		} else {
+			rc = vqs_vq_session_begin(q->vq, &ss);
+		}
 		unsigned has = rc > 0 ? (unsigned)rc : 0;
 		bool empty = true;
 		unsigned n = 0;
@@ -426,6 +439,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 	}
+	look_drop(look); /* the loop ended before its first batch */
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;
@@ -454,7 +468,7 @@ static bool rearm_finds_more(struct vqs_queue *q)
  * Returns whether the queue goes back on the list; *pkts: requests it served. *in_section: as
  * serve's (the policy's decision and the re-arm run inside the section the turn ends in). */
 static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now, uint64_t *pkts,
-		     bool *in_section)
+		     bool *in_section, struct sched_look *look)
 {
 	uint64_t start = *now;
 	/* Load first: a relaxed load is free, the exchange only when a wake asked for it. */
@@ -464,7 +478,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 	struct turn_budget used = {0, 0};
 	bool again;
 	for (unsigned rearms = 0;; rearms++) {
-		enum turn_end end = serve(w, q, now, &used, in_section);
+		enum turn_end end = serve(w, q, now, &used, in_section, look);
 		if (end != TURN_DRAINED && end != TURN_TOOK_ALL) {
 			again = end == TURN_BUDGET;
 			break;
@@ -501,10 +515,11 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 #define EVENT_CHECK_TURNS 32u
 
 /* A turn of q, which this worker owns (RUNNING); then q is held, requeued, idle or paused. */
-void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_section)
+void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_section,
+		     struct sched_look *look)
 {
 	uint64_t now = w->now_ns, pkts;
-	bool again = one_turn(w, q, &now, &pkts, in_section);
+	bool again = one_turn(w, q, &now, &pkts, in_section, look);
 	w->reqs += pkts;
 	/* No queue of the group with notifications on: no kick could concern one (a late kick for
 	 * a polled queue waits in the epoll set for the next look). */

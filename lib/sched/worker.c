@@ -16,7 +16,7 @@ static void run_queue(struct sched_worker *w, struct vqs_queue *q)
 {
 	bool in_section = false;
 	if (sched_take_turn(q))
-		sched_run_taken(w, q, &in_section);
+		sched_run_taken(w, q, &in_section, NULL);
 	if (in_section)
 		vqs_mem_read_unlock();
 }
