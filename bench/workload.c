@@ -58,7 +58,11 @@ struct stream {
 	struct vqs_queue *q;
 	int kick_fd, call_fd;
 	struct slot *slots;
-	unsigned *free_list, nfree, inflight;
+	unsigned *free_list;
+	/* Written by the driver for every request: on a line apart from what the handler reads on
+	 * the worker's CPU (run), which would otherwise move back and forth between the two CPUs
+	 * with each request and put a miss in every handler call (packed rr: p50 528 -> 440 ns) */
+	_Alignas(64) unsigned nfree, inflight;
 	uint64_t next_seq;
 	/* --inject-slowdown-pct, [0] the handler's side (the worker serving the queue), [1] the
 	 * driver's reap, each on a cache line of its own: written for every request on two CPUs,
