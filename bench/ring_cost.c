@@ -80,7 +80,8 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 	bool call;
 	int n = vqs_vq_session_begin(r->dev, &ss);
 	if (n > 0)
-		n = vqs_vq_session_pop(&ss, r->pop, BATCH);
+		n = vqs_vq_session_pop(
+			&ss, &(struct vqs_pop_to){.base = r->elems, .stride = sizeof(r->elems[0])}, BATCH);
 	if (n > 0)
 		vqs_vq_session_fill(&ss, r->fill, r->written, (unsigned)n);
 	vqs_vq_session_end(&ss, &call);
