@@ -328,10 +328,10 @@ static inline void advance_to(struct vqs_packed_ring *p, unsigned from, unsigned
 struct packed_run {
 	struct vqs_vring_packed_desc *desc;
 	uint16_t *ids;
-	/* the element of the chain at place i with id d at base + i * pstride + d * hstride (one
-	 * stride is 0: see split's pop_run), and where the popped ids go (NULL: nowhere) */
+	/* the element of the chain at place i (by id: with id d) at base + i (d) * stride, and
+	 * (by id) where the popped ids go */
 	char *base;
-	size_t pstride, hstride;
+	size_t stride;
 	uint16_t *out;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
@@ -357,7 +357,7 @@ struct packed_run {
  * the wrap counter, USED not: 2.8.1). Returns where it stopped.
  */
 static inline __attribute__((always_inline)) unsigned
-pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
+pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const bool by_id)
 {
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
@@ -368,8 +368,10 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
 	/* the next head as a pointer: no index to scale on every read */
 	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
 	uint16_t want = r->want, f0 = r->f0;
-	const size_t pstride = r->pstride, hstride = r->hstride;
-	char *ep = r->base + i * pstride;
+	/* by place: the element as a pointer, no index to scale; by id: the place as a count */
+	const size_t stride = r->stride;
+	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
+	char *const eend = by_id ? NULL : r->base + m * stride;
 	unsigned k = i;
 	for (;;) {
 		if ((f0 & au) != want) {
@@ -388,7 +390,8 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
 				r->stop = RUN_BAD_ID;
 				break;
 			}
-			struct vqs_elem *e = (struct vqs_elem *)(ep + d.id * hstride);
+			struct vqs_elem *e =
+				(struct vqs_elem *)(by_id ? start + d.id * stride : ep);
 			if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
 					      f0 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
@@ -425,7 +428,8 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
 				r->stop = RUN_BAD_ID;
 				break;
 			}
-			struct vqs_elem *e = (struct vqs_elem *)(ep + d1.id * hstride);
+			struct vqs_elem *e =
+				(struct vqs_elem *)(by_id ? start + d1.id * stride : ep);
 			if (!vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
 					    f1 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
@@ -437,15 +441,14 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
 			d.id = d1.id;
 		}
 		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
-		if (r->out)
+		if (by_id)
 			r->out[k] = d.id;
 		dp += pair ? 2 : 1;
 		if (dp >= dend) {
 			dp -= num;
 			want ^= au;
 		}
-		ep += pstride;
-		if (++k == m) {
+		if (by_id ? ++k == m : (ep += stride) == eend) {
 			r->stop = RUN_END;
 			break;
 		}
@@ -454,17 +457,30 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair)
 	r->idx = (unsigned)(dp - r->desc);
 	r->want = want;
 	r->f0 = f0;
-	return k;
+	return by_id ? k : i + (unsigned)((size_t)(ep - start) / stride);
 }
 
+/* One leaf function per shape and destination form. */
 static __attribute__((noinline)) unsigned pop_run1(struct packed_run *r, unsigned i, unsigned m)
 {
-	return pop_run(r, i, m, false);
+	return pop_run(r, i, m, false, false);
 }
 
 static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r, unsigned i, unsigned m)
 {
-	return pop_run(r, i, m, true);
+	return pop_run(r, i, m, true, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run1_id(struct packed_run *r, unsigned i,
+						      unsigned m)
+{
+	return pop_run(r, i, m, false, true);
+}
+
+static __attribute__((noinline)) unsigned pop_run2_id(struct packed_run *r, unsigned i,
+						      unsigned m)
+{
+	return pop_run(r, i, m, true, true);
 }
 
 /*
@@ -479,8 +495,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	const unsigned num = vq->cfg.num;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	struct packed_run r = {
-		.desc = p->desc, .ids = p->ids, .base = to->base,
-		.pstride = to->by_id ? 0 : to->stride, .hstride = to->by_id ? to->stride : 0,
+		.desc = p->desc, .ids = p->ids, .base = to->base, .stride = to->stride,
 		.out = to->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
 		.pair_iov = vq->cfg.max_iov >= 2,
 		.pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
@@ -492,7 +507,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	bool pair = false;
 	*rc = 0;
 	while (n < max) {
-		n = pair ? pop_run2(&r, n, max) : pop_run1(&r, n, max);
+		n = to->by_id ? (pair ? pop_run2_id(&r, n, max) : pop_run1_id(&r, n, max))
+			      : (pair ? pop_run2(&r, n, max) : pop_run1(&r, n, max));
 		if (r.stop == RUN_END)
 			break;
 		if (r.stop == RUN_UNAVAIL) {
@@ -548,6 +564,10 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		n++;
 	if (n < max && !rc)
 		n = pop_straight(vq, t, to, n, max, &rc);
+	/* by place the runs leave the ids in the elements */
+	if (to->ids && !to->by_id)
+		for (unsigned k = 0; k < n; k++)
+			to->ids[k] = vqs_pop_elem(to, k)->id;
 	return n ? (int)n : rc;
 }
 

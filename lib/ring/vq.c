@@ -264,7 +264,12 @@ int vqs_vq_session_pop(struct vqs_vq_session *ss, const struct vqs_pop_to *to, u
 		return ss->err;
 	if (max == 0)
 		return 0;
-	int rc = ss->vq->ops->pop(ss->vq, ss->table, to, max);
+	if (to->by_id && !to->ids)
+		return -EINVAL;
+	struct vqs_pop_to side = *to;
+	if (!side.stride)
+		side.stride = sizeof(struct vqs_elem);
+	int rc = ss->vq->ops->pop(ss->vq, ss->table, &side, max);
 	return rc == -EAGAIN ? 0 : rc;
 }
 
