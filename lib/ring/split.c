@@ -250,13 +250,13 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 
 /* What the fast run reads once per batch (the element stores could alias any field of the
  * queue), and the snapshots of the chain it stopped at. The element of the chain at place i
- * with head h is at base + i * pstride + h * hstride: one of the strides is 0 (vqs_pop_to.by_id
- * picks which), so neither form takes a branch. */
+ * (by id: with head h) is at base + i (h) * stride. */
 struct pop_run {
 	const struct vqs_vring_desc *desc;
 	uint8_t *busy;
 	char *base;
-	size_t pstride, hstride;
+	size_t stride;
+	bool by_id;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
 	bool max_iov2;          /* the device's iovec limit allows two */
@@ -272,7 +272,8 @@ struct pop_run {
  * or another shape or a chain for the general walk, with the snapshots it took in r->d).
  */
 static inline __attribute__((always_inline)) unsigned
-pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const bool pair)
+pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const bool pair,
+	const bool by_id)
 {
 	const unsigned chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	uint8_t *busy = r->busy;
@@ -281,16 +282,16 @@ pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const 
 	r->nd = 0;
 	/* pointers, not an index beside them: one register fewer */
 	const uint16_t *hp = heads + i, *const hend = heads + m;
-	const size_t pstride = r->pstride, hstride = r->hstride;
-	char *ep = r->base + i * pstride;
-	for (; hp < hend; hp++, ep += pstride) {
+	const size_t stride = r->stride;
+	char *ep = by_id ? r->base : r->base + i * stride;
+	for (; hp < hend; hp++, ep += by_id ? 0 : stride) {
 		const unsigned head = *hp;
 		/* The driver may not offer a chain again before the device used it (2.7.13):
 		 * its in-flight records, and with by_id its element, would be overwritten. Set
 		 * per chain: a batch may name a head twice. */
 		if (busy[head])
 			break;
-		struct vqs_elem *e = (struct vqs_elem *)(ep + head * hstride);
+		struct vqs_elem *e = (struct vqs_elem *)(by_id ? ep + head * stride : ep);
 		const struct desc_fast d = desc_fast_read(&r->desc[head]);
 		if (!pair) {
 			if ((d.fn & chained) ||
@@ -325,24 +326,36 @@ pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const 
 	return (unsigned)(hp - heads);
 }
 
+/* One leaf function per shape and destination form. */
 static __attribute__((noinline)) unsigned pop_run1(struct pop_run *r, const uint16_t *heads,
 						   unsigned i, unsigned m)
 {
-	return pop_run(r, heads, i, m, false);
+	return pop_run(r, heads, i, m, false, false);
 }
 
 static __attribute__((noinline)) unsigned pop_run2(struct pop_run *r, const uint16_t *heads,
 						   unsigned i, unsigned m)
 {
-	return pop_run(r, heads, i, m, true);
+	return pop_run(r, heads, i, m, true, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run1_id(struct pop_run *r, const uint16_t *heads,
+						      unsigned i, unsigned m)
+{
+	return pop_run(r, heads, i, m, false, true);
+}
+
+static __attribute__((noinline)) unsigned pop_run2_id(struct pop_run *r, const uint16_t *heads,
+						      unsigned i, unsigned m)
+{
+	return pop_run(r, heads, i, m, true, true);
 }
 
 static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t,
 					  const struct vqs_pop_to *to)
 {
 	return (struct pop_run){.desc = vq->u.split.desc, .busy = vq->u.split.busy,
-				.base = to->base, .pstride = to->by_id ? 0 : to->stride,
-				.hstride = to->by_id ? to->stride : 0,
+				.base = to->base, .stride = to->stride, .by_id = to->by_id,
 				.win = vqs_mem_win(t, vq->hint), .num = vq->cfg.num,
 				.max_iov2 = vq->cfg.max_iov >= 2};
 }
@@ -350,7 +363,7 @@ static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct 
 /* The element of the chain at place i with head h. */
 static inline struct vqs_elem *run_elem(const struct pop_run *r, unsigned i, unsigned h)
 {
-	return (struct vqs_elem *)(r->base + i * r->pstride + h * r->hstride);
+	return (struct vqs_elem *)(r->base + (r->by_id ? h : i) * r->stride);
 }
 
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore; it is in
@@ -386,8 +399,10 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 	 * chain to the walk) */
 	bool pair = s->pair_run;
 	unsigned i = 0;
-	while ((i = pair ? pop_run2(&r, heads, i, in_range) : pop_run1(&r, heads, i, in_range)) <
-	       m) {
+	while ((i = r.by_id ? (pair ? pop_run2_id(&r, heads, i, in_range)
+				    : pop_run1_id(&r, heads, i, in_range))
+			    : (pair ? pop_run2(&r, heads, i, in_range)
+				    : pop_run1(&r, heads, i, in_range))) < m) {
 		uint16_t head = heads[i];
 		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);

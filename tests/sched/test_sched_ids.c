@@ -177,6 +177,69 @@ static void dup_id(enum vqs_policy policy)
 	vqs_sched_destroy(sched);
 }
 
+/* Where each request's iovecs were, as an offset from the request: a chain of IOV iovecs or
+ * fewer is built in the request's own storage, at the same offset in every request. */
+struct iov_at {
+	atomic_long short_off; /* 0: none seen yet */
+	atomic_int short_elsewhere, longs;
+};
+
+static unsigned record_iov(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			   void *opaque)
+{
+	struct iov_at *a = opaque;
+	for (unsigned i = 0; i < n; i++) {
+		const struct vqs_elem *e = &reqs[i]->elem;
+		long off = (long)((const char *)e->iov - (const char *)reqs[i]);
+		if (e->out_num + e->in_num > IOV) {
+			atomic_fetch_add(&a->longs, 1);
+		} else if (!atomic_load(&a->short_off)) {
+			atomic_store(&a->short_off, off);
+		} else if (atomic_load(&a->short_off) != off) {
+			atomic_fetch_add(&a->short_elsewhere, 1);
+		}
+		vqs_req_complete(reqs[i], 0);
+	}
+	return n;
+}
+
+/* A chain longer than a request's IOV iovecs is built in the ring's long-chain area, and the
+ * request's element names it there; once that request is free, the next chain of its id is
+ * built in the request's own iovecs again (the pop writes where the element names), whatever
+ * the driver reuses the id for. */
+static void long_then_short(uint64_t features)
+{
+	struct iov_at at = {0};
+	struct vqs_served_pair sp;
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = record_iov;
+	o.opaque = &at;
+	o.iov_per_req = IOV;
+	assert_int_equal(
+		vqs_served_pair_init(&sp, NUM, features, 0x100000, 1 << 20, VQS_POLICY_DEDICATED, &o), 0);
+	struct vqs_drv_buf one = {.gpa = vqs_gmem_alloc(sp.p.gmem, 64, 64), .len = 64};
+	struct vqs_drv_buf six[IOV + 2];
+	for (unsigned i = 0; i < IOV + 2; i++)
+		six[i] = (struct vqs_drv_buf){.gpa = vqs_gmem_alloc(sp.p.gmem, 64, 64), .len = 64};
+	assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &one, 0, 1) >= 0);
+	for (unsigned round = 0; round < 3; round++) {
+		assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, six, 0, IOV + 2) >= 0);
+		/* every id the driver may hand out next, the long chain's among them */
+		for (unsigned i = 0; i < NUM; i++)
+			assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &one, 0, 1) >= 0);
+	}
+	assert_int_equal(atomic_load(&at.longs), 3);
+	assert_int_equal(atomic_load(&at.short_elsewhere), 0);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+}
+
+static void test_long_then_short_split(void **state) { long_then_short(FEATURES); }
+static void test_long_then_short_packed(void **state)
+{
+	long_then_short(FEATURES | VQS_BIT(VQS_F_RING_PACKED));
+}
+
 static void test_dup_id_dedicated(void **state) { dup_id(VQS_POLICY_DEDICATED); }
 static void test_dup_id_pool(void **state) { dup_id(VQS_POLICY_POOL); }
 
@@ -187,6 +250,8 @@ int main(void)
 		cmocka_unit_test(test_bytes_per_id_32768),
 		cmocka_unit_test(test_dup_id_dedicated),
 		cmocka_unit_test(test_dup_id_pool),
+		cmocka_unit_test(test_long_then_short_split),
+		cmocka_unit_test(test_long_then_short_packed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
