@@ -147,7 +147,8 @@ static void vref_device(void *p)
 		bool call;
 		int n = vqs_vq_session_begin(v->dev, &ss);
 		if (n > 0)
-			n = vqs_vq_session_pop(&ss, pe, most);
+			n = vqs_vq_session_pop(
+				&ss, &(struct vqs_pop_to){.base = e, .stride = sizeof(e[0])}, most);
 		if (n > 0)
 			vqs_vq_session_fill(&ss, (const struct vqs_elem *const *)pe, written,
 					    (unsigned)n);

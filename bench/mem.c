@@ -126,7 +126,6 @@ static double chain_ns(struct vqs_gmem *g, struct vqs_mem *m, struct vqs_drv_vq 
 	static struct vqs_elem el[64];
 	static uint32_t written[64];
 	static const struct vqs_elem *pel[64];
-	static struct vqs_elem *ppel[64];
 	static int token;
 	uint64_t total = 0;
 	for (uint64_t b = 0; b < batches; b++) {
@@ -139,14 +138,15 @@ static double chain_ns(struct vqs_gmem *g, struct vqs_mem *m, struct vqs_drv_vq 
 		uint64_t t0 = vqs_now_ns();
 		for (unsigned i = 0; i < 64; i++) {
 			el[i] = (struct vqs_elem){ .iov = &iov[i], .iov_cap = 1 };
-			pel[i] = ppel[i] = &el[i];
+			pel[i] = &el[i];
 			written[i] = BUF;
 		}
 		/* one ring session for the batch, as a scheduler worker's turn: the pop inside its
 		 * section, the handler outside it (paused), fill and end entering it again */
 		struct vqs_vq_session ss;
 		bool call;
-		if (vqs_vq_session_begin(dev, &ss) != 64 || vqs_vq_session_pop(&ss, ppel, 64) != 64)
+		struct vqs_pop_to at = {.base = el, .stride = sizeof(el[0])};
+		if (vqs_vq_session_begin(dev, &ss) != 64 || vqs_vq_session_pop(&ss, &at, 64) != 64)
 			exit(1);
 		vqs_vq_session_pause(&ss);
 		if (vqs_vq_session_fill(&ss, pel, written, 64) != 64)

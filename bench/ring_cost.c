@@ -33,11 +33,13 @@ struct rig {
 	struct vqs_drv_vq *drv;
 	struct vqs_vq *dev;
 	uint64_t bufs;
-	struct vqs_elem elems[BATCH];
-	struct vqs_elem *pop[BATCH];
+	bool by_id;
+	/* by place: the first BATCH, set before each pop; by id: one per id, set once */
+	struct vqs_elem elems[NUM];
+	uint16_t ids[BATCH];
 	const struct vqs_elem *fill[BATCH];
 	uint32_t written[BATCH];
-	struct iovec iov[BATCH][4];
+	struct iovec iov[NUM][4];
 };
 
 static int rig_init(struct rig *r, bool packed, bool in_order)
@@ -60,27 +62,35 @@ static int rig_init(struct rig *r, bool packed, bool in_order)
 	if (vqs_vq_create(&r->dev) || vqs_vq_configure(r->dev, &vc))
 		return -1;
 	r->bufs = vqs_gmem_alloc(r->gmem, NUM * BUF, 64);
-	for (unsigned i = 0; i < BATCH; i++) {
-		r->pop[i] = &r->elems[i];
+	for (unsigned i = 0; i < BATCH; i++)
 		r->fill[i] = &r->elems[i];
-	}
+	for (unsigned i = 0; i < NUM; i++)
+		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
 	return r->bufs ? 0 : -1;
 }
 
 /* The device's half of one batch, one ring session: begin, pop, fill (nothing written), end.
- * Before the pop, each element gets its iovec storage, the inputs of a pop (the scheduler's
- * pop_batch does the same); the pop writes every other field. */
+ * By place, each element gets its iovec storage before the pop, the inputs of a pop; by id (the
+ * scheduler's pop_batch: each chain in the request of its id), the elements keep theirs and the
+ * fill takes the popped ids' elements. The pop writes every other field. */
 __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 {
-	for (unsigned i = 0; i < BATCH; i++) {
-		r->elems[i].iov = r->iov[i];
-		r->elems[i].iov_cap = 4;
-	}
+	if (!r->by_id)
+		for (unsigned i = 0; i < BATCH; i++) {
+			r->elems[i].iov = r->iov[i];
+			r->elems[i].iov_cap = 4;
+		}
 	struct vqs_vq_session ss;
 	bool call;
 	int n = vqs_vq_session_begin(r->dev, &ss);
 	if (n > 0)
-		n = vqs_vq_session_pop(&ss, r->pop, BATCH);
+		n = vqs_vq_session_pop(&ss,
+				       &(struct vqs_pop_to){.base = r->elems, .by_id = r->by_id,
+							    .ids = r->by_id ? r->ids : NULL},
+				       BATCH);
+	if (n > 0 && r->by_id)
+		for (int i = 0; i < n; i++)
+			r->fill[i] = &r->elems[r->ids[i]];
 	if (n > 0)
 		vqs_vq_session_fill(&ss, r->fill, r->written, (unsigned)n);
 	vqs_vq_session_end(&ss, &call);
@@ -89,23 +99,25 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 
 int main(int argc, char **argv)
 {
-	bool in_order = false, single = false, bad = argc < 4 || argc > 6;
+	bool in_order = false, single = false, by_id = false, bad = argc < 4 || argc > 7;
 	for (int a = 4; !bad && a < argc; a++) {
 		bool *opt = !strcmp(argv[a], "inorder") ? &in_order
 			    : !strcmp(argv[a], "single") ? &single
-							  : NULL;
+			    : !strcmp(argv[a], "byid")	 ? &by_id
+							 : NULL;
 		bad = !opt || *opt;
 		if (opt)
 			*opt = true;
 	}
 	if (bad || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
 	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
-		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single]\n");
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single] [byid]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
 	long batches = atol(argv[3]);
 	static struct rig r;
+	r.by_id = by_id;
 	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order)) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
 		return 1;

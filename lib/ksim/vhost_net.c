@@ -167,7 +167,8 @@ static int rx_round_fixed(struct ksim_vnet *v, uint64_t *bytes)
 	struct vqs_vq_session ss;
 	int nb = vqs_vq_session_begin(vq, &ss);
 	if (nb > 0)
-		nb = vqs_vq_session_pop(&ss, ep, v->cfg.batch);
+		nb = vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = e, .stride = sizeof(*e)},
+					v->cfg.batch);
 	if (nb <= 0) {
 		vqs_vq_session_pause(&ss);
 		if (nb < 0)

@@ -172,17 +172,14 @@ static inline uint16_t head_flags(struct vqs_packed_ring *p, struct vqs_vring_pa
 	return vqs_packed_flags_acquire(slot);
 }
 
-/* The popped chain e (ndescs descriptors, its last one's buffer id `id`) is the device's now:
- * mark the id in flight, record it in the inflight region, move past its slots (ring chains:
+/* The popped chain e (ndescs descriptors, its buffer id `id`, not in flight) is the device's
+ * now: mark the id in flight, record it in the inflight region, move past its slots (ring chains:
  * cur says where the next one starts) or take it off the pending ones (resubmitted: `head` is
  * its region entry). */
-static int take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned ndescs, int head,
-		const struct desc_cursor *cur, bool in_area)
+static void take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned ndescs, int head,
+		 const struct desc_cursor *cur, bool in_area)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
-	if (id >= vq->cfg.num || p->ids[id] != VQS_PACKED_ID_FREE)
-		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 	uint16_t entry = 0;
 	if (head >= 0) {
 		vqs_packed_inflight_resubmitted(vq, (uint16_t)head);
@@ -198,16 +195,61 @@ static int take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned nde
 	e->id = id;
 	if (in_area)
 		vqs_long_hold(&vq->lg, e, id);
-	return 0;
+}
+
+/* Iovecs of the scratch a by-id walk builds its chain in (see pop_walk). */
+#define WALK_SCRATCH 16u
+
+/*
+ * Move the chain the walk built in the scratch element *sc into dst, the element of its id:
+ * into dst's own storage when it fits there, else into the long-chain area (where the walk may
+ * have built it already). False when it fits in neither (the area is held by chains in flight):
+ * the chain waits, nothing consumed. *in_area: in, the walk built it in the area; out, it stays
+ * there.
+ */
+static bool place(struct vqs_vq *vq, const struct vqs_elem *sc, struct vqs_elem *dst,
+		  bool *in_area)
+{
+	struct vqs_long_area *lg = &vq->lg;
+	const unsigned n = (unsigned)sc->out_num + sc->in_num;
+	struct iovec *iov = dst->iov;
+	if (n > dst->iov_cap) {
+		if (!*in_area) {
+			if (vq->cfg.max_iov - lg->used <= n)
+				return false;
+			iov = lg->iov + lg->used;
+			*in_area = true;
+		} else {
+			iov = sc->iov;
+		}
+	} else {
+		*in_area = false;
+	}
+	if (n && iov != sc->iov)
+		memcpy(iov, sc->iov, n * sizeof(*iov));
+	dst->iov = iov;
+	dst->ndescs = sc->ndescs;
+	dst->out_num = sc->out_num;
+	dst->in_num = sc->in_num;
+	dst->out_len = sc->out_len;
+	dst->in_len = sc->in_len;
+	return true;
 }
 
 /* Pop the chain whose first descriptor is *d (snapshotted; cur goes on after what was read) by
- * the general walk: 0, or -EBUSY (waits for the long-chain area, nothing consumed), or -EIO. */
+ * the general walk into to's element at place i: 0 (*nd: its descriptors), or -EBUSY (waits for
+ * the long-chain area, nothing consumed), or -EIO. By id, the id is in the chain's last
+ * descriptor: the walk builds the chain in a scratch element, and only a chain whose id is not in
+ * flight is placed in the id's element. */
 static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vqs_mem_table *t,
-					      struct vqs_mem_win *win, struct vqs_elem *e,
-					      struct desc_cursor *cur,
-					      struct vqs_vring_packed_desc *d, int head)
+					      struct vqs_mem_win *win, const struct vqs_pop_to *to,
+					      unsigned i, struct desc_cursor *cur,
+					      struct vqs_vring_packed_desc *d, int head,
+					      unsigned *nd)
 {
+	struct iovec scratch[WALK_SCRATCH];
+	struct vqs_elem sc = {.iov = scratch, .iov_cap = WALK_SCRATCH};
+	struct vqs_elem *e = to->by_id ? &sc : vqs_pop_elem(to, i);
 	struct vqs_chain ch;
 	unsigned ndescs = 0;
 	vqs_chain_begin(&ch, e, vq);
@@ -221,14 +263,30 @@ static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vq
 		return vqs_vq_break(vq, VQS_VQ_ERR_CHAIN_LEN);
 	vqs_chain_end(&ch);
 	e->ndescs = (uint16_t)ndescs;
-	return take(vq, e, d->id, ndescs, head, cur, ch.in_area);
+	/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
+	const uint16_t id = d->id;
+	if (id >= vq->cfg.num || ring(vq)->ids[id] != VQS_PACKED_ID_FREE)
+		return vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
+	bool in_area = ch.in_area;
+	if (to->by_id) {
+		struct vqs_elem *dst = vqs_pop_elem(to, id);
+		if (!place(vq, &sc, dst, &in_area))
+			return -EBUSY;
+		e = dst;
+	}
+	take(vq, e, id, ndescs, head, cur, in_area);
+	if (to->ids)
+		to->ids[i] = id;
+	*nd = ndescs;
+	return 0;
 }
 
 /* One chain while the inflight region is involved (a chain to resubmit, or a ring chain to
  * record as it is read): 0, -EAGAIN (none available), -EBUSY or -EIO. */
 static __attribute__((noinline)) int pop_recorded(struct vqs_vq *vq,
 						  const struct vqs_mem_table *t,
-						  struct vqs_mem_win *win, struct vqs_elem *e)
+						  struct vqs_mem_win *win, const struct vqs_pop_to *to,
+						  unsigned i)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct desc_cursor cur = {.slot = p->last_avail_idx, .wrap = p->avail_wrap};
@@ -250,7 +308,8 @@ static __attribute__((noinline)) int pop_recorded(struct vqs_vq *vq,
 		snapshot(slot, flags, &d);
 		vqs_packed_advance(&cur.slot, &cur.wrap, 1, vq->cfg.num);
 	}
-	return pop_walk(vq, t, win, e, &cur, &d, head);
+	unsigned nd;
+	return pop_walk(vq, t, win, to, i, &cur, &d, head, &nd);
 }
 
 /* The chains popped from ring position `from` (vqs_packed_linear) on end before (idx, wrap):
@@ -269,6 +328,11 @@ static inline void advance_to(struct vqs_packed_ring *p, unsigned from, unsigned
 struct packed_run {
 	struct vqs_vring_packed_desc *desc;
 	uint16_t *ids;
+	/* the element of the chain at place i (by id: with id d) at base + i (d) * stride, and
+	 * (by id) where the popped ids go */
+	char *base;
+	size_t stride;
+	uint16_t *out;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
 	bool pair_iov;          /* the device's iovec limit allows two */
@@ -293,8 +357,7 @@ struct packed_run {
  * the wrap counter, USED not: 2.8.1). Returns where it stopped.
  */
 static inline __attribute__((always_inline)) unsigned
-pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigned m,
-	const bool pair)
+pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const bool by_id)
 {
 	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
@@ -305,14 +368,16 @@ pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigne
 	/* the next head as a pointer: no index to scale on every read */
 	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
 	uint16_t want = r->want, f0 = r->f0;
-	/* pointers, not an index beside them: one register fewer */
-	struct vqs_elem *const *ep = elems + i, *const *const end = elems + m;
+	/* by place: the element as a pointer, no index to scale; by id: the place as a count */
+	const size_t stride = r->stride;
+	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
+	char *const eend = by_id ? NULL : r->base + m * stride;
+	unsigned k = i;
 	for (;;) {
 		if ((f0 & au) != want) {
 			r->stop = RUN_UNAVAIL;
 			break;
 		}
-		struct vqs_elem *e = *ep;
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
 			if (f0 & chained) {
@@ -320,6 +385,13 @@ pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigne
 				break;
 			}
 			snapshot(dp, f0, &d);
+			/* (the id before the element is written: by id it is the element) */
+			if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
+				r->stop = RUN_BAD_ID;
+				break;
+			}
+			struct vqs_elem *e =
+				(struct vqs_elem *)(by_id ? start + d.id * stride : ep);
 			if (!vqs_chain_single(e, w, d.id, d.addr, d.len,
 					      f0 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
@@ -343,8 +415,22 @@ pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigne
 			}
 			struct vqs_vring_packed_desc d1;
 			snapshot(d1p, f1, &d1);
-			if ((f1 & chained) ||
-			    !vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
+			if (f1 & chained) {
+				r->d = d;
+				r->d1 = d1;
+				r->pend = NEXT_READ;
+				r->stop = RUN_WALK;
+				break;
+			}
+			/* 2.8.6: the buffer id is the one in the chain's last descriptor (checked
+			 * before the element is written: by id it is the element) */
+			if (d1.id >= num || ids[d1.id] != VQS_PACKED_ID_FREE) {
+				r->stop = RUN_BAD_ID;
+				break;
+			}
+			struct vqs_elem *e =
+				(struct vqs_elem *)(by_id ? start + d1.id * stride : ep);
+			if (!vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
 					    f1 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
 				r->d1 = d1;
@@ -352,20 +438,17 @@ pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigne
 				r->stop = RUN_WALK;
 				break;
 			}
-			/* 2.8.6: the buffer id is the one in the chain's last descriptor. */
 			d.id = d1.id;
 		}
-		if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
-			r->stop = RUN_BAD_ID;
-			break;
-		}
 		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
+		if (by_id)
+			r->out[k] = d.id;
 		dp += pair ? 2 : 1;
 		if (dp >= dend) {
 			dp -= num;
 			want ^= au;
 		}
-		if (++ep == end) {
+		if (by_id ? ++k == m : (ep += stride) == eend) {
 			r->stop = RUN_END;
 			break;
 		}
@@ -374,21 +457,30 @@ pop_run(struct packed_run *r, struct vqs_elem *const *elems, unsigned i, unsigne
 	r->idx = (unsigned)(dp - r->desc);
 	r->want = want;
 	r->f0 = f0;
-	return (unsigned)(ep - elems);
+	return by_id ? k : i + (unsigned)((size_t)(ep - start) / stride);
 }
 
-static __attribute__((noinline)) unsigned pop_run1(struct packed_run *r,
-						   struct vqs_elem *const *elems, unsigned i,
-						   unsigned m)
+/* One leaf function per shape and destination form. */
+static __attribute__((noinline)) unsigned pop_run1(struct packed_run *r, unsigned i, unsigned m)
 {
-	return pop_run(r, elems, i, m, false);
+	return pop_run(r, i, m, false, false);
 }
 
-static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r,
-						   struct vqs_elem *const *elems, unsigned i,
-						   unsigned m)
+static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r, unsigned i, unsigned m)
 {
-	return pop_run(r, elems, i, m, true);
+	return pop_run(r, i, m, true, false);
+}
+
+static __attribute__((noinline)) unsigned pop_run1_id(struct packed_run *r, unsigned i,
+						      unsigned m)
+{
+	return pop_run(r, i, m, false, true);
+}
+
+static __attribute__((noinline)) unsigned pop_run2_id(struct packed_run *r, unsigned i,
+						      unsigned m)
+{
+	return pop_run(r, i, m, true, true);
 }
 
 /*
@@ -397,24 +489,26 @@ static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r,
  * after it. How many, with *rc the reason it stopped short (-EAGAIN, -EBUSY, -EIO).
  */
 static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				    struct vqs_elem *const *elems, unsigned max, int *rc)
+				    const struct vqs_pop_to *to, unsigned n, unsigned max, int *rc)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	const unsigned num = vq->cfg.num;
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	struct packed_run r = {
-		.desc = p->desc, .ids = p->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
+		.desc = p->desc, .ids = p->ids, .base = to->base, .stride = to->stride,
+		.out = to->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
 		.pair_iov = vq->cfg.max_iov >= 2,
 		.pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
 		.idx = p->last_avail_idx,
 		.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED,
 		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
-	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num), n = 0;
+	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
 	/* the shape of the chain before: its run goes on */
 	bool pair = false;
 	*rc = 0;
 	while (n < max) {
-		n = pair ? pop_run2(&r, elems, n, max) : pop_run1(&r, elems, n, max);
+		n = to->by_id ? (pair ? pop_run2_id(&r, n, max) : pop_run1_id(&r, n, max))
+			      : (pair ? pop_run2(&r, n, max) : pop_run1(&r, n, max));
 		if (r.stop == RUN_END)
 			break;
 		if (r.stop == RUN_UNAVAIL) {
@@ -443,9 +537,10 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 		struct desc_cursor cur = {.slot = (uint16_t)r.idx, .wrap = p->avail_wrap,
 					  .pend = r.pend, .next = r.d1};
 		vqs_packed_advance(&cur.slot, &cur.wrap, r.pend == NEXT_READ ? 2 : 1, num);
-		if ((*rc = pop_walk(vq, t, &r.win, elems[n], &cur, &r.d, -1)) != 0)
+		unsigned nd;
+		if ((*rc = pop_walk(vq, t, &r.win, to, n, &cur, &r.d, -1, &nd)) != 0)
 			return n;
-		pair = elems[n]->ndescs == 2 && r.pair_iov;
+		pair = nd == 2 && r.pair_iov;
 		n++;
 		r.idx = p->last_avail_idx;
 		r.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
@@ -458,17 +553,21 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 }
 
 static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
-		      struct vqs_elem *const *elems, unsigned max)
+		      const struct vqs_pop_to *to, unsigned max)
 {
 	struct vqs_packed_ring *p = ring(vq);
 	struct vqs_mem_win win = vqs_mem_win(t, vq->hint);
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && (p->resubmit_pending || p->inflight) &&
-	       (rc = pop_recorded(vq, t, &win, elems[n])) == 0)
+	       (rc = pop_recorded(vq, t, &win, to, n)) == 0)
 		n++;
 	if (n < max && !rc)
-		n += pop_straight(vq, t, elems + n, max - n, &rc);
+		n = pop_straight(vq, t, to, n, max, &rc);
+	/* by place the runs leave the ids in the elements */
+	if (to->ids && !to->by_id)
+		for (unsigned k = 0; k < n; k++)
+			to->ids[k] = vqs_pop_elem(to, k)->id;
 	return n ? (int)n : rc;
 }
 

@@ -249,10 +249,14 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 }
 
 /* What the fast run reads once per batch (the element stores could alias any field of the
- * queue), and the snapshots of the chain it stopped at. */
+ * queue), and the snapshots of the chain it stopped at. The element of the chain at place i
+ * (by id: with head h) is at base + i (h) * stride. */
 struct pop_run {
 	const struct vqs_vring_desc *desc;
 	uint8_t *busy;
+	char *base;
+	size_t stride;
+	bool by_id;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
 	bool max_iov2;          /* the device's iovec limit allows two */
@@ -268,8 +272,8 @@ struct pop_run {
  * or another shape or a chain for the general walk, with the snapshots it took in r->d).
  */
 static inline __attribute__((always_inline)) unsigned
-pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems, unsigned i,
-	unsigned m, const bool pair)
+pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const bool pair,
+	const bool by_id)
 {
 	const unsigned chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	uint8_t *busy = r->busy;
@@ -278,15 +282,16 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 	r->nd = 0;
 	/* pointers, not an index beside them: one register fewer */
 	const uint16_t *hp = heads + i, *const hend = heads + m;
-	struct vqs_elem *const *ep = elems + i;
-	for (; hp < hend; hp++, ep++) {
+	const size_t stride = r->stride;
+	char *ep = by_id ? r->base : r->base + i * stride;
+	for (; hp < hend; hp++, ep += by_id ? 0 : stride) {
 		const unsigned head = *hp;
 		/* The driver may not offer a chain again before the device used it (2.7.13):
-		 * its in-flight records would be overwritten. Set per chain: a batch may name a
-		 * head twice. */
+		 * its in-flight records, and with by_id its element, would be overwritten. Set
+		 * per chain: a batch may name a head twice. */
 		if (busy[head])
 			break;
-		struct vqs_elem *e = *ep;
+		struct vqs_elem *e = (struct vqs_elem *)(by_id ? ep + head * stride : ep);
 		const struct desc_fast d = desc_fast_read(&r->desc[head]);
 		if (!pair) {
 			if ((d.fn & chained) ||
@@ -321,58 +326,83 @@ pop_run(struct pop_run *r, const uint16_t *heads, struct vqs_elem *const *elems,
 	return (unsigned)(hp - heads);
 }
 
+/* One leaf function per shape and destination form. */
 static __attribute__((noinline)) unsigned pop_run1(struct pop_run *r, const uint16_t *heads,
-						   struct vqs_elem *const *elems, unsigned i,
-						   unsigned m)
+						   unsigned i, unsigned m)
 {
-	return pop_run(r, heads, elems, i, m, false);
+	return pop_run(r, heads, i, m, false, false);
 }
 
 static __attribute__((noinline)) unsigned pop_run2(struct pop_run *r, const uint16_t *heads,
-						   struct vqs_elem *const *elems, unsigned i,
-						   unsigned m)
+						   unsigned i, unsigned m)
 {
-	return pop_run(r, heads, elems, i, m, true);
+	return pop_run(r, heads, i, m, true, false);
 }
 
-static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t)
+static __attribute__((noinline)) unsigned pop_run1_id(struct pop_run *r, const uint16_t *heads,
+						      unsigned i, unsigned m)
+{
+	return pop_run(r, heads, i, m, false, true);
+}
+
+static __attribute__((noinline)) unsigned pop_run2_id(struct pop_run *r, const uint16_t *heads,
+						      unsigned i, unsigned m)
+{
+	return pop_run(r, heads, i, m, true, true);
+}
+
+static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t,
+					  const struct vqs_pop_to *to)
 {
 	return (struct pop_run){.desc = vq->u.split.desc, .busy = vq->u.split.busy,
+				.base = to->base, .stride = to->stride, .by_id = to->by_id,
 				.win = vqs_mem_win(t, vq->hint), .num = vq->cfg.num,
 				.max_iov2 = vq->cfg.max_iov >= 2};
 }
 
+/* The element of the chain at place i with head h. */
+static inline struct vqs_elem *run_elem(const struct pop_run *r, unsigned i, unsigned h)
+{
+	return (struct vqs_elem *)(r->base + (r->by_id ? h : i) * r->stride);
+}
+
 /* Pop the next chain the inflight region gave back (vqs_split_set_inflight restore; it is in
  * flight already): the general walk, which gives the same element as the fast run. */
-static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *e)
+static int pop_restored(struct vqs_vq *vq, const struct vqs_mem_table *t,
+			const struct vqs_pop_to *to, unsigned i)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	uint16_t head = s->resubmit[s->resubmit_pos].head;
 	struct vqs_vring_desc d;
 	desc_snapshot(&s->desc[head], &d);
-	int rc = take_long(vq, t, head, &d, NULL, e);
-	if (rc == 0)
+	int rc = take_long(vq, t, head, &d, NULL, vqs_pop_elem(to, to->by_id ? head : i));
+	if (rc == 0) {
 		s->resubmit_pos++;
+		if (to->ids)
+			to->ids[i] = head;
+	}
 	return rc;
 }
 
 /* Second pass: pop the chains of heads[0..m), the snapshots of the avail entries from
- * last_avail_idx: the fast run, and the general walk for each chain it leaves. Returns how many
- * were popped (the bookkeeping of the batch is done once, for them), *rc the reason for stopping
- * short. */
+ * last_avail_idx, into to's elements from place 0: the fast run, and the general walk for each
+ * chain it leaves. Returns how many were popped (the bookkeeping of the batch is done once, for
+ * them), *rc the reason for stopping short. */
 static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *t,
-				 struct vqs_elem *const *elems, const uint16_t *heads, unsigned m,
+				 const struct vqs_pop_to *to, const uint16_t *heads, unsigned m,
 				 unsigned in_range, int *rc)
 {
 	struct vqs_split_ring *s = &vq->u.split;
-	struct pop_run r = pop_run_load(vq, t);
+	struct pop_run r = pop_run_load(vq, t, to);
 	/* the shape of the chain before, in this pop or the one before: its run goes on (a
 	 * batch of pairs would otherwise start in the one-descriptor run and hand its first
 	 * chain to the walk) */
 	bool pair = s->pair_run;
 	unsigned i = 0;
-	while ((i = pair ? pop_run2(&r, heads, elems, i, in_range)
-			 : pop_run1(&r, heads, elems, i, in_range)) < m) {
+	while ((i = r.by_id ? (pair ? pop_run2_id(&r, heads, i, in_range)
+				    : pop_run1_id(&r, heads, i, in_range))
+			    : (pair ? pop_run2(&r, heads, i, in_range)
+				    : pop_run1(&r, heads, i, in_range))) < m) {
 		uint16_t head = heads[i];
 		if (head >= r.num) {
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_HEAD_RANGE);
@@ -382,10 +412,11 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 			*rc = vqs_vq_break(vq, VQS_VQ_ERR_BUFFER_ID);
 			break;
 		}
-		if ((*rc = take_long(vq, t, head, &r.d[0], r.nd == 2 ? &r.d[1] : NULL, elems[i])))
+		struct vqs_elem *e = run_elem(&r, i, head);
+		if ((*rc = take_long(vq, t, head, &r.d[0], r.nd == 2 ? &r.d[1] : NULL, e)))
 			break;
 		/* (the pair run takes chains of two iovecs) */
-		pair = elems[i]->ndescs == 2 && r.max_iov2;
+		pair = e->ndescs == 2 && r.max_iov2;
 		s->busy[head] = 1;
 		/* the walk moves the hint */
 		r.win = vqs_mem_win(t, vq->hint);
@@ -398,18 +429,20 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 	if (s->infl)
 		for (unsigned k = 0; k < i; k++)
 			vqs_split_infl_popped(vq, heads[k]);
+	if (to->ids)
+		memcpy(to->ids, heads, i * sizeof(*heads));
 	return i;
 }
 
 /* Chains the inflight region gave back come first, in their pop order, then the avail ring. */
 static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
-		     struct vqs_elem *const *elems, unsigned max)
+		     const struct vqs_pop_to *to, unsigned max)
 {
 	struct vqs_split_ring *s = &vq->u.split;
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && s->resubmit_pos < s->nresubmit &&
-	       (rc = pop_restored(vq, t, elems[n])) == 0)
+	       (rc = pop_restored(vq, t, to, n)) == 0)
 		n++;
 	if (n < max && rc == 0) {
 		/* What begin read (an unpop since then makes it more, never past that index); none
@@ -423,7 +456,12 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			unsigned in_range = read_heads(s, heads, m);
-			unsigned k = pop_avail(vq, t, elems + n, heads, m, in_range, &rc);
+			/* the places from n */
+			struct vqs_pop_to at = {
+				.base = to->by_id ? to->base : (char *)to->base + n * to->stride,
+				.stride = to->stride, .by_id = to->by_id,
+				.ids = to->ids ? to->ids + n : NULL};
+			unsigned k = pop_avail(vq, t, &at, heads, m, in_range, &rc);
 			n += k;
 			if (k < m)
 				return n ? (int)n : rc;

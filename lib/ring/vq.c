@@ -256,7 +256,7 @@ int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss)
 	return rc;
 }
 
-int vqs_vq_session_pop(struct vqs_vq_session *ss, struct vqs_elem *const *elems, unsigned max)
+int vqs_vq_session_pop(struct vqs_vq_session *ss, const struct vqs_pop_to *to, unsigned max)
 {
 	if (ss->err)
 		return ss->err;
@@ -264,7 +264,12 @@ int vqs_vq_session_pop(struct vqs_vq_session *ss, struct vqs_elem *const *elems,
 		return ss->err;
 	if (max == 0)
 		return 0;
-	int rc = ss->vq->ops->pop(ss->vq, ss->table, elems, max);
+	if (to->by_id && !to->ids)
+		return -EINVAL;
+	struct vqs_pop_to side = *to;
+	if (!side.stride)
+		side.stride = sizeof(struct vqs_elem);
+	int rc = ss->vq->ops->pop(ss->vq, ss->table, &side, max);
 	return rc == -EAGAIN ? 0 : rc;
 }
 
@@ -374,7 +379,7 @@ int vqs_vq_pop(struct vqs_vq *vq, struct vqs_elem *e)
 	struct vqs_vq_session ss;
 	int rc = vqs_vq_session_begin(vq, &ss);
 	if (rc > 0)
-		rc = vqs_vq_session_pop(&ss, &e, 1);
+		rc = vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = e}, 1);
 	vqs_vq_session_pause(&ss);
 	return rc < 0 ? rc : rc == 0 ? -EAGAIN : 0;
 }

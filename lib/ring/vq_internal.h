@@ -24,11 +24,11 @@ struct vqs_ring_ops {
 	/* A session begins (vqs_vq_session_begin): read the driver's side once and return the
 	 * chains available (>= 0), or -EIO after vqs_vq_break(). */
 	int (*begin)(struct vqs_vq *vq);
-	/* Pop up to max (>= 1) chains into *elems[i], no further than begin saw: how many (> 0),
+	/* Pop up to max (>= 1) chains into to's elements, no further than begin saw: how many (> 0),
 	 * else -EAGAIN, -EBUSY (the first chain waits for the long-chain area, nothing consumed), or
 	 * -EIO after vqs_vq_break(). One call per batch, so the layout's per-batch work is done
 	 * once and each chain's pop is inlined in a loop. */
-	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, struct vqs_elem *const *elems,
+	int (*pop)(struct vqs_vq *vq, const struct vqs_mem_table *t, const struct vqs_pop_to *to,
 		   unsigned max);
 	int (*unpop)(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n);
 	/* Write the used entries of elems[0..n) (n >= 1) with written[0..n), in order, up to the
@@ -309,6 +309,12 @@ static inline void vqs_chain_end(struct vqs_chain *c)
 {
 	c->e->out_len = (uint32_t)c->out_len;
 	c->e->in_len = (uint32_t)c->in_len;
+}
+
+/* The element of index k (a chain id, or a place in the pop: see vqs_pop_to). */
+static inline struct vqs_elem *vqs_pop_elem(const struct vqs_pop_to *to, unsigned k)
+{
+	return (struct vqs_elem *)((char *)to->base + (size_t)k * to->stride);
 }
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */

@@ -370,9 +370,7 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 static void queue_free(struct vqs_queue *q)
 {
 	free(q->reqs);
-	free(q->land);
-	free(q->land_ptr);
-	free(q->land_iov);
+	free(q->long_ids);
 	free(q->pin_mem);
 	free(q->order);
 	free(q);
@@ -431,9 +429,9 @@ void vqs_sched_destroy(struct vqs_sched *s)
 }
 
 /* The queue's requests, one per chain id of a ring of n entries (whole lines each, so a request
- * completed on one thread shares no line with its neighbour's), and the landing area of a batch
- * of batch_max. */
-static int slots_alloc(struct vqs_queue *q, unsigned n, unsigned batch_max)
+ * completed on one thread shares no line with its neighbour's), each element naming its own
+ * iovecs, where the ring pops its chains. */
+static int slots_alloc(struct vqs_queue *q, unsigned n)
 {
 	size_t iov = q->iov_per_req * sizeof(struct iovec);
 	q->req_stride = (uint32_t)((sizeof(struct req_slot) + iov + VQS_CACHE_LINE - 1) &
@@ -441,20 +439,16 @@ static int slots_alloc(struct vqs_queue *q, unsigned n, unsigned batch_max)
 	q->reqs = vqs_alloc_lines(n, q->req_stride);
 	q->pin_mem = vqs_alloc_lines(n, sizeof(*q->pin_mem));
 	q->order = vqs_alloc_lines(n, sizeof(*q->order));
-	q->land = vqs_alloc_lines(batch_max, sizeof(*q->land));
-	q->land_ptr = vqs_alloc_lines(batch_max, sizeof(*q->land_ptr));
-	q->land_iov = vqs_alloc_lines(batch_max, iov);
-	if (!q->reqs || !q->pin_mem || !q->order || !q->land || !q->land_ptr || !q->land_iov)
+	q->long_ids = vqs_alloc_lines(n, sizeof(*q->long_ids));
+	if (!q->reqs || !q->pin_mem || !q->order || !q->long_ids)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		q->pin_mem[i].next_free = q->free_pins;
 		q->free_pins = &q->pin_mem[i];
-		slot_of(q, i)->q = q;
-	}
-	for (unsigned i = 0; i < batch_max; i++) {
-		q->land[i].iov = q->land_iov + (size_t)i * q->iov_per_req;
-		q->land[i].iov_cap = q->iov_per_req;
-		q->land_ptr[i] = &q->land[i];
+		struct req_slot *r = slot_of(q, i);
+		r->q = q;
+		r->req.elem.iov = r->iov;
+		r->req.elem.iov_cap = q->iov_per_req;
 	}
 	q->nslots = n;
 	return 0;
@@ -488,7 +482,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	atomic_init(&q->kick_fd, o.kick_fd);
 	atomic_init(&q->call_fd, o.call_fd);
 	atomic_init(&q->state, Q_PAUSED);
-	int rc = slots_alloc(q, vqs_vq_num(o.vq), s->o.batch_max);
+	int rc = slots_alloc(q, vqs_vq_num(o.vq));
 	if (rc) {
 		queue_free(q);
 		return rc;

@@ -153,11 +153,12 @@ struct vqs_queue {
 	char *reqs;
 	uint32_t req_stride;
 	unsigned nslots, nout;         /* nslots = the queue size; nout: requests popped, not freed */
-	/* Where a batch is popped before each chain is moved to its id's request (the ring names
-	 * the id only by popping it): s->o.batch_max elements, land_iov_cap iovecs each. */
-	struct vqs_elem *land;
-	struct vqs_elem **land_ptr;
-	struct iovec *land_iov;
+	/* The ring pops each chain straight into its id's request (vqs_pop_to.by_id), into the
+	 * iovecs the request's element names: a long chain's names the ring's long-chain area
+	 * (vqs_elem), until the request is free again and the next pop restores it (pop_batch).
+	 * long_ids: the nlong requests whose element may still name the area. */
+	uint16_t *long_ids;
+	unsigned nlong;
 	struct pin_ref *pin_mem, *free_pins; /* nslots of them: one per batch at most */
 	/* The pin of the latest batch, on which the owner keeps a reference of its own while it
 	 * has the queue: the batches that follow on the same table join it (a plain count), so a
@@ -265,6 +266,7 @@ struct sched_worker {
 	unsigned nheld, held_rounds;
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
+	uint16_t pop_ids[SCHED_BATCH_MAX]; /* the ids of the batch, in pop order */
 	/* The batch's requests completed during the handler call, filled in one session fill */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
 	uint32_t fill_written[SCHED_BATCH_MAX];

@@ -17,6 +17,21 @@ static inline struct req_slot *slot_of(const struct vqs_queue *q, unsigned id)
 	return (struct req_slot *)(q->reqs + (size_t)id * q->req_stride);
 }
 
+/* The requests of long chains freed since the last pop (filled or given back): their elements
+ * name their own iovecs again, before the ring pops into them. Owner of q. */
+static inline void restore_long(struct vqs_queue *q)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < q->nlong; i++) {
+		struct req_slot *r = slot_of(q, q->long_ids[i]);
+		if (r->st == SLOT_FREE)
+			r->req.elem.iov = r->iov;
+		else
+			q->long_ids[k++] = q->long_ids[i];
+	}
+	q->nlong = k;
+}
+
 /* Drop n of pin's references; the last one unpins the table. */
 static inline void pin_drop(struct vqs_queue *q, struct pin_ref *pin, unsigned n)
 {

@@ -57,18 +57,22 @@ static void queue_broken(struct vqs_queue *q)
 }
 
 /*
- * Pop up to want chains (want <= what the session's begin saw, see serve) into the queue's
- * landing area with one ring call, and move each to the request of its chain id (the ring
- * refuses an id already in flight, VQS_VQ_ERR_BUFFER_ID, so that request is free), with
- * everything it needs before the handler: its batch's pin (pin: the caller's guess, see
- * pop_pinned), when it was noticed (t0). Returns how many, *bytes their bytes; *empty when that
- * was all the ring had.
+ * Pop up to want chains (want <= what the session's begin saw, see serve) with one ring call,
+ * each straight into the request of its chain id (the ring refuses an id already in flight,
+ * VQS_VQ_ERR_BUFFER_ID, before it writes that request), and give each everything it needs
+ * before the handler: its batch's pin (pin: the caller's guess, see pop_pinned), when it was
+ * noticed (t0). Returns how many, *bytes their bytes; *empty when that was all the ring had.
  */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned want, uint64_t t0, struct pin_ref *pin, uint64_t *bytes,
 			  bool *empty)
 {
-	int rc = vqs_vq_session_pop(ss, q->land_ptr, want);
+	if (q->nlong)
+		restore_long(q);
+	const uint16_t *ids = w->pop_ids;
+	struct vqs_pop_to to = {.base = &slot_of(q, 0)->req.elem, .stride = q->req_stride,
+				.by_id = true, .ids = w->pop_ids};
+	int rc = vqs_vq_session_pop(ss, &to, want);
 	unsigned n = rc > 0 ? (unsigned)rc : 0;
 	/* Fewer than the ring had: it broke at the next chain (reported now, from its state), or
 	 * that long chain waits until long chains in flight complete (-EBUSY, from the pop that
@@ -79,26 +83,10 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 	unsigned lines = q->prefetch_lines;
 	uint64_t b = 0;
 	for (unsigned i = 0; i < n; i++) {
-		struct vqs_elem *e = &q->land[i];
-		struct iovec *land_iov = q->land_iov + (size_t)i * q->iov_per_req;
-		struct req_slot *r = slot_of(q, e->id);
-		r->req.elem = *e;
-		/* A long chain stays where the ring built it (its long-chain area, see vqs_elem);
-		 * the landing element is set for the next pop. */
-		if (e->iov == land_iov) {
-			r->req.elem.iov = r->iov;
-			/* The first two without a loop (a request and its response buffer, the
-			 * usual chain): a loop from the first cost 16 instructions a request. */
-			unsigned nk = e->out_num + e->in_num;
-			r->iov[0] = land_iov[0];
-			if (nk > 1) {
-				r->iov[1] = land_iov[1];
-				for (unsigned k = 2; k < nk; k++)
-					r->iov[k] = land_iov[k];
-			}
-		} else {
-			e->iov = land_iov;
-		}
+		struct req_slot *r = slot_of(q, ids[i]);
+		/* built in the ring's long-chain area (see vqs_elem) */
+		if (r->req.elem.iov != r->iov)
+			q->long_ids[q->nlong++] = ids[i];
 		r->req.user = NULL;
 		r->st = SLOT_HANDED;
 		r->t0_ns = t0;
@@ -106,13 +94,13 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 		if (lines)
 			prefetch_buffer(&r->req.elem, lines);
 		w->batch[i] = r;
-		b += e->out_len + e->in_len;
+		b += r->req.elem.out_len + r->req.elem.in_len;
 	}
 	*bytes = b;
 	q->nout += n;
 	if (q->in_order)
 		for (unsigned i = 0; i < n; i++)
-			q->order[order_at(q, q->ord_len++)] = q->land[i].id;
+			q->order[order_at(q, q->ord_len++)] = ids[i];
 	return n;
 }
 

@@ -111,15 +111,13 @@ static int pop(struct vqs_vq *vq, struct vqs_elem *e, struct iovec *iov, bool ti
 /* The data path's way: one ring session pops a batch (up to half of MAX_POPS). */
 static unsigned session_pop(struct vqs_vq *vq, struct vqs_elem *e, bool tiny)
 {
-	struct vqs_elem *pe[MAX_POPS / 2];
-	for (unsigned i = 0; i < MAX_POPS / 2; i++) {
+	for (unsigned i = 0; i < MAX_POPS / 2; i++)
 		e[i] = (struct vqs_elem){.iov = iov_store[i], .iov_cap = tiny ? 1 : 16};
-		pe[i] = &e[i];
-	}
 	struct vqs_vq_session ss;
 	int n = vqs_vq_session_begin(vq, &ss);
 	if (n > 0)
-		n = vqs_vq_session_pop(&ss, pe, MAX_POPS / 2);
+		n = vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = e, .stride = sizeof(e[0])},
+				       MAX_POPS / 2);
 	for (int i = 0; i < n; i++)
 		touch(&e[i]);
 	vqs_vq_session_pause(&ss);

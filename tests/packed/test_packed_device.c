@@ -484,7 +484,7 @@ static void device_pop_goes_by_the_flags_begin_read(void **state)
 	assert_true(vqs_vq_session_begin(r.vq, &ss) > 0);
 	/* a driver that takes the slot back: no longer available, no WRITE */
 	pfx_raw(&r, 0, buf, 16, 3, pfx_avail_bits(false));
-	assert_int_equal(vqs_vq_session_pop(&ss, &pe, 1), 1);
+	assert_int_equal(vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = pe}, 1), 1);
 	vqs_vq_session_pause(&ss);
 	vqs_mem_read_unlock();
 	assert_int_equal(e.id, 3);

@@ -109,19 +109,18 @@ static void *device(void *arg)
 	struct run *r = arg;
 	struct vqs_vq *vq = r->p.dev;
 	static struct iovec iov[BATCH][4];
-	struct vqs_elem e[BATCH], *pe[BATCH];
+	struct vqs_elem e[BATCH];
 	int err = 0;
 	vqs_vq_disable_notify(vq);
 	while (!err && !atomic_load(&r->stop)) {
-		for (unsigned i = 0; i < BATCH; i++) {
+		for (unsigned i = 0; i < BATCH; i++)
 			e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
-			pe[i] = &e[i];
-		}
 		vqs_mem_read_lock();
 		struct vqs_vq_session ss;
 		int n = vqs_vq_session_begin(vq, &ss);
 		if (n > 0)
-			n = vqs_vq_session_pop(&ss, pe, BATCH);
+			n = vqs_vq_session_pop(
+				&ss, &(struct vqs_pop_to){.base = e, .stride = sizeof(e[0])}, BATCH);
 		vqs_vq_session_pause(&ss);
 		/* Complete the batch backwards: ids go back out of order. */
 		for (int i = n - 1; i >= 0 && !err; i--) {

@@ -315,15 +315,14 @@ static void shapes_mixed_in_one_batch(void **state)
 		offer_n(c, ch[i].id, addr, ch[i].len, ch[i].write, ch[i].n);
 	}
 	struct iovec iov[8][4];
-	struct vqs_elem e[8], *pe[8];
-	for (unsigned i = 0; i < 8; i++) {
+	struct vqs_elem e[8];
+	for (unsigned i = 0; i < 8; i++)
 		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
-		pe[i] = &e[i];
-	}
 	struct vqs_vq_session ss;
 	bool call;
 	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
-	assert_int_equal(vqs_vq_session_pop(&ss, pe, 8), (int)nch);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 8), (int)nch);
 	for (unsigned i = 0; i < nch; i++) {
 		assert_int_equal(e[i].id, ch[i].id);
 		assert_int_equal(e[i].ndescs, ch[i].n);

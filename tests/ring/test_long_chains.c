@@ -196,16 +196,14 @@ static void short_and_long_chains_in_one_batch(void **state)
 	offer(c, 40, false, 3, 2, 1);
 	offer(c, 2, true, 43, 3, 2);
 	struct iovec iov[3][CAP];
-	struct vqs_elem e[3], *pe[3];
-	for (unsigned i = 0; i < 3; i++) {
+	struct vqs_elem e[3];
+	for (unsigned i = 0; i < 3; i++)
 		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = CAP};
-		pe[i] = &e[i];
-	}
 	struct vqs_vq_session ss;
 	/* split: the avail index; packed: room for chains, at least those there */
 	int has = vqs_vq_session_begin(c->l.vq, &ss);
 	assert_true(c->l.packed ? has >= 3 : has == 3);
-	int n = vqs_vq_session_pop(&ss, pe, 3);
+	int n = vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = e, .stride = sizeof(e[0])}, 3);
 	vqs_vq_session_pause(&ss);
 	assert_int_equal(n, 3);
 	assert_ptr_equal(e[0].iov, iov[0]);

@@ -306,8 +306,9 @@ static void test_session_begin_counts_and_pop_takes_what_is_there(void **state)
 	elems_init(e, pe, iov, 4);
 	struct vqs_vq_session ss;
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 3);
-	assert_int_equal(vqs_vq_session_pop(&ss, pe, 4), 3);
-	assert_int_equal(vqs_vq_session_pop(&ss, pe, 4), 0);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 4), 3);
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 4), 0);
 	const uint32_t written[3] = {0, 0, 0};
 	for (unsigned i = 0; i < 3; i++)
 		assert_int_equal(e[i].id, i);
@@ -327,21 +328,23 @@ static void test_session_pops_no_further_than_begin_saw(void **state)
 	struct iovec iov[2];
 	struct vqs_elem e[2], *pe[2];
 	elems_init(e, pe, iov, 2);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
 	struct vqs_vq_session ss;
 	bool call;
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 1);
 	fx_simple_chain(&c->r, 1, 8, true);
-	assert_int_equal(vqs_vq_session_pop(&ss, pe, 2), 1);
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 2), 1);
 	assert_int_equal(e[0].id, 0);
 	vqs_vq_session_end(&ss, &call);
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 1);
-	assert_int_equal(vqs_vq_session_pop(&ss, pe, 2), 1);
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 2), 1);
 	assert_int_equal(e[0].id, 1);
 	vqs_vq_session_end(&ss, &call);
 }
 
-/* The session's pop fills elements anywhere: as many as there are, in avail order, and the
- * error when the first chain breaks the queue. */
+/* The session's pop builds each chain in the element of its id, inside the caller's requests
+ * (by_id, a stride apart), says which ids it popped in avail order, and leaves the other
+ * requests alone; the error when the first chain breaks the queue. */
 static void test_session_pop_into_scattered_elements(void **state)
 {
 	struct fx_ctx *c = fx_ctx_new(state, NUM, 0);
@@ -351,28 +354,35 @@ static void test_session_pop_into_scattered_elements(void **state)
 		struct vqs_elem e;
 		int other;
 		struct iovec iov;
-	} reqs[4];
-	struct vqs_elem *ptrs[4];
-	for (unsigned i = 0; i < 4; i++) {
-		reqs[3 - i].e = (struct vqs_elem){.iov = &reqs[3 - i].iov, .iov_cap = 1};
-		ptrs[i] = &reqs[3 - i].e;
+	} reqs[NUM];
+	for (unsigned i = 0; i < NUM; i++) {
+		reqs[i].e = (struct vqs_elem){.iov = &reqs[i].iov, .iov_cap = 1, .id = 0xffff};
+		reqs[i].other = (int)i;
 	}
+	uint16_t ids[4];
+	struct vqs_pop_to to = {.base = &reqs[0].e, .stride = sizeof(reqs[0]), .by_id = true,
+				.ids = ids};
 	struct vqs_vq_session ss;
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), 3);
-	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), 3);
+	assert_int_equal(vqs_vq_session_pop(&ss, &to, 4), 3);
 	vqs_vq_session_pause(&ss);
 	for (unsigned i = 0; i < 3; i++) {
-		assert_int_equal(ptrs[i]->id, 2 - i);
-		assert_int_equal(ptrs[i]->in_len, 8);
-		assert_ptr_equal(ptrs[i]->iov, &reqs[3 - i].iov);
+		assert_int_equal(ids[i], 2 - i);
+		assert_int_equal(reqs[2 - i].e.id, 2 - i);
+		assert_int_equal(reqs[2 - i].e.in_len, 8);
+		assert_ptr_equal(reqs[2 - i].e.iov, &reqs[2 - i].iov);
 	}
+	for (unsigned i = 0; i < NUM; i++)
+		assert_int_equal(reqs[i].other, (int)i);
+	for (unsigned i = 3; i < NUM; i++)
+		assert_int_equal(reqs[i].e.id, 0xffff);
 	fx_publish(&c->r, NUM);
 	assert_true(vqs_vq_session_begin(c->r.vq, &ss) > 0);
-	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), -EIO);
+	assert_int_equal(vqs_vq_session_pop(&ss, &to, 4), -EIO);
 	vqs_vq_session_pause(&ss);
 	/* broken: begin says so, and the session's calls return it */
 	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), -EIO);
-	assert_int_equal(vqs_vq_session_pop(&ss, ptrs, 4), -EIO);
+	assert_int_equal(vqs_vq_session_pop(&ss, &to, 4), -EIO);
 	bool call = true;
 	assert_int_equal(vqs_vq_session_end(&ss, &call), 0);
 	assert_false(call);

@@ -63,7 +63,8 @@ static void offer_and_pop(struct rig *r, unsigned n, struct vqs_vq_session *ss)
 		r->used->ring[i] = (struct vqs_vring_used_elem){POISON, POISON};
 	}
 	assert_int_equal(vqs_vq_session_begin(r->p.dev, ss), (int)n);
-	assert_int_equal(vqs_vq_session_pop(ss, r->pop, n), (int)n);
+	assert_int_equal(vqs_vq_session_pop(
+			 ss, &(struct vqs_pop_to){.base = r->elems, .stride = sizeof(r->elems[0])}, n), (int)n);
 }
 
 /* The driver gets chains 0..n-1 back in order with these lengths. */

@@ -70,10 +70,10 @@ static void assert_broken(struct ctx *c, struct vqs_vq *vq, enum vqs_vq_err why,
 	fx_simple_chain(&c->bad, 5, 16, false);
 	assert_int_equal(fx_pop(vq, &e, iov, 16), -EIO);
 	struct vqs_elem batch[2] = {{.iov = iov, .iov_cap = 8}, {.iov = iov + 8, .iov_cap = 8}};
-	struct vqs_elem *pb[2] = {&batch[0], &batch[1]};
 	struct vqs_vq_session ss;
 	assert_int_equal(vqs_vq_session_begin(vq, &ss), -EIO);
-	assert_int_equal(vqs_vq_session_pop(&ss, pb, 2), -EIO);
+	struct vqs_pop_to at = {.base = batch, .stride = sizeof(batch[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 2), -EIO);
 	vqs_vq_session_pause(&ss);
 	assert_int_equal(vqs_vq_flush(vq), 0);
 	assert_int_equal(fx_used_idx(&c->bad), 0);

@@ -74,7 +74,7 @@ static int pop_pinned(struct vqs_vq *vq, struct vqs_mem *m, const struct vqs_mem
 		struct vqs_vq_session ss;
 		int rc = vqs_vq_session_begin(vq, &ss);
 		if (rc > 0)
-			rc = vqs_vq_session_pop(&ss, &e, 1);
+			rc = vqs_vq_session_pop(&ss, &(struct vqs_pop_to){.base = e}, 1);
 		const struct vqs_mem_table *cur = rc == 1 ? vqs_mem_table_get(m) : NULL;
 		vqs_vq_session_pause(&ss);
 		if (rc != 1)

@@ -29,9 +29,9 @@ static size_t heap_bytes(void)
 /*
  * What attaching a queue of num entries costs the heap, per chain id. A request is its vqs_req
  * (32 bytes), its completion state (40) and IOV iovecs (64), in whole cache lines: 192 bytes;
- * its share of the batch pins (24) and of the IN_ORDER record (2) make 218. The bound leaves
- * 6 bytes per id and 32 KiB for what does not grow with the queue (the queue itself, the
- * landing area of one batch: ~24 KiB measured). The slots of the free list cost 256 per id
+ * its share of the batch pins (24), of the IN_ORDER record (2) and of the list of long chains'
+ * requests (2) make 220. The bound leaves 4 bytes per id and 32 KiB for what does not grow with
+ * the queue (the queue itself). The slots of the free list cost 256 per id
  * (each its own aligned allocation, with a pointer in the slot table, one in the free stack and
  * one in the order): over the bound at 32768.
  */
@@ -104,9 +104,11 @@ static bool wait_for(atomic_int *v, int at_least)
 	return atomic_load(v) >= at_least;
 }
 
-/* The driver offers the head of a chain the device holds again: the ring refuses it
- * (VQS_VQ_ERR_BUFFER_ID), the queue stops with that reason, the held request keeps its chain
- * (its completion is accepted and nothing is served twice), and another queue is served. */
+/* The driver offers the head of a chain the device holds again, its descriptor rewritten to
+ * another shape: the ring refuses it (VQS_VQ_ERR_BUFFER_ID) before it writes the request of that
+ * id, which the ring pops into, so the queue stops with that reason, the held request keeps its
+ * chain whole (its completion is accepted and nothing is served twice), and another queue is
+ * served. */
 static void dup_id(enum vqs_policy policy)
 {
 	struct vqs_sched_opts so;
@@ -137,6 +139,12 @@ static void dup_id(enum vqs_policy policy)
 	/* The avail entry of the first chain, published again. */
 	uint64_t desc, avail, used;
 	vqs_drv_vq_addrs(bad.p.drv, &desc, &avail, &used);
+	/* A readable buffer of 32 bytes elsewhere: popped over the held request, it would show. */
+	struct vqs_vring_desc *d = vqs_gmem_host(bad.p.gmem, desc, vqs_vring_desc_size(NUM));
+	void *base0 = h.req[0]->elem.iov[0].iov_base;
+	__atomic_store_n(&d[id0].addr, vqs_gmem_alloc(bad.p.gmem, 64, 64), __ATOMIC_RELAXED);
+	__atomic_store_n(&d[id0].len, 32, __ATOMIC_RELAXED);
+	__atomic_store_n(&d[id0].flags, 0, __ATOMIC_RELAXED);
 	struct vqs_vring_avail *a = vqs_gmem_host(bad.p.gmem, avail, vqs_vring_avail_size(NUM));
 	uint16_t idx = __atomic_load_n(&a->idx, __ATOMIC_RELAXED);
 	/* Atomic stores, as the device reads these fields; release pairs with its acquire load of
@@ -151,8 +159,12 @@ static void dup_id(enum vqs_policy policy)
 	vqs_test_sleep_ms(20);
 	assert_int_equal(atomic_load(&h.n), 2); /* nothing popped twice */
 	assert_int_equal(h.req[0]->elem.id, id0);
+	assert_int_equal(h.req[0]->elem.out_num, 0);
 	assert_int_equal(h.req[0]->elem.in_num, 1);
+	assert_int_equal(h.req[0]->elem.out_len, 0);
 	assert_int_equal(h.req[0]->elem.in_len, 64);
+	assert_ptr_equal(h.req[0]->elem.iov[0].iov_base, base0);
+	assert_int_equal(h.req[0]->elem.iov[0].iov_len, 64);
 	assert_ptr_equal(vqs_req_queue(h.req[0]), bad.q);
 	/* Completions of a broken queue are taken (the ring refuses them) and let detach end. */
 	vqs_req_complete(h.req[0], 0);
@@ -165,6 +177,69 @@ static void dup_id(enum vqs_policy policy)
 	vqs_sched_destroy(sched);
 }
 
+/* Where each request's iovecs were, as an offset from the request: a chain of IOV iovecs or
+ * fewer is built in the request's own storage, at the same offset in every request. */
+struct iov_at {
+	atomic_long short_off; /* 0: none seen yet */
+	atomic_int short_elsewhere, longs;
+};
+
+static unsigned record_iov(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			   void *opaque)
+{
+	struct iov_at *a = opaque;
+	for (unsigned i = 0; i < n; i++) {
+		const struct vqs_elem *e = &reqs[i]->elem;
+		long off = (long)((const char *)e->iov - (const char *)reqs[i]);
+		if (e->out_num + e->in_num > IOV) {
+			atomic_fetch_add(&a->longs, 1);
+		} else if (!atomic_load(&a->short_off)) {
+			atomic_store(&a->short_off, off);
+		} else if (atomic_load(&a->short_off) != off) {
+			atomic_fetch_add(&a->short_elsewhere, 1);
+		}
+		vqs_req_complete(reqs[i], 0);
+	}
+	return n;
+}
+
+/* A chain longer than a request's IOV iovecs is built in the ring's long-chain area, and the
+ * request's element names it there; once that request is free, the next chain of its id is
+ * built in the request's own iovecs again (the pop writes where the element names), whatever
+ * the driver reuses the id for. */
+static void long_then_short(uint64_t features)
+{
+	struct iov_at at = {0};
+	struct vqs_served_pair sp;
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = record_iov;
+	o.opaque = &at;
+	o.iov_per_req = IOV;
+	assert_int_equal(
+		vqs_served_pair_init(&sp, NUM, features, 0x100000, 1 << 20, VQS_POLICY_DEDICATED, &o), 0);
+	struct vqs_drv_buf one = {.gpa = vqs_gmem_alloc(sp.p.gmem, 64, 64), .len = 64};
+	struct vqs_drv_buf six[IOV + 2];
+	for (unsigned i = 0; i < IOV + 2; i++)
+		six[i] = (struct vqs_drv_buf){.gpa = vqs_gmem_alloc(sp.p.gmem, 64, 64), .len = 64};
+	assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &one, 0, 1) >= 0);
+	for (unsigned round = 0; round < 3; round++) {
+		assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, six, 0, IOV + 2) >= 0);
+		/* every id the driver may hand out next, the long chain's among them */
+		for (unsigned i = 0; i < NUM; i++)
+			assert_true(vqs_pair_round_trip(&sp.p, sp.kick, sp.call, &one, 0, 1) >= 0);
+	}
+	assert_int_equal(atomic_load(&at.longs), 3);
+	assert_int_equal(atomic_load(&at.short_elsewhere), 0);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+}
+
+static void test_long_then_short_split(void **state) { long_then_short(FEATURES); }
+static void test_long_then_short_packed(void **state)
+{
+	long_then_short(FEATURES | VQS_BIT(VQS_F_RING_PACKED));
+}
+
 static void test_dup_id_dedicated(void **state) { dup_id(VQS_POLICY_DEDICATED); }
 static void test_dup_id_pool(void **state) { dup_id(VQS_POLICY_POOL); }
 
@@ -175,6 +250,8 @@ int main(void)
 		cmocka_unit_test(test_bytes_per_id_32768),
 		cmocka_unit_test(test_dup_id_dedicated),
 		cmocka_unit_test(test_dup_id_pool),
+		cmocka_unit_test(test_long_then_short_split),
+		cmocka_unit_test(test_long_then_short_packed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
