@@ -233,10 +233,8 @@ int preset_seed2017_run(const struct opts *o, struct report *rep, struct report 
 	return 0;
 }
 
-/* seed-2023 columns: task mode, kthread mode, vqsched auto (dedicated policy; poll under
- * spinning waits, as lib/ksim/seed2023.c runs it). */
-static void seed2023_shape(unsigned row, unsigned col, enum vqs_ksim_wait wait,
-			   struct cell_shape *sh)
+/* seed-2023 columns: task mode, kthread mode, vqsched auto (dedicated policy). */
+static void seed2023_shape(unsigned row, unsigned col, struct cell_shape *sh)
 {
 	static const char *const names[VQS_KSIM_SEED2023_COLS] = {"task", "kthread",
 								  "vqsched-auto"};
@@ -245,9 +243,7 @@ static void seed2023_shape(unsigned row, unsigned col, enum vqs_ksim_wait wait,
 	*sh = (struct cell_shape){
 		.name = names[col],
 		.workload = row == 0 ? WL_STREAM : WL_RR,
-		.policy = col == VQS_KSIM_SEED2023_AUTO && wait == VQS_KSIM_WAIT_SPIN
-				  ? VQS_POLICY_POLL
-				  : VQS_POLICY_DEDICATED,
+		.policy = VQS_POLICY_DEDICATED,
 		.placement = place[col],
 		.streams = 1,
 		.batch_max = VQS_KSIM_NET_BATCH,
@@ -296,7 +292,7 @@ int preset_seed2023_run(const struct opts *o, struct report *rep, struct report 
 	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
 		for (unsigned col = 0; col < VQS_KSIM_SEED2023_COLS; col++) {
 			struct cell_shape sh;
-			seed2023_shape(row, col, ko.costs.wait, &sh);
+			seed2023_shape(row, col, &sh);
 			struct cell_costs k = {.costs = &ko.costs, .cell_ms = ko.cell_ms,
 					       .payload = row == 0 ? ko.costs.pkt_bytes
 								   : VQS_KSIM_SEED2023_RR_BYTES};

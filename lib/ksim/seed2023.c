@@ -5,8 +5,7 @@
  * the owner and inherited its one-CPU mask, so it competes with the vCPU on that CPU.
  *
  * Model: an owner thread pinned to vcpu_cpu creates the device (task or kthread mode) or a
- * vqsched scheduler (dedicated policy, or poll under spinning waits; auto placement with
- * busy_cpus = that CPU), and the vCPU,
+ * vqsched scheduler (dedicated policy, auto placement with busy_cpus = that CPU), and the vCPU,
  * also pinned there. The external host is a peer thread on peer_cpu sending into the guest's tun
  * ring: a TCP-like stream (TCP_STREAM), or one request at a time answered by the guest (TCP_RR).
  */
@@ -82,16 +81,7 @@ static int backend_start(struct owner *ow)
 	if (ow->col == COL_AUTO) {
 		struct vqs_sched_opts so;
 		vqs_sched_opts_init(&so);
-		/* With spinning waits the kernel model's worker polls its kick eventfd and pays
-		 * wake_ns; a dedicated worker would sleep for real and pay this machine's wake-up
-		 * (about 50 us across CPUs here), twice per TCP_RR transaction. So under those costs
-		 * the column's worker polls too, for the whole run, as the kernel model's does. */
-		if (ow->o->costs.wait == VQS_KSIM_WAIT_SPIN) {
-			so.policy = VQS_POLICY_POLL;
-			so.poll_timeout_us = 0;
-		} else {
-			so.policy = VQS_POLICY_DEDICATED;
-		}
+		so.policy = VQS_POLICY_DEDICATED;
 		so.placement = VQS_PLACE_AUTO;
 		CPU_ZERO(&so.busy_cpus);
 		CPU_SET(ow->o->vcpu_cpu, &so.busy_cpus);
