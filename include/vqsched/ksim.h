@@ -269,7 +269,7 @@ struct vqs_ksim_seed2017_result {
 	/* Verdicts, computed from the cells: */
 	bool drops_413_only;    /* the 4.13 variant lost packets; fixed and vqsched lost none */
 	/* The throughput verdicts compare cells by the median over repeats of their per-repeat
-	 * ratio, against VQS_KSIM_VERDICT_MARGIN. */
+	 * ratio, against VQS_KSIM_VERDICT_MARGIN (the interleaved heavy gain: heavy_spread). */
 	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path), with loss */
 	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1, over the judged
 				 * repeats (below) */
@@ -292,6 +292,16 @@ struct vqs_ksim_seed2017_result {
 	/* The heavy row's 4.13 b64 and fixed b1 cells were measured interleaved in one world per
 	 * repeat (opts.interleave): heavy_load_gain then judges every repeat. */
 	bool interleaved;
+	/* Interleaved only: after each repeat's pair, two self-comparison worlds, fixed b1 against
+	 * fixed b1 and 4.13 b64 against 4.13 b64, switched alike, give the ratio of their sides
+	 * (heavy_self_ratio[0 fixed b1 | 1 4.13 b64][i], repeat i; 0 when a side delivered
+	 * nothing or the world failed); heavy_spread is the largest |ratio - 1| among them: what
+	 * slicing and other programs' load make of one variant in this run. heavy_load_gain then
+	 * needs heavy_ratio above 1 + heavy_spread (instead of VQS_KSIM_VERDICT_MARGIN) and
+	 * heavy_self_runs at least the repeats a verdict needs. */
+	double heavy_self_ratio[2][VQS_KSIM_MAX_REPEATS];
+	unsigned heavy_self_runs;
+	double heavy_spread;
 };
 /* CPUs (cpus_used) both cells of a seed-2017 throughput comparison must have got for a repeat
  * to be judged: most of the two the model's four threads share. */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include <vqsched/vqsched.h>
 
@@ -57,11 +58,62 @@ static void heavy_interleaved(void **state)
 		assert_true(ratio > 1.5);
 	}
 	assert_int_equal(c[B1].drops_batch, 0); /* only the 4.13 handler leaks */
+	/* each variant against itself, in the same load: within the gain asserted above */
+	assert_int_equal(r.heavy_self_runs, REPEATS);
+	assert_true(r.heavy_spread < 0.5);
 	assert_true(r.heavy_load_gain);
+}
+
+/* A heavy row of `repeats` interleaved repeats whose 4.13 b64 / fixed b1 ratio is `gain` in
+ * each, and whose self-comparisons read 1 + spread and 1 - spread. */
+static void heavy_made(struct vqs_ksim_seed2017_result *r, unsigned repeats, double gain,
+		       double spread)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->streams[0] = 1;
+	r->streams[2] = 50;
+	r->interleaved = true;
+	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row += 2)
+		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
+			struct vqs_ksim_cell *c = &r->cell[row][col];
+			c->repeats = repeats;
+			for (unsigned i = 0; i < repeats; i++) {
+				c->run_rate[i] = row && col == B64 ? 1000 * gain : 1000;
+				c->run_cpus[i] = 2;
+			}
+			c->rate = c->run_rate[0];
+		}
+	r->heavy_self_runs = repeats;
+	for (unsigned i = 0; i < repeats; i++) {
+		r->heavy_self_ratio[0][i] = 1 + spread;
+		r->heavy_self_ratio[1][i] = 1 - spread;
+	}
+}
+
+/* The interleaved heavy verdict decides against the spread its self-comparisons measured, not a
+ * fixed 10%: a 5% gain over a 2% spread holds, a 15% gain within a 20% spread does not, and
+ * without the self-comparisons it is not judged. */
+static void heavy_against_spread(void **state)
+{
+	(void)state;
+	struct vqs_ksim_seed2017_result r;
+	heavy_made(&r, 3, 1.05, 0.02);
+	vqs_ksim_seed2017_judge(&r);
+	assert_true(r.heavy_spread > 0.019 && r.heavy_spread < 0.021);
+	assert_true(r.heavy_load_gain);
+	heavy_made(&r, 3, 1.15, 0.20);
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.heavy_load_gain);
+	heavy_made(&r, 3, 1.15, 0.02);
+	r.heavy_self_runs = 1; /* fewer than the 2 of 3 repeats a verdict needs */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.heavy_load_gain);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(heavy_interleaved)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(heavy_against_spread),
+					   cmocka_unit_test(heavy_interleaved)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
