@@ -258,13 +258,13 @@ struct vqs_vq_session {
 VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
 /*
  * Where a pop puts each chain: the element of index k at (char *)base + k * stride (0: side by
- * side, sizeof(struct vqs_elem)), k the chain's id when by_id (an array of vqs_vq_num() elements, one per id: a request's state may
- * hold its element, and the pop builds each chain straight into it), else its place in this pop
- * (max elements). Each element's iov/iov_cap are the caller's storage, set before the pop (see
- * vqs_elem). by_id: an element is written only after its id was found not in flight, so a
- * driver that offers an id again cannot overwrite the element of the chain in flight (the queue
- * breaks, VQS_VQ_ERR_BUFFER_ID). ids: where the popped chains' ids go, in pop order; NULL (only
- * by place): nowhere.
+ * side, sizeof(struct vqs_elem)), k the chain's id when by_id (an array of vqs_vq_num()
+ * elements, one per id: a request's state may hold its element, and the pop builds each chain
+ * straight into it), else its place in this pop (max elements). Each element's iov/iov_cap are
+ * the caller's storage, set before the pop (see vqs_elem). by_id: an element is written only
+ * after its id was found not in flight, so a driver that offers an id again cannot overwrite the
+ * element of the chain in flight (the queue breaks, VQS_VQ_ERR_BUFFER_ID). ids: where the popped
+ * chains' ids go, in pop order; NULL (only by place): nowhere.
  */
 struct vqs_pop_to {
 	void *base;
@@ -275,10 +275,10 @@ struct vqs_pop_to {
 /*
  * Pop up to max chains into the elements `to` names. Returns how many (0: none left of what
  * begin saw), or -EINVAL (by_id without ids), or -EIO when the queue is (or just became) broken
- * and nothing was popped, or -EBUSY when the first chain waits for the long-chain area (nothing consumed; fill or give back
- * long chains in flight first; see vqs_elem). A break or a wait after some pops returns those
- * pops; the next pop reports it. A split session pops no further than the avail index begin
- * read.
+ * and nothing was popped, or -EBUSY when the first chain waits for the long-chain area (nothing
+ * consumed; fill or give back long chains in flight first; see vqs_elem). A break or a wait after
+ * some pops returns those pops; the next pop reports it. A split session pops no further than
+ * the avail index begin read. Threads: owner (as every session call).
  */
 VQS_API int vqs_vq_session_pop(struct vqs_vq_session *ss, const struct vqs_pop_to *to,
 			       unsigned max);

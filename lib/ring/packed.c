@@ -461,27 +461,16 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 }
 
 /* One leaf function per shape and destination form. */
-static __attribute__((noinline)) unsigned pop_run1(struct packed_run *r, unsigned i, unsigned m)
-{
-	return pop_run(r, i, m, false, false);
-}
-
-static __attribute__((noinline)) unsigned pop_run2(struct packed_run *r, unsigned i, unsigned m)
-{
-	return pop_run(r, i, m, true, false);
-}
-
-static __attribute__((noinline)) unsigned pop_run1_id(struct packed_run *r, unsigned i,
-						      unsigned m)
-{
-	return pop_run(r, i, m, false, true);
-}
-
-static __attribute__((noinline)) unsigned pop_run2_id(struct packed_run *r, unsigned i,
-						      unsigned m)
-{
-	return pop_run(r, i, m, true, true);
-}
+#define POP_RUN_LEAF(name, pair, by_id) \
+	static __attribute__((noinline)) unsigned name(struct packed_run *r, unsigned i, unsigned m) \
+	{ \
+		return pop_run(r, i, m, pair, by_id); \
+	}
+POP_RUN_LEAF(pop_run1, false, false)
+POP_RUN_LEAF(pop_run2, true, false)
+POP_RUN_LEAF(pop_run1_id, false, true)
+POP_RUN_LEAF(pop_run2_id, true, true)
+#undef POP_RUN_LEAF
 
 /*
  * Pop up to max ring chains with no inflight region: the runs of one shape (pop_run), the

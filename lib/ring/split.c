@@ -327,29 +327,17 @@ pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const 
 }
 
 /* One leaf function per shape and destination form. */
-static __attribute__((noinline)) unsigned pop_run1(struct pop_run *r, const uint16_t *heads,
-						   unsigned i, unsigned m)
-{
-	return pop_run(r, heads, i, m, false, false);
-}
-
-static __attribute__((noinline)) unsigned pop_run2(struct pop_run *r, const uint16_t *heads,
-						   unsigned i, unsigned m)
-{
-	return pop_run(r, heads, i, m, true, false);
-}
-
-static __attribute__((noinline)) unsigned pop_run1_id(struct pop_run *r, const uint16_t *heads,
-						      unsigned i, unsigned m)
-{
-	return pop_run(r, heads, i, m, false, true);
-}
-
-static __attribute__((noinline)) unsigned pop_run2_id(struct pop_run *r, const uint16_t *heads,
-						      unsigned i, unsigned m)
-{
-	return pop_run(r, heads, i, m, true, true);
-}
+#define POP_RUN_LEAF(name, pair, by_id) \
+	static __attribute__((noinline)) unsigned name(struct pop_run *r, const uint16_t *heads, \
+							 unsigned i, unsigned m) \
+	{ \
+		return pop_run(r, heads, i, m, pair, by_id); \
+	}
+POP_RUN_LEAF(pop_run1, false, false)
+POP_RUN_LEAF(pop_run2, true, false)
+POP_RUN_LEAF(pop_run1_id, false, true)
+POP_RUN_LEAF(pop_run2_id, true, true)
+#undef POP_RUN_LEAF
 
 static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t,
 					  const struct vqs_pop_to *to)
