@@ -119,6 +119,10 @@ struct adapt_state {
 	bool nap;
 	struct adapt_arrivals q;  /* adaptive: the queue's own arrivals */
 	uint64_t seen;            /* adaptive: its worker's arrivals at its last one */
+	/* adaptive: its last pop left chains in the ring, so the next pop that finds some finds
+	 * those, not an arrival (policy.c, adapt_observe) */
+	bool backlog;
+	uint64_t wake_seen;       /* adaptive: its worker's wakes at its last arrival */
 };
 
 struct sched_group;
@@ -230,6 +234,12 @@ struct sched_worker {
 	struct adapt_arrivals ad;
 	/* Its arrivals so far, and how many queues share them, x 16 (policy.c, (d)). */
 	uint64_t arrivals, queues_x16;
+	/* Its wake-ups so far; since the last one, until the queues listed then are served
+	 * (woken), it found work on woken_found queues (policy.c, adapt_observe: work found
+	 * together after a wake-up is one arrival). */
+	uint64_t wakes;
+	bool woken;
+	unsigned woken_found;
 	/* The cost model's learned inputs (policy.c, "Cost model"; adaptive): the wake-up round
 	 * trip W (learned from its kicked wake-ups), the overshoot of a timed wake-up and a nap's
 	 * CPU (learned from its naps), all seeded with the creation-time measurements; the nap to

@@ -444,6 +444,9 @@ void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, b
 	w->mark_cpu_ns = cpu_ns;
 	w->found_max = 0;
 	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
+	w->wakes++;
+	w->woken = true;
+	w->woken_found = 0;
 	learn_queued(w, queued_ns);
 	if (event)
 		w->sleep_cpu_ns = learn_cpu(w->sleep_cpu_ns, slept_cpu_ns);
@@ -604,25 +607,42 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 {
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
-	/* How many queues share the worker's arrivals ((d) above): over the worker's arrivals,
-	 * how many it had since the arriving queue's last one, this one included (each queue's
-	 * 1 / share, weighted by its share, sums to the queues); a silence longer than a worker
-	 * has queues says nothing more. */
-	w->arrivals++;
-	if (a->q.last_arrival_ns) {
-		uint64_t k = w->arrivals - a->seen;
-		k = k < SCHED_MAX_QUEUES ? k : SCHED_MAX_QUEUES;
-		w->queues_x16 = ewma(w->queues_x16, 16u * k, ADAPT_EWMA_SHIFT);
-	}
-	a->seen = w->arrivals;
 	if (n + backlog > w->found_max)
 		w->found_max = n + backlog;
-	/* The worker's gap decides whether to poll: a driver's stall is not a rate ((a) above), and
-	 * an unknown rate is not worth polling yet. A queue's gap only says whether it is still
-	 * part of its worker's traffic: clamped to the longest its worker polls after an arrival,
-	 * and a queue's first arrival taken as that sparse, so that it belongs from the start. */
-	arrivals_observe(&a->q, now, ADAPT_HOLD_MAX_NS, ADAPT_HOLD_MAX_NS);
-	arrivals_observe(&w->ad, now, 2 * w->poll_max_ns, w->poll_max_ns);
+	/* A pop after one that left chains in the ring found those: the ring was not empty in
+	 * between, so it is no arrival and no gap, only a later end of the work ((a) above: a gap
+	 * is how long the rings stay empty). Likewise the queues a wake-up finds with work after
+	 * the first: the worker was asleep, not idle between them, while they came. Counted as
+	 * arrivals, the pops of a burst served in doubling batches (1, 2, 4, ...) after a driver's
+	 * hiccup, and the queues found together by a wake-up that waited on a busy run queue, put
+	 * gaps of a handler call into a sparse stream's estimate, and the worker spun or napped
+	 * through the next silence (adaptive_work_found_together_is_one_arrival). */
+	bool more = a->backlog || (w->woken && a->wake_seen != w->wakes && w->woken_found++);
+	a->backlog = backlog != 0;
+	a->wake_seen = w->wakes;
+	if (more) {
+		a->q.last_arrival_ns = now;
+		w->ad.last_arrival_ns = now;
+	} else {
+		/* How many queues share the worker's arrivals ((d) above): over the worker's
+		 * arrivals, how many it had since the arriving queue's last one, this one included
+		 * (each queue's 1 / share, weighted by its share, sums to the queues); a silence
+		 * longer than a worker has queues says nothing more. */
+		w->arrivals++;
+		if (a->q.last_arrival_ns) {
+			uint64_t k = w->arrivals - a->seen;
+			k = k < SCHED_MAX_QUEUES ? k : SCHED_MAX_QUEUES;
+			w->queues_x16 = ewma(w->queues_x16, 16u * k, ADAPT_EWMA_SHIFT);
+		}
+		a->seen = w->arrivals;
+		/* The worker's gap decides whether to poll: a driver's stall is not a rate ((a)
+		 * above), and an unknown rate is not worth polling yet. A queue's gap only says
+		 * whether it is still part of its worker's traffic: clamped to the longest its
+		 * worker polls after an arrival, and a queue's first arrival taken as that sparse,
+		 * so that it belongs from the start. */
+		arrivals_observe(&a->q, now, ADAPT_HOLD_MAX_NS, ADAPT_HOLD_MAX_NS);
+		arrivals_observe(&w->ad, now, 2 * w->poll_max_ns, w->poll_max_ns);
+	}
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;
 	else if (!backlog && n < a->batch / 2)
@@ -649,6 +669,11 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
 	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
 		sched_cost_sample(w, now, sched_thread_cpu_ns());
+	a->backlog = false; /* found empty: what it finds next arrived */
+	/* the queues the wake-up listed are served: what the worker finds next arrived */
+	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
+	if (!atomic_load_explicit(&g->nready, memory_order_relaxed))
+		w->woken = false;
 	enum poll_mode m = worker_mode(s, w, now);
 	a->nap = m == MODE_NAP;
 	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
