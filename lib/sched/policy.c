@@ -48,7 +48,9 @@
  *   one stall of the driver, e.g. a descheduled guest, cannot turn a steady stream into "idle"
  *   for dozens of requests). It is the time the ring stays empty between two arrivals of work, which is what
  *   polling has to ride out: a driver that sends 64 requests at once every 50 us has a gap of
- *   50 us, not under 1 us per request. After an empty pop it keeps polling only while
+ *   50 us, not under 1 us per request, and work found together (the rest of a burst, the queues
+ *   a wake-up finds after the first: adapt_observe) is one arrival. After an empty pop it
+ *   keeps polling only while
  *   (a) the cost model finds polling cheaper than sleeping through gap. Cost model: per gap g,
  *       in ns of CPU, latency priced at k = spin_pct / 100 (default 2): spinning costs g
  *       and the wait k S of a request that arrives while the spinning worker is preempted (S:
