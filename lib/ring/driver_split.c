@@ -141,6 +141,26 @@ static void write_desc(struct vqs_vring_desc *d, uint64_t addr, uint32_t len, ui
 	uint64_t w = htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48);
 	memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
 }
+
+/*
+ * write_desc for the short shapes, storing nothing when the descriptor already holds these
+ * values (a chain reusing its slot's buffers: the free list hands back the descriptors reaped
+ * last). The device only reads the table, so its line stays shared and the device's next read
+ * of it hits, where a store would take the line from the device's cache and make that read a
+ * miss on a line the driver just wrote (one rr transaction's descriptor line). The table is
+ * ours: the loads hit in our cache. An unchanged descriptor is published by the same release
+ * store of avail idx as a stored one: our earlier store of it precedes that store too.
+ */
+static inline void write_desc_changed(struct vqs_vring_desc *d, uint64_t addr, uint32_t len,
+				      uint16_t flags, uint16_t next)
+{
+	uint64_t w = htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48), old[2];
+	memcpy(old, d, sizeof(old));
+	if (old[0] != htole64(addr))
+		d->addr = htole64(addr);
+	if (old[1] != w)
+		memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
+}
 _Static_assert(offsetof(struct vqs_vring_desc, len) == 8 &&
 		       offsetof(struct vqs_vring_desc, flags) == 12 &&
 		       offsetof(struct vqs_vring_desc, next) == 14,
@@ -220,11 +240,11 @@ add_short(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_
 		uint16_t head = fh, i = head;
 		if (total == 2) {
 			uint16_t nx = next[i];
-			write_desc(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, nx);
+			write_desc_changed(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, nx);
 			i = nx;
-			write_desc(&desc[i], bufs[1].gpa, (uint32_t)l1, f1, 0);
+			write_desc_changed(&desc[i], bufs[1].gpa, (uint32_t)l1, f1, 0);
 		} else {
-			write_desc(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, 0);
+			write_desc_changed(&desc[i], bufs[0].gpa, (uint32_t)l0, f0, 0);
 		}
 		fh = next[i];
 		struct vqs_drv_slot *slot = &slots[head];
@@ -232,7 +252,11 @@ add_short(struct vqs_drv_split *s, const struct vqs_drv_buf *bufs, unsigned out_
 		slot->in_len = (uint32_t)((l0 & w0) + (l1 & w1));
 		slot->ndescs = (uint16_t)total;
 		slot->last = i;
-		ring[(uint16_t)(avail_idx + c) & mask] = htole16(head);
+		/* As the descriptors: an entry already naming this head (one request in flight
+		 * takes the same head each time) stays as it is, its line shared with the device. */
+		uint16_t *entry = &ring[(uint16_t)(avail_idx + c) & mask];
+		if (*entry != htole16(head))
+			*entry = htole16(head);
 	}
 	s->free_head = fh;
 	return c;

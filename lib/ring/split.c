@@ -5,7 +5,6 @@
  * loaded once into a local copy, validated, and only the copy is used.
  */
 #include "ring/vq_internal.h"
-#include "util/prefetch.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -211,14 +210,15 @@ static inline unsigned read_heads(const struct vqs_split_ring *s, uint16_t *head
 	const unsigned first = m < mask + 1 - pos ? m : mask + 1 - pos;
 	unsigned all = read_span(ring + pos, heads, first, desc, mask);
 	all |= read_span(ring, heads + first, m - first, desc, mask);
-	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. (The
-	 * line of used->idx is taken with the first entries when they share it; the driver polls
-	 * it, but the release store in flush needs it anyway.) */
-	struct vqs_vring_used_elem *used = s->used->ring;
+	/* Eight used entries a line; the last entry too, for a batch that starts mid-line. Read,
+	 * not for writing: fill compares each entry first and leaves one that already holds its
+	 * value (fill_entries), and a line taken for writing here would be taken from the driver's
+	 * cache even then, a miss in its reap. */
+	const struct vqs_vring_used_elem *used = s->used->ring;
 	unsigned u = (unsigned)s->used_idx + s->pending;
 	for (unsigned i = 0; i < m; i += 8)
-		vqs_prefetch_write(&used[(u + i) & mask]);
-	vqs_prefetch_write(&used[(u + m - 1) & mask]);
+		__builtin_prefetch(&used[(u + i) & mask]);
+	__builtin_prefetch(&used[(u + m - 1) & mask]);
 	if (!(all & ~mask))
 		return m;
 	unsigned k = 0;
@@ -526,9 +526,16 @@ fill_entries(struct vqs_split_ring *s, const struct vqs_elem *const *elems,
 		const uint32_t len = *written, in_len = (*ep)->in_len;
 		if (id > mask || !busy[id] || len > in_len)
 			break;
-		/* one 8-byte store: the entry is id then len, both little-endian */
-		uint64_t entry = htole64((uint64_t)len << 32 | id);
-		memcpy(&ring[slot & mask], &entry, sizeof(entry));
+		/* one 8-byte store: the entry is id then len, both little-endian; none when the
+		 * entry already holds it (the same head answered with the same length a ring's
+		 * turn ago, as one request in flight at a time is), so that its line stays shared
+		 * and the driver's read of it hits. The driver reads the entry only after the
+		 * release store of the index in flush, which publishes an entry left as it was
+		 * as it does a stored one. */
+		uint64_t entry = htole64((uint64_t)len << 32 | id), old;
+		memcpy(&old, &ring[slot & mask], sizeof(old));
+		if (old != entry)
+			memcpy(&ring[slot & mask], &entry, sizeof(entry));
 		busy[id] = 0;
 		next++;
 		slot = fold && len == in_len ? slot : next;
