@@ -3,11 +3,11 @@
  * Reference lines next to the floors: vqsched's own rings, its driver side and its device side,
  * between two pinned polling threads with nothing in between (no scheduler, no handler, no
  * eventfd): answering one request at a time, and streaming at the floors' batch sizes (as
- * vqs-bench's points: requests of a readable and a writable buffer, the driver refilling as
- * entries come back, the device running one ring session per batch: begin, pop, fill, end);
- * each for split and for packed rings. Not floors of the machine: they show what the ring format itself costs over the
- * minimal ring, so a point's gap to the floor splits into the format's share and the
- * scheduler's.
+ * vqs-bench's points: requests of a readable and a writable buffer of their own, the driver
+ * reusing the last freed first and refilling as entries come back, the device running one ring
+ * session per batch: begin, pop, fill, end); each for split and for packed rings. Not floors of
+ * the machine: they show what the ring format itself costs over the minimal ring, so a point's
+ * gap to the floor splits into the format's share and the scheduler's.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -20,7 +20,12 @@
 struct vref {
 	struct vqs_drv_vq *drv;
 	struct vqs_vq *dev;
+	/* nslot pairs of buffers, 64 bytes each, a readable one at out_gpa + 64 i and a writable
+	 * one at in_gpa + 64 i: as vqs-bench's points, each request in flight has its own, and a
+	 * driver that reuses the last freed first (free, LIFO) answers one request at a time
+	 * from the same pair */
 	uint64_t out_gpa, in_gpa;
+	unsigned nslot, *free;
 	uint64_t duration_ns;
 	unsigned batch; /* 0: request/response, one at a time; else the streaming batch */
 	atomic_bool stop;
@@ -39,7 +44,7 @@ static void vref_driver(void *p)
 	static int token;
 	uint64_t end = vqs_now_ns() + v->duration_ns;
 	for (;;) {
-		struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}};
+		struct vqs_drv_buf b[2] = {{v->out_gpa, 64}, {v->in_gpa, 64}}; /* slot 0 */
 		uint64_t t0 = vqs_now_ns();
 		if (t0 >= end)
 			break;
@@ -67,28 +72,27 @@ out:
 /* Streaming: keep the ring full, refilling up to a batch as entries come back (as the minimal
  * ring's producer does), reap everything, until the time is up; then wait for what is in
  * flight. A batch is one vqs_drv_add_batch and one kick_prepare, a reap one
- * vqs_drv_get_used_batch. */
+ * vqs_drv_get_used_batch; a request's token is its slot + 1. */
 static void vref_driver_stream(void *p)
 {
 	struct vref *v = p;
 	enum { MOST = 256 };
-	static int token;
 	static _Thread_local struct vqs_drv_buf bufs[MOST][2];
 	static _Thread_local void *tokens[MOST], *got[MOST];
 	static _Thread_local uint32_t lens[MOST];
-	unsigned cap = vqs_vq_num(v->dev) / 2, fill = v->batch < cap ? v->batch : cap;
+	unsigned cap = vqs_vq_num(v->dev) / 2, fill = v->batch < cap ? v->batch : cap, nfree = 0;
 	if (fill > MOST)
 		fill = MOST;
-	for (unsigned i = 0; i < fill; i++) {
-		bufs[i][0] = (struct vqs_drv_buf){v->out_gpa, 64};
-		bufs[i][1] = (struct vqs_drv_buf){v->in_gpa, 64};
-		tokens[i] = &token;
-	}
+	for (unsigned i = v->nslot; i-- > 0;)
+		v->free[nfree++] = i;
 	uint64_t t0 = vqs_now_ns(), end = t0 + v->duration_ns, now = t0, sent = 0, done = 0;
 	for (unsigned step = 1;; step++) {
 		unsigned k;
-		while ((k = vqs_drv_get_used_batch(v->drv, got, lens, MOST)) != 0)
+		while ((k = vqs_drv_get_used_batch(v->drv, got, lens, MOST)) != 0) {
+			for (unsigned i = 0; i < k; i++)
+				v->free[nfree++] = (unsigned)((uintptr_t)got[i] - 1);
 			done += k;
+		}
 		if (step % 256 == 0 || now >= end) /* a clock read per 256 steps while sending */
 			now = vqs_now_ns();
 		if (now >= end) {
@@ -103,9 +107,17 @@ static void vref_driver_stream(void *p)
 		unsigned n = vqs_drv_free_count(v->drv) / 2; /* two descriptors a request */
 		if (n > fill)
 			n = fill;
+		if (n > nfree)
+			n = nfree;
 		if (!n) {
 			cpu_relax();
 			continue;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			unsigned sl = v->free[--nfree];
+			bufs[i][0] = (struct vqs_drv_buf){v->out_gpa + 64ull * sl, 64};
+			bufs[i][1] = (struct vqs_drv_buf){v->in_gpa + 64ull * sl, 64};
+			tokens[i] = (void *)(uintptr_t)(sl + 1);
 		}
 		if (vqs_drv_add_batch(v->drv, &bufs[0][0], 1, 1, tokens, n, false) != (int)n) {
 			v->failed = true;
@@ -166,7 +178,7 @@ static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_
 	struct vqs_mem *mem = NULL;
 	struct vqs_mem_region reg;
 	struct vref *v = calloc(1, sizeof(*v));
-	if (!v || vqs_gmem_create(&gmem, 1ull << 32, 1u << 20))
+	if (!v || vqs_gmem_create(&gmem, 1ull << 32, (1u << 20) + (size_t)ring * 128))
 		goto out;
 	vqs_gmem_region(gmem, &reg);
 	if (vqs_mem_create(&mem) || vqs_mem_set(mem, &reg, 1))
@@ -183,9 +195,11 @@ static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_
 	if (vqs_vq_create(&v->dev) || vqs_vq_configure(v->dev, &vc))
 		goto out;
 	vqs_drv_disable_cb(v->drv); /* a polling guest wants no interrupts */
-	v->out_gpa = vqs_gmem_alloc(gmem, 64, 64);
-	v->in_gpa = vqs_gmem_alloc(gmem, 64, 64);
-	if (!v->out_gpa || !v->in_gpa)
+	v->nslot = ring / 2;
+	v->free = malloc(v->nslot * sizeof(*v->free));
+	v->out_gpa = vqs_gmem_alloc(gmem, 64ull * v->nslot, 64);
+	v->in_gpa = vqs_gmem_alloc(gmem, 64ull * v->nslot, 64);
+	if (!v->free || !v->out_gpa || !v->in_gpa)
 		goto out;
 	v->duration_ns = dur_ns;
 	v->batch = batch;
@@ -204,6 +218,8 @@ out:
 		vqs_vq_destroy(v->dev);
 	if (v && v->drv)
 		vqs_drv_vq_destroy(v->drv);
+	if (v)
+		free(v->free);
 	if (mem)
 		vqs_mem_destroy(mem);
 	if (gmem)
