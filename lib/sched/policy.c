@@ -619,7 +619,9 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 	 * hiccup, and the queues found together by a wake-up that waited on a busy run queue, put
 	 * gaps of a handler call into a sparse stream's estimate, and the worker spun or napped
 	 * through the next silence (adaptive_work_found_together_is_one_arrival). */
-	bool more = a->backlog || (w->woken && a->wake_seen != w->wakes && w->woken_found++);
+	bool more = a->backlog;
+	if (!more && w->woken && a->wake_seen != w->wakes)
+		more = w->woken_found++ > 0; /* the first queue a wake-up finds is its arrival */
 	a->backlog = backlog != 0;
 	a->wake_seen = w->wakes;
 	if (more) {
