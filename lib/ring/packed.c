@@ -335,8 +335,9 @@ struct packed_run {
 	uint16_t *out;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
-	bool pair_iov;          /* the device's iovec limit allows two */
-	uint16_t pair_first;    /* a chain's first descriptor with these flags may start a pair */
+	/* a chain's first descriptor with these flags may start a pair (none when the ring or
+	 * the device's iovec limit has no room for two: no pair run then) */
+	uint16_t pair_first;
 	unsigned idx;           /* the next head's slot */
 	uint16_t want;          /* the AVAIL and USED bits an available descriptor at idx has */
 	uint16_t f0;            /* the next head's flags, read once (unless the run ended) */
@@ -367,23 +368,23 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 	const struct vqs_mem_win *w = &r->win;
 	/* the next head as a pointer: no index to scale on every read */
 	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
-	uint16_t want = r->want, f0 = r->f0;
-	/* by place: the element as a pointer, no index to scale; by id: the place as a count */
+	/* the head's availability and shape in one test: the flags it must have (the AVAIL and
+	 * USED bits as available at dp, then the shape's) under the bits they are judged by */
+	const uint16_t judged = au | chained | (pair ? VQS_VRING_DESC_F_WRITE : 0);
+	uint16_t want = r->want | (pair ? r->pair_first : 0), f0 = r->f0;
+	/* by place: the element as a pointer, no index to scale; by id: where the next id goes
+	 * as a pointer */
 	const size_t stride = r->stride;
 	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
 	char *const eend = by_id ? NULL : r->base + m * stride;
-	unsigned k = i;
+	uint16_t *op = by_id ? r->out + i : NULL, *const oend = by_id ? r->out + m : NULL;
 	for (;;) {
-		if ((f0 & au) != want) {
-			r->stop = RUN_UNAVAIL;
+		if ((f0 & judged) != want) {
+			r->stop = (f0 & au) != (want & au) ? RUN_UNAVAIL : RUN_SHAPE;
 			break;
 		}
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
-			if (f0 & chained) {
-				r->stop = RUN_SHAPE;
-				break;
-			}
 			snapshot(dp, f0, &d);
 			/* (the id before the element is written: by id it is the element) */
 			if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
@@ -400,14 +401,24 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 				break;
 			}
 		} else {
-			if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != r->pair_first) {
-				r->stop = RUN_SHAPE;
+			/* (its id is not read: a chain's id is its last descriptor's) */
+			d.addr = le64toh(atomic_load_explicit((_Atomic uint64_t *)&dp->addr,
+							      memory_order_relaxed));
+			d.len = le32toh(atomic_load_explicit((_Atomic uint32_t *)&dp->len,
+							     memory_order_relaxed));
+			d.id = 0;
+			d.flags = f0;
+			/* a second descriptor across the ring's end (at most one chain a lap) is
+			 * the walk's: the run's expects no wrap counter but `want` */
+			struct vqs_vring_packed_desc *const d1p = dp + 1;
+			if (d1p == dend) {
+				r->d = d;
+				r->pend = NEXT_UNREAD;
+				r->stop = RUN_WALK;
 				break;
 			}
-			snapshot(dp, f0, &d);
-			struct vqs_vring_packed_desc *d1p = dp + 1 == dend ? r->desc : dp + 1;
 			uint16_t f1 = vqs_packed_flags_acquire(d1p);
-			if ((f1 & au) != (d1p != r->desc ? want : want ^ au)) {
+			if ((f1 & au) != (want & au)) {
 				r->d = d;
 				r->pend = NEXT_UNAVAIL;
 				r->stop = RUN_WALK;
@@ -430,7 +441,7 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 			}
 			struct vqs_elem *e =
 				(struct vqs_elem *)(by_id ? start + d1.id * stride : ep);
-			if (!vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
+			if (!vqs_chain_pair(e, w, true, d1.id, d.addr, d.len, d1.addr, d1.len,
 					    f1 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
 				r->d1 = d1;
@@ -442,22 +453,22 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 		}
 		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
 		if (by_id)
-			r->out[k] = d.id;
+			*op = d.id;
 		dp += pair ? 2 : 1;
 		if (dp >= dend) {
 			dp -= num;
 			want ^= au;
 		}
-		if (by_id ? ++k == m : (ep += stride) == eend) {
+		if (by_id ? ++op == oend : (ep += stride) == eend) {
 			r->stop = RUN_END;
 			break;
 		}
 		f0 = vqs_packed_flags_acquire(dp);
 	}
 	r->idx = (unsigned)(dp - r->desc);
-	r->want = want;
+	r->want = want & au;
 	r->f0 = f0;
-	return by_id ? k : i + (unsigned)((size_t)(ep - start) / stride);
+	return by_id ? (unsigned)(op - r->out) : i + (unsigned)((size_t)(ep - start) / stride);
 }
 
 /* One leaf function per shape and destination form. */
@@ -486,8 +497,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	struct packed_run r = {
 		.desc = p->desc, .ids = p->ids, .base = to->base, .stride = to->stride,
 		.out = to->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
-		.pair_iov = vq->cfg.max_iov >= 2,
-		.pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
+		.pair_first = num >= 2 && vq->cfg.max_iov >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
 		.idx = p->last_avail_idx,
 		.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED,
 		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
@@ -529,7 +539,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 		unsigned nd;
 		if ((*rc = pop_walk(vq, t, &r.win, to, n, &cur, &r.d, -1, &nd)) != 0)
 			return n;
-		pair = nd == 2 && r.pair_iov;
+		pair = nd == 2 && r.pair_first != 0xffff;
 		n++;
 		r.idx = p->last_avail_idx;
 		r.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
