@@ -190,7 +190,7 @@ static void take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned nd
 		p->last_avail_idx = cur->slot;
 		p->avail_wrap = cur->wrap;
 	}
-	p->ids[id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
+	p->ids[id] = (uint16_t)(p->inflight ? VQS_PACKED_ID_INFLIGHT + entry : ndescs);
 	p->unfilled_descs += ndescs;
 	e->id = id;
 	if (in_area)
@@ -451,7 +451,7 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 			}
 			d.id = d1.id;
 		}
-		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
+		ids[d.id] = pair ? 2 : 1; /* in flight: the slots it took */
 		if (by_id)
 			*op = d.id;
 		dp += pair ? 2 : 1;
@@ -590,11 +590,17 @@ static int packed_begin(struct vqs_vq *vq)
 	return (int)(n + vq->cfg.num - p->unfilled_descs);
 }
 
-static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
+/* The slots of e's chain (in flight): the queue's own count, or with an inflight region (whose
+ * entry the id's state holds) the element's, checked (0 when e is not in flight or out of
+ * range). */
+static unsigned chain_slots(const struct vqs_vq *vq, const struct vqs_elem *e)
 {
 	const struct vqs_packed_ring *p = &vq->u.packed;
-	return e->id < vq->cfg.num && p->ids[e->id] != VQS_PACKED_ID_FREE && e->ndescs >= 1 &&
-	       e->ndescs <= vq->cfg.num;
+	if (e->id >= vq->cfg.num || p->ids[e->id] == VQS_PACKED_ID_FREE)
+		return 0;
+	if (!p->inflight)
+		return p->ids[e->id];
+	return e->ndescs <= vq->cfg.num ? e->ndescs : 0;
 }
 
 static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
@@ -602,24 +608,25 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	struct vqs_packed_ring *p = ring(vq);
 	uint64_t total = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (!in_flight(vq, &elems[i]))
+		unsigned slots = chain_slots(vq, &elems[i]);
+		if (!slots)
 			return -EINVAL;
-		total += elems[i].ndescs;
+		total += slots;
 	}
 	if (total > p->unfilled_descs)
 		return -EINVAL;
 	p->head_seen = false;
 	for (unsigned i = n; i-- > 0;) {
 		const struct vqs_elem *e = &elems[i];
+		const unsigned back = chain_slots(vq, e);
 		uint16_t state = p->ids[e->id];
 		p->ids[e->id] = VQS_PACKED_ID_FREE;
 		vqs_long_release(&vq->lg, e->id);
-		p->unfilled_descs -= e->ndescs;
+		p->unfilled_descs -= back;
 		/* Resubmitted chains go back to the region's pending list; ring chains give their
 		 * slots back, stepping the wrap counter back when the rewind crosses slot 0. */
 		if (p->inflight && vqs_packed_inflight_unpop(vq, state - VQS_PACKED_ID_INFLIGHT))
 			continue;
-		unsigned back = e->ndescs;
 		if (p->last_avail_idx >= back) {
 			p->last_avail_idx = (uint16_t)(p->last_avail_idx - back);
 		} else {
@@ -634,7 +641,8 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 struct fill_state {
 	uint16_t *ids;
 	unsigned num, first;            /* first: used_idx, where the batch's first goes */
-	unsigned stage, last, unfilled; /* stage_idx, stage_last, unfilled_descs */
+	unsigned stage, last;           /* stage_idx, stage_last */
+	unsigned unfilled;              /* unfilled_descs, with an inflight region */
 	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
 					 * (last: IN_ORDER only) */
 	bool fold;                      /* the next entry folds into last (IN_ORDER) */
@@ -655,10 +663,14 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 	 const int first, const bool in_order, const bool region, bool head)
 {
 	const uint16_t id = e->id;
-	const unsigned nd = e->ndescs;
-	/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
-	if (id >= f->num || f->ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= f->unfilled ||
-	    len > e->in_len)
+	if (id >= f->num)
+		return false;
+	/* in flight (the slots its chain took are its state; with a region, the element's
+	 * count, not above the slots not filled yet: nd <= unfilled <= num), no more bytes than
+	 * room */
+	const unsigned state = f->ids[id];
+	const unsigned nd = region ? e->ndescs : state;
+	if (state == VQS_PACKED_ID_FREE || (region && nd - 1 >= f->unfilled) || len > e->in_len)
 		return false;
 	/* the slot: stage's, or (IN_ORDER) last's when the entry folds into it */
 	if (in_order && !f->fold) {
@@ -683,9 +695,10 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 				      memory_order_relaxed);
 	}
 	if (region)
-		vqs_packed_inflight_stage(vq, f->ids[id] - VQS_PACKED_ID_INFLIGHT, head);
+		vqs_packed_inflight_stage(vq, state - VQS_PACKED_ID_INFLIGHT, head);
 	f->ids[id] = VQS_PACKED_ID_FREE;
-	f->unfilled -= nd;
+	if (region) /* (else fill_entries counts the slots by the stage's advance) */
+		f->unfilled -= nd;
 	f->fold = in_order && len == 0;
 	f->stage += nd;
 	if (f->stage >= f->num) {
@@ -732,6 +745,14 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 				break;
 	const unsigned k = (unsigned)(ep - elems);
 	if (k) {
+		/* without a region the slots filled are the stage's advance (at most num) */
+		const unsigned num = vq->cfg.num;
+		p->unfilled_descs =
+			region ? f.unfilled
+			       : p->unfilled_descs -
+					 (vqs_packed_linear((uint16_t)f.stage, f.stage_au, num) + 2 * num -
+					  vqs_packed_linear(p->stage_idx, p->stage_wrap, num)) %
+						 (2 * num);
 		p->stage_idx = (uint16_t)f.stage;
 		p->stage_wrap = f.stage_au;
 		if (in_order) { /* no other fill reads them */
@@ -740,7 +761,6 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 			p->stage_last_empty = f.fold;
 		}
 		p->staged = (uint16_t)(p->staged + k);
-		p->unfilled_descs = f.unfilled;
 	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;
