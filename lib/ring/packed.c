@@ -643,10 +643,12 @@ struct fill_state {
 	unsigned num, first;            /* first: used_idx, where the batch's first goes */
 	unsigned stage, last;           /* stage_idx, stage_last */
 	unsigned unfilled;              /* unfilled_descs, with an inflight region */
-	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
-					 * (last: IN_ORDER only) */
+	/* the AVAIL and USED bits of a used descriptor there (last: IN_ORDER only), where the
+	 * flags are in the descriptor's second 8 bytes (FILL_FLAGS_AT): or-ed in as they are */
+	uint64_t stage_au, last_au;
 	bool fold;                      /* the next entry folds into last (IN_ORDER) */
 };
+#define FILL_FLAGS_AT 48
 
 /*
  * The used descriptor for e with len bytes written: false when e is refused. first: whether it
@@ -680,17 +682,18 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 	const unsigned at = in_order ? f->last : f->stage;
 	/* the ring's base from the queue: a memory operand, not a register */
 	struct vqs_vring_packed_desc *slot = &vq->u.packed.desc[at];
-	const uint16_t flags = (uint16_t)((in_order ? f->last_au : f->stage_au) |
-					  (len ? VQS_VRING_DESC_F_WRITE : 0));
+	const uint64_t flags = (in_order ? f->last_au : f->stage_au) |
+			       (uint64_t)(len ? VQS_VRING_DESC_F_WRITE : 0) << FILL_FLAGS_AT;
 	if (first == 1 || (first < 0 && at == f->first)) {
 		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
 				      memory_order_relaxed);
 		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
 				      memory_order_relaxed);
-		vq->u.packed.stage_first_flags = flags; /* (at most once a fill) */
+		/* (at most once a fill) */
+		vq->u.packed.stage_first_flags = (uint16_t)(flags >> FILL_FLAGS_AT);
 	} else {
 		/* len, id, flags: the descriptor's second 8 bytes */
-		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
+		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | flags;
 		atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
 				      memory_order_relaxed);
 	}
@@ -703,7 +706,7 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 	f->stage += nd;
 	if (f->stage >= f->num) {
 		f->stage -= f->num;
-		f->stage_au ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+		f->stage_au ^= (uint64_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) << FILL_FLAGS_AT;
 	}
 	return true;
 }
@@ -721,7 +724,7 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 {
 	struct vqs_packed_ring *p = ring(vq);
 	const bool none_staged = !p->staged;
-	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	const uint64_t au = (uint64_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) << FILL_FLAGS_AT;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
