@@ -159,6 +159,13 @@ static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs,
 	return head_flags;
 }
 
+/* A chain of `total` (1 or 2) descriptors of a batch, checked before any of it is written: its
+ * token is set and its buffers add up to at most 2^32-1 bytes (the sum's upper half). */
+static inline bool short_ok(const struct vqs_drv_buf *bufs, unsigned total, const void *token)
+{
+	return token && ((uint64_t)bufs[0].len + (total == 2 ? bufs[1].len : 0)) >> 32 == 0;
+}
+
 /*
  * Chains of `total` (1 or 2) descriptors, not indirect, the shape of most requests: a leaf loop
  * per shape (total is a constant where it is inlined), its state in registers. Adds the chains
@@ -184,15 +191,18 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 				 (total == 2 ? VQS_VRING_DESC_F_NEXT : 0));
 	uint16_t f1 = out_num <= 1 ? VQS_VRING_DESC_F_WRITE : 0;
 	uint64_t w0 = out_num == 0 ? ~0ull : 0, w1 = out_num <= 1 ? ~0ull : 0;
-	for (c = 0; c < n; c++, bufs += total) {
+	/* the room as the loop's bound, one test a chain fewer; a chain that does not fit is
+	 * still checked, for the error when it is the first */
+	const unsigned lim = n < room ? n : room;
+	if (lim == 0 && n && !short_ok(bufs, total, tokens[0]))
+		*err = -EINVAL;
+	for (c = 0; c < lim; c++, bufs += total) {
 		void *token = tokens[c];
 		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
-		if (!token || l0 + l1 > UINT32_MAX) {
+		if (!short_ok(bufs, total, token)) {
 			*err = -EINVAL;
 			break;
 		}
-		if (c >= room)
-			break;
 		struct vqs_vring_packed_desc *const head = dp;
 		const uint16_t head_flags = (uint16_t)(f0 | av);
 		write_desc(dp, bufs[0].gpa, (uint32_t)l0, id);
