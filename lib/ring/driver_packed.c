@@ -408,9 +408,10 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 	/* the next slot as a pointer, no index to scale; want: the AVAIL and USED bits of a
 	 * used descriptor there (both equal to the used wrap counter, 2.8.1), flipped at the
 	 * ring's end */
-	struct vqs_vring_packed_desc *const desc = p->desc, *const dend = desc + num;
-	struct vqs_vring_packed_desc *d = desc + p->last_used;
+	struct vqs_vring_packed_desc *const desc = p->desc, *d = desc + p->last_used;
 	uint16_t want = p->used_wrap ? au : 0;
+	/* slots from d to the ring's end: the wrap test without the end pointer's spill */
+	unsigned left = num - p->last_used;
 	/* pointers, not a count beside them: one register fewer */
 	void **tp = tokens, **const tend = tokens + max;
 	for (; tp < tend; tp++, lens++) {
@@ -440,10 +441,12 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 		/* The device skips the rest of the chain's slots (2.8.7); ndescs is ours, at
 		 * most num (no pointer is formed past the ring's end). */
 		const unsigned nd = slot->ndescs;
-		if (nd < (size_t)(dend - d)) {
+		if (nd < left) {
 			d += nd;
+			left -= nd;
 		} else {
 			d -= num - nd;
+			left += num - nd;
 			want ^= au;
 		}
 		next_id[id] = free_id;
