@@ -191,7 +191,8 @@ struct vqs_elem {
 	struct iovec *iov;  /* caller storage in; where the iovecs are out */
 	uint16_t iov_cap;   /* caller: entries in its storage */
 	uint16_t id;        /* split: head index; packed: buffer id */
-	uint16_t ndescs;    /* ring slots the chain occupies (packed: to skip on fill/unpop) */
+	uint16_t ndescs;    /* ring slots the chain occupies (packed: fill and unpop step over
+			     * the queue's own count; with an inflight region over this one) */
 	uint16_t out_num;   /* readable iovecs */
 	uint16_t in_num;    /* writable iovecs */
 	uint32_t out_len;   /* readable bytes */

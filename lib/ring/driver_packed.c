@@ -159,6 +159,13 @@ static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs,
 	return head_flags;
 }
 
+/* A chain of `total` (1 or 2) descriptors of a batch, checked before any of it is written: its
+ * token is set and its buffers add up to at most 2^32-1 bytes (the sum's upper half). */
+static inline bool short_ok(const struct vqs_drv_buf *bufs, unsigned total, const void *token)
+{
+	return token && ((uint64_t)bufs[0].len + (total == 2 ? bufs[1].len : 0)) >> 32 == 0;
+}
+
 /*
  * Chains of `total` (1 or 2) descriptors, not indirect, the shape of most requests: a leaf loop
  * per shape (total is a constant where it is inlined), its state in registers. Adds the chains
@@ -170,43 +177,58 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 	  const unsigned total, void *const *tokens, unsigned n, int *err)
 {
 	struct vqs_drv_vq *dq = &p->base;
-	struct vqs_vring_packed_desc *desc = p->desc;
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	/* the next slot as a pointer, no index to scale; av: the AVAIL and USED bits that make
+	 * a descriptor there available (2.8.1), flipped at the ring's end */
+	struct vqs_vring_packed_desc *const desc = p->desc, *const dend = desc + dq->num;
+	struct vqs_vring_packed_desc *dp = desc + p->avail_idx;
+	uint16_t av = avail_bits(p->avail_wrap);
 	struct vqs_drv_slot *slots = dq->slots;
-	uint16_t *next_id = p->next_id, id = p->free_id, idx = p->avail_idx;
-	unsigned room = dq->num_free / total, num = dq->num, c;
-	bool wrap = p->avail_wrap;
+	uint16_t *next_id = p->next_id, id = p->free_id;
+	unsigned room = dq->num_free / total, c;
+	bool held = p->held;
 	uint16_t f0 = (uint16_t)((out_num ? 0 : VQS_VRING_DESC_F_WRITE) |
 				 (total == 2 ? VQS_VRING_DESC_F_NEXT : 0));
 	uint16_t f1 = out_num <= 1 ? VQS_VRING_DESC_F_WRITE : 0;
 	uint64_t w0 = out_num == 0 ? ~0ull : 0, w1 = out_num <= 1 ? ~0ull : 0;
-	for (c = 0; c < n; c++, bufs += total) {
+	/* the room as the loop's bound, one test a chain fewer; a chain that does not fit is
+	 * still checked, for the error when it is the first */
+	const unsigned lim = n < room ? n : room;
+	if (lim == 0 && n && !short_ok(bufs, total, tokens[0]))
+		*err = -EINVAL;
+	for (c = 0; c < lim; c++, bufs += total) {
 		void *token = tokens[c];
 		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
-		if (!token || l0 + l1 > UINT32_MAX) {
+		if (!short_ok(bufs, total, token)) {
 			*err = -EINVAL;
 			break;
 		}
-		if (c >= room)
-			break;
-		uint16_t head_idx = idx, head_flags = (uint16_t)(f0 | avail_bits(wrap));
-		write_desc(&desc[idx], bufs[0].gpa, (uint32_t)l0, id);
-		vqs_packed_advance(&idx, &wrap, 1, num);
+		struct vqs_vring_packed_desc *const head = dp;
+		const uint16_t head_flags = (uint16_t)(f0 | av);
+		write_desc(dp, bufs[0].gpa, (uint32_t)l0, id);
+		if (++dp == dend) {
+			dp = desc;
+			av ^= au;
+		}
 		if (total == 2) {
-			struct vqs_vring_packed_desc *d = &desc[idx];
-			write_desc(d, bufs[1].gpa, (uint32_t)l1, id);
+			write_desc(dp, bufs[1].gpa, (uint32_t)l1, id);
 			/* Before the head's flags (which publish the chain): pairs with the
 			 * device's acquire load of these flags, as all flags do. */
-			vqs_packed_flags_release(d, (uint16_t)(f1 | avail_bits(wrap)));
-			vqs_packed_advance(&idx, &wrap, 1, num);
+			vqs_packed_flags_release(dp, (uint16_t)(f1 | av));
+			if (++dp == dend) {
+				dp = desc;
+				av ^= au;
+			}
 		}
 		/* 2.8.21.1: the head's flags last; the batch's first head waits for
 		 * kick_prepare. */
-		if (!p->held) {
+		if (!held) {
+			held = true;
 			p->held = true;
-			p->held_idx = head_idx;
+			p->held_idx = (uint16_t)(head - desc);
 			p->held_flags = head_flags;
 		} else {
-			vqs_packed_flags_release(&desc[head_idx], head_flags);
+			vqs_packed_flags_release(head, head_flags);
 		}
 		struct vqs_drv_slot *slot = &slots[id];
 		slot->token = token;
@@ -215,8 +237,8 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 		id = next_id[id];
 	}
 	p->free_id = id;
-	p->avail_idx = idx;
-	p->avail_wrap = wrap;
+	p->avail_idx = (uint16_t)(dp - desc);
+	p->avail_wrap = av == VQS_PACKED_F_AVAIL;
 	return c;
 }
 
@@ -380,17 +402,23 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 {
 	struct vqs_drv_vq *dq = &p->base;
 	struct vqs_drv_slot *slots = dq->slots;
-	uint16_t *next_id = p->next_id, free_id = p->free_id, at = p->last_used;
+	uint16_t *next_id = p->next_id, free_id = p->free_id;
 	const unsigned num = dq->num;
-	bool wrap = p->used_wrap;
+	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	/* the next slot as a pointer, no index to scale; want: the AVAIL and USED bits of a
+	 * used descriptor there (both equal to the used wrap counter, 2.8.1), flipped at the
+	 * ring's end */
+	struct vqs_vring_packed_desc *const desc = p->desc, *d = desc + p->last_used;
+	uint16_t want = p->used_wrap ? au : 0;
+	/* slots from d to the ring's end: the wrap test without the end pointer's spill */
+	unsigned left = num - p->last_used;
 	/* pointers, not a count beside them: one register fewer */
 	void **tp = tokens, **const tend = tokens + max;
 	for (; tp < tend; tp++, lens++) {
-		struct vqs_vring_packed_desc *d = &p->desc[at];
 		/* Pairs with the device's release store of these flags in flush (2.8.21.2: it
 		 * writes them after id and len). */
 		uint16_t flags = vqs_packed_flags_acquire(d);
-		if (!vqs_packed_desc_is_used(flags, wrap))
+		if ((flags & au) != want)
 			break;
 		uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
 							   memory_order_relaxed));
@@ -410,15 +438,24 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 				 ? written
 				 : vqs_drv_len_clamped(&p->base, written, slot->in_len);
 		slot->token = NULL;
-		/* The device skips the rest of the chain's slots (2.8.7). */
-		vqs_packed_advance(&at, &wrap, slot->ndescs, num);
+		/* The device skips the rest of the chain's slots (2.8.7); ndescs is ours, at
+		 * most num (no pointer is formed past the ring's end). */
+		const unsigned nd = slot->ndescs;
+		if (nd < left) {
+			d += nd;
+			left -= nd;
+		} else {
+			d -= num - nd;
+			left += num - nd;
+			want ^= au;
+		}
 		next_id[id] = free_id;
 		free_id = id;
 		/* in memory, not a register */
-		dq->num_free += slot->ndescs;
+		dq->num_free += nd;
 	}
-	p->last_used = at;
-	p->used_wrap = wrap;
+	p->last_used = (uint16_t)(d - desc);
+	p->used_wrap = want != 0;
 	p->free_id = free_id;
 	return (unsigned)(tp - tokens);
 }

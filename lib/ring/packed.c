@@ -190,7 +190,7 @@ static void take(struct vqs_vq *vq, struct vqs_elem *e, uint16_t id, unsigned nd
 		p->last_avail_idx = cur->slot;
 		p->avail_wrap = cur->wrap;
 	}
-	p->ids[id] = (uint16_t)(VQS_PACKED_ID_INFLIGHT + (p->inflight ? entry : 0));
+	p->ids[id] = (uint16_t)(p->inflight ? VQS_PACKED_ID_INFLIGHT + entry : ndescs);
 	p->unfilled_descs += ndescs;
 	e->id = id;
 	if (in_area)
@@ -335,8 +335,9 @@ struct packed_run {
 	uint16_t *out;
 	struct vqs_mem_win win; /* the hinted region */
 	unsigned num;
-	bool pair_iov;          /* the device's iovec limit allows two */
-	uint16_t pair_first;    /* a chain's first descriptor with these flags may start a pair */
+	/* a chain's first descriptor with these flags may start a pair (none when the ring or
+	 * the device's iovec limit has no room for two: no pair run then) */
+	uint16_t pair_first;
 	unsigned idx;           /* the next head's slot */
 	uint16_t want;          /* the AVAIL and USED bits an available descriptor at idx has */
 	uint16_t f0;            /* the next head's flags, read once (unless the run ended) */
@@ -367,23 +368,23 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 	const struct vqs_mem_win *w = &r->win;
 	/* the next head as a pointer: no index to scale on every read */
 	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
-	uint16_t want = r->want, f0 = r->f0;
-	/* by place: the element as a pointer, no index to scale; by id: the place as a count */
+	/* the head's availability and shape in one test: the flags it must have (the AVAIL and
+	 * USED bits as available at dp, then the shape's) under the bits they are judged by */
+	const uint16_t judged = au | chained | (pair ? VQS_VRING_DESC_F_WRITE : 0);
+	uint16_t want = r->want | (pair ? r->pair_first : 0), f0 = r->f0;
+	/* by place: the element as a pointer, no index to scale; by id: where the next id goes
+	 * as a pointer */
 	const size_t stride = r->stride;
 	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
 	char *const eend = by_id ? NULL : r->base + m * stride;
-	unsigned k = i;
+	uint16_t *op = by_id ? r->out + i : NULL, *const oend = by_id ? r->out + m : NULL;
 	for (;;) {
-		if ((f0 & au) != want) {
-			r->stop = RUN_UNAVAIL;
+		if ((f0 & judged) != want) {
+			r->stop = (f0 & au) != (want & au) ? RUN_UNAVAIL : RUN_SHAPE;
 			break;
 		}
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
-			if (f0 & chained) {
-				r->stop = RUN_SHAPE;
-				break;
-			}
 			snapshot(dp, f0, &d);
 			/* (the id before the element is written: by id it is the element) */
 			if (d.id >= num || ids[d.id] != VQS_PACKED_ID_FREE) {
@@ -400,14 +401,24 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 				break;
 			}
 		} else {
-			if ((f0 & (chained | VQS_VRING_DESC_F_WRITE)) != r->pair_first) {
-				r->stop = RUN_SHAPE;
+			/* (its id is not read: a chain's id is its last descriptor's) */
+			d.addr = le64toh(atomic_load_explicit((_Atomic uint64_t *)&dp->addr,
+							      memory_order_relaxed));
+			d.len = le32toh(atomic_load_explicit((_Atomic uint32_t *)&dp->len,
+							     memory_order_relaxed));
+			d.id = 0;
+			d.flags = f0;
+			/* a second descriptor across the ring's end (at most one chain a lap) is
+			 * the walk's: the run's expects no wrap counter but `want` */
+			struct vqs_vring_packed_desc *const d1p = dp + 1;
+			if (d1p == dend) {
+				r->d = d;
+				r->pend = NEXT_UNREAD;
+				r->stop = RUN_WALK;
 				break;
 			}
-			snapshot(dp, f0, &d);
-			struct vqs_vring_packed_desc *d1p = dp + 1 == dend ? r->desc : dp + 1;
 			uint16_t f1 = vqs_packed_flags_acquire(d1p);
-			if ((f1 & au) != (d1p != r->desc ? want : want ^ au)) {
+			if ((f1 & au) != (want & au)) {
 				r->d = d;
 				r->pend = NEXT_UNAVAIL;
 				r->stop = RUN_WALK;
@@ -430,7 +441,7 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 			}
 			struct vqs_elem *e =
 				(struct vqs_elem *)(by_id ? start + d1.id * stride : ep);
-			if (!vqs_chain_pair(e, w, r->pair_iov, d1.id, d.addr, d.len, d1.addr, d1.len,
+			if (!vqs_chain_pair(e, w, true, d1.id, d.addr, d.len, d1.addr, d1.len,
 					    f1 & VQS_VRING_DESC_F_WRITE)) {
 				r->d = d;
 				r->d1 = d1;
@@ -440,24 +451,24 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 			}
 			d.id = d1.id;
 		}
-		ids[d.id] = VQS_PACKED_ID_INFLIGHT;
+		ids[d.id] = pair ? 2 : 1; /* in flight: the slots it took */
 		if (by_id)
-			r->out[k] = d.id;
+			*op = d.id;
 		dp += pair ? 2 : 1;
 		if (dp >= dend) {
 			dp -= num;
 			want ^= au;
 		}
-		if (by_id ? ++k == m : (ep += stride) == eend) {
+		if (by_id ? ++op == oend : (ep += stride) == eend) {
 			r->stop = RUN_END;
 			break;
 		}
 		f0 = vqs_packed_flags_acquire(dp);
 	}
 	r->idx = (unsigned)(dp - r->desc);
-	r->want = want;
+	r->want = want & au;
 	r->f0 = f0;
-	return by_id ? k : i + (unsigned)((size_t)(ep - start) / stride);
+	return by_id ? (unsigned)(op - r->out) : i + (unsigned)((size_t)(ep - start) / stride);
 }
 
 /* One leaf function per shape and destination form. */
@@ -486,8 +497,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	struct packed_run r = {
 		.desc = p->desc, .ids = p->ids, .base = to->base, .stride = to->stride,
 		.out = to->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
-		.pair_iov = vq->cfg.max_iov >= 2,
-		.pair_first = num >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
+		.pair_first = num >= 2 && vq->cfg.max_iov >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
 		.idx = p->last_avail_idx,
 		.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED,
 		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
@@ -529,7 +539,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 		unsigned nd;
 		if ((*rc = pop_walk(vq, t, &r.win, to, n, &cur, &r.d, -1, &nd)) != 0)
 			return n;
-		pair = nd == 2 && r.pair_iov;
+		pair = nd == 2 && r.pair_first != 0xffff;
 		n++;
 		r.idx = p->last_avail_idx;
 		r.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED;
@@ -580,11 +590,17 @@ static int packed_begin(struct vqs_vq *vq)
 	return (int)(n + vq->cfg.num - p->unfilled_descs);
 }
 
-static bool in_flight(const struct vqs_vq *vq, const struct vqs_elem *e)
+/* The slots of e's chain (in flight): the queue's own count, or with an inflight region (whose
+ * entry the id's state holds) the element's, checked (0 when e is not in flight or out of
+ * range). */
+static unsigned chain_slots(const struct vqs_vq *vq, const struct vqs_elem *e)
 {
 	const struct vqs_packed_ring *p = &vq->u.packed;
-	return e->id < vq->cfg.num && p->ids[e->id] != VQS_PACKED_ID_FREE && e->ndescs >= 1 &&
-	       e->ndescs <= vq->cfg.num;
+	if (e->id >= vq->cfg.num || p->ids[e->id] == VQS_PACKED_ID_FREE)
+		return 0;
+	if (!p->inflight)
+		return p->ids[e->id];
+	return e->ndescs <= vq->cfg.num ? e->ndescs : 0;
 }
 
 static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigned n)
@@ -592,24 +608,25 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 	struct vqs_packed_ring *p = ring(vq);
 	uint64_t total = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (!in_flight(vq, &elems[i]))
+		unsigned slots = chain_slots(vq, &elems[i]);
+		if (!slots)
 			return -EINVAL;
-		total += elems[i].ndescs;
+		total += slots;
 	}
 	if (total > p->unfilled_descs)
 		return -EINVAL;
 	p->head_seen = false;
 	for (unsigned i = n; i-- > 0;) {
 		const struct vqs_elem *e = &elems[i];
+		const unsigned back = chain_slots(vq, e);
 		uint16_t state = p->ids[e->id];
 		p->ids[e->id] = VQS_PACKED_ID_FREE;
 		vqs_long_release(&vq->lg, e->id);
-		p->unfilled_descs -= e->ndescs;
+		p->unfilled_descs -= back;
 		/* Resubmitted chains go back to the region's pending list; ring chains give their
 		 * slots back, stepping the wrap counter back when the rewind crosses slot 0. */
 		if (p->inflight && vqs_packed_inflight_unpop(vq, state - VQS_PACKED_ID_INFLIGHT))
 			continue;
-		unsigned back = e->ndescs;
 		if (p->last_avail_idx >= back) {
 			p->last_avail_idx = (uint16_t)(p->last_avail_idx - back);
 		} else {
@@ -624,11 +641,14 @@ static int packed_unpop(struct vqs_vq *vq, const struct vqs_elem *elems, unsigne
 struct fill_state {
 	uint16_t *ids;
 	unsigned num, first;            /* first: used_idx, where the batch's first goes */
-	unsigned stage, last, unfilled; /* stage_idx, stage_last, unfilled_descs */
-	uint16_t stage_au, last_au;     /* the AVAIL and USED bits of a used descriptor there
-					 * (last: IN_ORDER only) */
+	unsigned stage, last;           /* stage_idx, stage_last */
+	unsigned unfilled;              /* unfilled_descs, with an inflight region */
+	/* the AVAIL and USED bits of a used descriptor there (last: IN_ORDER only), where the
+	 * flags are in the descriptor's second 8 bytes (FILL_FLAGS_AT): or-ed in as they are */
+	uint64_t stage_au, last_au;
 	bool fold;                      /* the next entry folds into last (IN_ORDER) */
 };
+#define FILL_FLAGS_AT 48
 
 /*
  * The used descriptor for e with len bytes written: false when e is refused. first: whether it
@@ -645,10 +665,14 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 	 const int first, const bool in_order, const bool region, bool head)
 {
 	const uint16_t id = e->id;
-	const unsigned nd = e->ndescs;
-	/* in flight, not yet filled (nd <= unfilled <= num), no more bytes than room */
-	if (id >= f->num || f->ids[id] == VQS_PACKED_ID_FREE || nd - 1 >= f->unfilled ||
-	    len > e->in_len)
+	if (id >= f->num)
+		return false;
+	/* in flight (the slots its chain took are its state; with a region, the element's
+	 * count, not above the slots not filled yet: nd <= unfilled <= num), no more bytes than
+	 * room */
+	const unsigned state = f->ids[id];
+	const unsigned nd = region ? e->ndescs : state;
+	if (state == VQS_PACKED_ID_FREE || (region && nd - 1 >= f->unfilled) || len > e->in_len)
 		return false;
 	/* the slot: stage's, or (IN_ORDER) last's when the entry folds into it */
 	if (in_order && !f->fold) {
@@ -658,29 +682,31 @@ fill_one(struct vqs_vq *vq, struct fill_state *f, const struct vqs_elem *e, uint
 	const unsigned at = in_order ? f->last : f->stage;
 	/* the ring's base from the queue: a memory operand, not a register */
 	struct vqs_vring_packed_desc *slot = &vq->u.packed.desc[at];
-	const uint16_t flags = (uint16_t)((in_order ? f->last_au : f->stage_au) |
-					  (len ? VQS_VRING_DESC_F_WRITE : 0));
+	const uint64_t flags = (in_order ? f->last_au : f->stage_au) |
+			       (uint64_t)(len ? VQS_VRING_DESC_F_WRITE : 0) << FILL_FLAGS_AT;
 	if (first == 1 || (first < 0 && at == f->first)) {
 		atomic_store_explicit((_Atomic uint16_t *)&slot->id, htole16(id),
 				      memory_order_relaxed);
 		atomic_store_explicit((_Atomic uint32_t *)&slot->len, htole32(len),
 				      memory_order_relaxed);
-		vq->u.packed.stage_first_flags = flags; /* (at most once a fill) */
+		/* (at most once a fill) */
+		vq->u.packed.stage_first_flags = (uint16_t)(flags >> FILL_FLAGS_AT);
 	} else {
 		/* len, id, flags: the descriptor's second 8 bytes */
-		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | (uint64_t)flags << 48;
+		const uint64_t w = (uint64_t)len | (uint64_t)id << 32 | flags;
 		atomic_store_explicit((_Atomic uint64_t *)(void *)&slot->len, htole64(w),
 				      memory_order_relaxed);
 	}
 	if (region)
-		vqs_packed_inflight_stage(vq, f->ids[id] - VQS_PACKED_ID_INFLIGHT, head);
+		vqs_packed_inflight_stage(vq, state - VQS_PACKED_ID_INFLIGHT, head);
 	f->ids[id] = VQS_PACKED_ID_FREE;
-	f->unfilled -= nd;
+	if (region) /* (else fill_entries counts the slots by the stage's advance) */
+		f->unfilled -= nd;
 	f->fold = in_order && len == 0;
 	f->stage += nd;
 	if (f->stage >= f->num) {
 		f->stage -= f->num;
-		f->stage_au ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+		f->stage_au ^= (uint64_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) << FILL_FLAGS_AT;
 	}
 	return true;
 }
@@ -698,7 +724,7 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 {
 	struct vqs_packed_ring *p = ring(vq);
 	const bool none_staged = !p->staged;
-	const uint16_t au = VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	const uint64_t au = (uint64_t)(VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED) << FILL_FLAGS_AT;
 	/* 2.8.9: with IN_ORDER one used descriptor may stand for a batch of buffers (all up to
 	 * the id it names). A staged entry that reports no bytes loses nothing by that, so it is
 	 * taken over by the next fill instead of that fill taking a descriptor of its own. */
@@ -722,6 +748,14 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 				break;
 	const unsigned k = (unsigned)(ep - elems);
 	if (k) {
+		/* without a region the slots filled are the stage's advance (at most num) */
+		const unsigned num = vq->cfg.num;
+		p->unfilled_descs =
+			region ? f.unfilled
+			       : p->unfilled_descs -
+					 (vqs_packed_linear((uint16_t)f.stage, f.stage_au, num) + 2 * num -
+					  vqs_packed_linear(p->stage_idx, p->stage_wrap, num)) %
+						 (2 * num);
 		p->stage_idx = (uint16_t)f.stage;
 		p->stage_wrap = f.stage_au;
 		if (in_order) { /* no other fill reads them */
@@ -730,7 +764,6 @@ fill_entries(struct vqs_vq *vq, const struct vqs_elem *const *elems, const uint3
 			p->stage_last_empty = f.fold;
 		}
 		p->staged = (uint16_t)(p->staged + k);
-		p->unfilled_descs = f.unfilled;
 	}
 	vqs_long_release_filled(&vq->lg, elems, k);
 	return k ? (int)k : -EINVAL;

@@ -13,8 +13,11 @@
 #include <stdint.h>
 #include <vqsched/vring.h>
 
-/* A buffer id's state in vqs_packed_ring.ids[]: not popped, or popped and not yet used. With an
- * inflight region attached, an in-flight id stores VQS_PACKED_ID_INFLIGHT + its region entry. */
+/* A buffer id's state in vqs_packed_ring.ids[]: not popped (VQS_PACKED_ID_FREE), or popped and
+ * not yet used: then the slots its chain took (1 to num), which fill and unpop step over, so
+ * that they trust no element's ndescs; with an inflight region attached (none is attached while
+ * a chain is in flight), VQS_PACKED_ID_INFLIGHT + its region entry, and the element's ndescs,
+ * checked against the slots in flight, counts. */
 #define VQS_PACKED_ID_FREE 0u
 #define VQS_PACKED_ID_INFLIGHT 1u
 

@@ -339,6 +339,48 @@ static void device_unpop_rewinds_across_the_ring_end(void **state)
 	pfx_ring_fini(&r);
 }
 
+/* Fill and unpop step over the slots each chain took as the pop counted them, whatever the
+ * caller's element says: an element whose ndescs was changed after the pop neither moves the
+ * used entries off their slots nor rewinds over a chain still in flight. */
+static void device_fill_and_unpop_go_by_the_slots_popped(void **state)
+{
+	struct ctx *c = *state;
+	struct pfx_ring r;
+	pfx_ring_init(&r, &c->m, 8, 0);
+	pfx_simple(&r, 0, 8, false);
+	pfx_simple(&r, 1, 8, false);
+	struct iovec iov[4];
+	struct vqs_elem e[2];
+	assert_int_equal(pfx_pop(r.vq, &e[0], iov, 2), 0);
+	assert_int_equal(pfx_pop(r.vq, &e[1], iov + 2, 2), 0);
+	e[0].ndescs = 2;
+	assert_int_equal(vqs_vq_fill(r.vq, &e[0], 0), 0);
+	assert_int_equal(vqs_vq_fill(r.vq, &e[1], 0), 0);
+	assert_int_equal(vqs_vq_flush(r.vq), 2);
+	uint16_t id;
+	uint32_t len;
+	assert_true(pfx_get_used(&r, 1, &id, &len));
+	assert_int_equal(id, 0);
+	assert_true(pfx_get_used(&r, 1, &id, &len));
+	assert_int_equal(id, 1);
+	struct vqs_vq_state st;
+	vqs_vq_get_state(r.vq, &st);
+	assert_int_equal(st.used_idx, 2);
+	/* unpop of the second of two chains of one slot, told it took two: one slot back */
+	pfx_simple(&r, 2, 8, false);
+	pfx_simple(&r, 3, 8, false);
+	assert_int_equal(pfx_pop(r.vq, &e[0], iov, 2), 0);
+	assert_int_equal(pfx_pop(r.vq, &e[1], iov + 2, 2), 0);
+	e[1].ndescs = 2;
+	assert_int_equal(vqs_vq_unpop(r.vq, &e[1], 1), 0);
+	vqs_vq_get_state(r.vq, &st);
+	assert_int_equal(st.last_avail_idx, 3);
+	assert_int_equal(pfx_pop(r.vq, &e[1], iov + 2, 2), 0);
+	assert_int_equal(e[1].id, 3);
+	assert_false(vqs_vq_is_broken(r.vq));
+	pfx_ring_fini(&r);
+}
+
 /* Too little iovec storage: the chain is served from the queue's long-chain area. */
 static void device_short_iov_storage_is_served(void **state)
 {
@@ -558,6 +600,7 @@ int main(void)
 		cmocka_unit_test(device_treats_desc_mode_without_event_idx_as_enable),
 		cmocka_unit_test(device_event_suppression_and_enable_recheck),
 		cmocka_unit_test(device_unpop_rewinds_across_the_ring_end),
+		cmocka_unit_test(device_fill_and_unpop_go_by_the_slots_popped),
 		cmocka_unit_test(device_short_iov_storage_is_served),
 		cmocka_unit_test(device_state_round_trip_with_wrap_counters),
 		cmocka_unit_test(device_fill_rejects_unknown_id_and_overlong_write),

@@ -228,6 +228,17 @@ static void driver_free_count_enospc_and_id_reuse(void **state)
 	assert_int_equal(vqs_drv_add(f.p.drv, b, 2, 0, &tok[2], false), -ENOSPC);
 	assert_int_equal(vqs_drv_add(f.p.drv, b, 1, 0, &tok[2], false), 0);
 	assert_int_equal(vqs_drv_add(f.p.drv, b, 1, 0, &tok[3], false), -ENOSPC);
+	/* Full, a malformed first chain of a batch is still refused as malformed: no token, or
+	 * more than 2^32-1 bytes, of one descriptor and of two. */
+	void *no_token = NULL, *token = &tok[3];
+	struct vqs_drv_buf big[2] = {{f.bufs, UINT32_MAX}, {f.bufs + 8, 1}};
+	for (unsigned total = 1; total <= 2; total++) {
+		assert_int_equal(vqs_drv_add_batch(f.p.drv, b, 1, total - 1, &no_token, 1, false),
+				 -EINVAL);
+		assert_int_equal(vqs_drv_add_batch(f.p.drv, b, 1, total - 1, &token, 1, false),
+				 -ENOSPC);
+	}
+	assert_int_equal(vqs_drv_add_batch(f.p.drv, big, 1, 1, &token, 1, false), -EINVAL);
 	vqs_drv_kick_prepare(f.p.drv);
 	/* Complete out of order: the second chain first. */
 	struct iovec iov[8];
