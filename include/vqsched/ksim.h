@@ -287,7 +287,9 @@ struct vqs_ksim_seed2017_result {
 	double heavy_ratio, adaptive_ratio[2];
 	/* Whether heavy_load_gain and adaptive_no_loss can show on this machine with these costs:
 	 * false with spinning waits on fewer CPUs than the model's busy threads (4), which then
-	 * take turns on the CPUs and the time a batch saves goes to spinning. */
+	 * take turns on the CPUs and the time a batch saves goes to spinning. The interleaved
+	 * heavy_load_gain, judged per CPU-second in one world, showed with spinning waits too
+	 * (docs/bench.md) and is printed without that caveat. */
 	bool throughput_expected;
 	/* The heavy row's 4.13 b64 and fixed b1 cells were measured interleaved in one world per
 	 * repeat (opts.interleave): heavy_load_gain then judges every repeat. */
@@ -302,7 +304,21 @@ struct vqs_ksim_seed2017_result {
 	double heavy_self_ratio[2][VQS_KSIM_MAX_REPEATS];
 	unsigned heavy_self_runs;
 	double heavy_spread;
+	/* Interleaved only: 4.13 b64 over fixed b1 in repeat i's pair world, heavy_self_runs of
+	 * them: heavy_pair_ratio per CPU-second the model used (what heavy_ratio, their median,
+	 * and heavy_self_ratio judge), heavy_pair_rate_ratio by goodput. Each is the median over
+	 * the world's A B B A rounds of the round's ratio of the two sides (a round's slices sit
+	 * about its middle, so CPUs that other programs give and take across it move both
+	 * sides alike). Per CPU-second because the batch's gain is the CPU it saves: it shows as
+	 * goodput only while the model's CPUs bound it, not once guest B's receiver (one thread)
+	 * does, and the CPUs other programs leave the model move between those within a world.
+	 * The interleaved worlds run VQS_KSIM_SEED2017_HEAVY_WINDOWS times cell_ms. */
+	double heavy_pair_ratio[VQS_KSIM_MAX_REPEATS];
+	double heavy_pair_rate_ratio[VQS_KSIM_MAX_REPEATS];
 };
+/* How many cell_ms each interleaved world of the heavy row measures: the self-comparisons'
+ * spread falls with the rounds a world holds (measured in docs/bench.md). */
+#define VQS_KSIM_SEED2017_HEAVY_WINDOWS 4
 /* CPUs (cpus_used) both cells of a seed-2017 throughput comparison must have got for a repeat
  * to be judged: most of the two the model's four threads share. */
 #define VQS_KSIM_SEED2017_CPUS 1.5

@@ -141,13 +141,21 @@ static void cell_add(struct vqs_ksim_cell *c, const struct ksim_snap *a, const s
 #define SLICES_MAX 1024 /* per side of an interleaved window */
 
 int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
-			    struct vqs_ksim_cell side[2])
+			    struct vqs_ksim_cell side[2], double ratio[2])
 {
-	double *per = malloc(2 * SLICES_MAX * sizeof(*per)), cpu_ns[2] = {0, 0};
-	if (!per)
+	/* per[s][i]: side s's time per delivery in its slice i; rounds[m][j]: round j's ratio
+	 * by wall time (m 0) and by CPU time (m 1) */
+	double *per = malloc(2 * SLICES_MAX * sizeof(*per)),
+	       *rounds = malloc(2 * (SLICES_MAX / 2) * sizeof(*rounds)), cpu_ns[2] = {0, 0};
+	if (!per || !rounds) {
+		free(per);
+		free(rounds);
 		return -ENOMEM;
+	}
 	int rc = 0;
-	unsigned n[2] = {0, 0};
+	unsigned n[2] = {0, 0}, nrounds = 0;
+	/* the current A B B A round's wall time, CPU time and deliveries per side */
+	uint64_t round_t[2] = {0, 0}, round_c[2] = {0, 0}, round_d[2] = {0, 0};
 	uint64_t t0 = vqs_now_ns(), t_end = t0 + il->cell_ms * 1000000ull,
 		 t_max = t0 + 20ull * il->cell_ms * 1000000ull;
 	for (unsigned k = 0;; k++) {
@@ -166,6 +174,25 @@ int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *
 		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
 			per[s * SLICES_MAX + n[s]++] =
 				(double)(b.t - a.t) / (double)(b.delivered - a.delivered);
+		round_t[s] += b.t - a.t;
+		round_c[s] += b.cpu - a.cpu;
+		round_d[s] += b.delivered - a.delivered;
+		if (k % 4 == 3) {
+			/* Side 0 over side 1 in this round: its slices sit symmetrically about the
+			 * round's middle, so a share of the CPUs that other programs change
+			 * steadily across it moves both sides alike. */
+			if (round_d[0] && round_d[1] && round_t[0] && round_t[1] && round_c[0] &&
+			    round_c[1]) {
+				rounds[nrounds] = ((double)round_d[0] / (double)round_t[0]) /
+						  ((double)round_d[1] / (double)round_t[1]);
+				rounds[SLICES_MAX / 2 + nrounds++] =
+					((double)round_d[0] / (double)round_c[0]) /
+					((double)round_d[1] / (double)round_c[1]);
+			}
+			memset(round_t, 0, sizeof(round_t));
+			memset(round_c, 0, sizeof(round_c));
+			memset(round_d, 0, sizeof(round_d));
+		}
 		if (b.t >= t_max || (k % 4 == 3 && b.t >= t_end && n[0] >= 2 && n[1] >= 2) ||
 		    n[s] == SLICES_MAX)
 			break;
@@ -181,6 +208,9 @@ int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *
 		double ns = per[s * SLICES_MAX + n[s] / 2]; /* per delivery */
 		c->rate = il->rr ? 1e9 / ns : (double)w->costs.pkt_bytes * 8.0 * 1e3 / ns;
 	}
+	for (unsigned m = 0; ratio && m < 2; m++)
+		ratio[m] = ksim_median(&rounds[m * (SLICES_MAX / 2)], nrounds);
+	free(rounds);
 	free(per);
 	return rc;
 }

@@ -38,7 +38,12 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
  * (per delivery), so a slice that other programs starved counts as one slice. The deliveries at
  * a switch were served by the other side: a dilution of about what is in flight per slice.
  * side[] (zeroed by the caller) gets each side's counters summed over its slices and its rate;
- * Mbit/s of pkt_bytes payloads, or transactions/s when rr. Returns set_side's error, or -ENOMEM.
+ * Mbit/s of pkt_bytes payloads, or transactions/s when rr. ratio (unless NULL) gets side 0
+ * over side 1 as the median over the A B B A rounds of each round's ratio of the two sides'
+ * deliveries over their two slices' wall time (ratio[0]: the rate) and over the CPU time the
+ * process used in them (ratio[1]: the rate per CPU-second). A round's slices sit symmetrically
+ * about its middle, so CPUs that other programs give and take steadily across it move both
+ * sides alike; 0 when no round completed. Returns set_side's error, or -ENOMEM.
  */
 struct ksim_interleave {
 	uint32_t slice, cell_ms;
@@ -48,7 +53,7 @@ struct ksim_interleave {
 	void *opaque;
 };
 int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
-			    struct vqs_ksim_cell side[2]);
+			    struct vqs_ksim_cell side[2], double ratio[2]);
 
 double ksim_ratio(double a, double b);
 /* Median of v[0..n) (sorts v); 0 when n is 0. */

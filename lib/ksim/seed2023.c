@@ -210,7 +210,7 @@ static int interleaved_window(const struct cell_ctx *ctx, unsigned row, struct k
 				     .transactions = &peer->transactions,
 				     .set_side = set_mask,
 				     .opaque = &m};
-	return ksim_interleaved_window(w, &il, side);
+	return ksim_interleaved_window(w, &il, side, NULL);
 }
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)

@@ -4,10 +4,9 @@
  * the load. The 4.13 variant keeps its batch and loses a packet only now and then (no stall),
  * the fixed variant and vqsched lose nothing, the task-mode worker carries the vCPU's pin; 4.13
  * loses throughput at one stream (with the leak path hit more often than the preset's: a
- * timeout is wall time). seed-2023's drops are test_ksim_seed2023_drop's. Not asserted: the
- * heavy-load batching gain, which needs CPUs the model does not get while other programs run
- * (in CI-sized runs it reproduced in 1 to 8 of 10, under ASan a 1.08x gain);
- * scripts/seed-verdicts.sh counts it over repeated full runs instead (docs/bench.md).
+ * timeout is wall time). seed-2023's drops are test_ksim_seed2023_drop's, seed-2017's
+ * heavy-load batching gain test_ksim_seed2017_interleave's; scripts/seed-verdicts.sh counts
+ * every verdict over repeated full runs (docs/bench.md).
  */
 #include <errno.h>
 #include <setjmp.h>
