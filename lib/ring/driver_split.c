@@ -133,13 +133,23 @@ static int split_create(struct vqs_drv_vq **out, const struct vqs_drv_vq_config 
 	return 0;
 }
 
-/* A descriptor in two stores: addr, then len, flags and next as one little-endian word. */
+/* A descriptor's len, flags and next as the one little-endian word they make at offset 8. */
+static inline uint64_t desc_word(uint32_t len, uint16_t flags, uint16_t next)
+{
+	return htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48);
+}
+
+static inline void store_word(struct vqs_vring_desc *d, uint64_t w)
+{
+	memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
+}
+
+/* A descriptor in two stores: addr, then the word. */
 static void write_desc(struct vqs_vring_desc *d, uint64_t addr, uint32_t len, uint16_t flags,
 		       uint16_t next)
 {
 	d->addr = htole64(addr);
-	uint64_t w = htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48);
-	memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
+	store_word(d, desc_word(len, flags, next));
 }
 
 /*
@@ -154,12 +164,12 @@ static void write_desc(struct vqs_vring_desc *d, uint64_t addr, uint32_t len, ui
 static inline void write_desc_changed(struct vqs_vring_desc *d, uint64_t addr, uint32_t len,
 				      uint16_t flags, uint16_t next)
 {
-	uint64_t w = htole64((uint64_t)len | (uint64_t)flags << 32 | (uint64_t)next << 48), old[2];
+	uint64_t w = desc_word(len, flags, next), old[2];
 	memcpy(old, d, sizeof(old));
 	if (old[0] != htole64(addr))
 		d->addr = htole64(addr);
 	if (old[1] != w)
-		memcpy((unsigned char *)d + offsetof(struct vqs_vring_desc, len), &w, sizeof(w));
+		store_word(d, w);
 }
 _Static_assert(offsetof(struct vqs_vring_desc, len) == 8 &&
 		       offsetof(struct vqs_vring_desc, flags) == 12 &&
