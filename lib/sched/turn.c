@@ -59,13 +59,13 @@ static void queue_broken(struct vqs_queue *q)
 /*
  * Pop up to want chains (want <= what the session's begin saw, see serve) with one ring call,
  * each straight into the request of its chain id (the ring refuses an id already in flight,
- * VQS_VQ_ERR_BUFFER_ID, before it writes that request), and give each everything it needs
- * before the handler: its batch's pin (pin: the caller's guess, see pop_pinned), when it was
- * noticed (t0). Returns how many, *bytes their bytes; *empty when that was all the ring had.
+ * VQS_VQ_ERR_BUFFER_ID, before it writes that request), and give each what the handler needs.
+ * The batch's pin and the time it was noticed are the batch's, not written into each request:
+ * only a request still open after the handler call needs its own (hand_over). Returns how many,
+ * *bytes their bytes; *empty when that was all the ring had.
  */
 static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned want, uint64_t t0, struct pin_ref *pin, uint64_t *bytes,
-			  bool *empty)
+			  unsigned want, uint64_t *bytes, bool *empty)
 {
 	if (q->nlong)
 		restore_long(q);
@@ -80,7 +80,6 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if ((rc < 0 && rc != -EBUSY) || (n < want && vqs_vq_error(q->vq) != VQS_VQ_OK))
 		queue_broken(q);
 	*empty = n < want && !q->broken && rc != -EBUSY;
-	unsigned lines = q->prefetch_lines;
 	uint64_t b = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct req_slot *r = slot_of(q, ids[i]);
@@ -89,13 +88,14 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 			q->long_ids[q->nlong++] = ids[i];
 		r->req.user = NULL;
 		r->st = SLOT_HANDED;
-		r->t0_ns = t0;
-		r->pin = pin;
-		if (lines)
-			prefetch_buffer(&r->req.elem, lines);
 		w->batch[i] = r;
 		b += r->req.elem.out_len + r->req.elem.in_len;
 	}
+	/* A pass of its own: a queue that prefetches nothing (a handler that reads no buffer)
+	 * tests that once a batch, not once a request. */
+	if (q->prefetch_lines)
+		for (unsigned i = 0; i < n; i++)
+			prefetch_buffer(&w->batch[i]->req.elem, q->prefetch_lines);
 	*bytes = b;
 	q->nout += n;
 	if (q->in_order)
@@ -150,35 +150,33 @@ static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned 
  * regions once the replacement is acknowledged): the chains go back and are popped again, through
  * the new table, in the same session. The pin is the queue's current one (pin_cur) while the
  * table stays the same: two atomic RMWs per table the queue's worker sees, not per batch.
+ * *pin: the batch's pin, holding a reference for each of its requests.
  */
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			   unsigned want, uint64_t t0, uint64_t *bytes, bool *empty)
+			   unsigned want, uint64_t *bytes, bool *empty, struct pin_ref **pin)
 {
 	struct vqs_mem *mem = q->mem;
 	for (;;) {
 		const struct vqs_mem_table *t = ss->table;
-		/* The pin the batch will share when the table is still current after the pop (no
-		 * reuse of t: a pinned table is not freed), set with the rest of each request. */
-		struct pin_ref *pin = q->pin_cur && q->pin_cur->t == t ? q->pin_cur : NULL;
-		unsigned n = pop_batch(w, q, ss, want, t0, pin, bytes, empty);
+		unsigned n = pop_batch(w, q, ss, want, bytes, empty);
 		if (!n)
 			return 0;
 		/* t cannot be freed inside the section, so no newer table has its address */
 		if (vqs_mem_current(mem) == t) {
-			if (!pin) {
+			struct pin_ref *p = q->pin_cur;
+			if (!p || p->t != t) {
 				queue_unpin(q);
 				/* A free pin is there: each pin in use holds at least one request,
 				 * and at most nslots - n are outstanding besides this batch. */
-				pin = q->free_pins;
-				q->free_pins = pin->next_free;
+				p = q->free_pins;
+				q->free_pins = p->next_free;
 				vqs_mem_table_pin(t);
-				pin->t = t;
-				pin->refs = 1;
-				q->pin_cur = pin;
-				for (unsigned i = 0; i < n; i++)
-					w->batch[i]->pin = pin;
+				p->t = t;
+				p->refs = 1;
+				q->pin_cur = p;
 			}
-			pin->refs += n;
+			p->refs += n;
+			*pin = p;
 			return n;
 		}
 		give_back(w, q, 0, n, NULL);
@@ -213,14 +211,16 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 	return last;
 }
 
-/* Run the handler on batch[0..n); returns how many it took (the rest went back to the ring,
- * their bytes taken off *bytes). Those it completed during the call are staged here, together
- * (IN_ORDER: those with no older request outstanding; the others wait in the order), and freed:
- * *done of them, whose pin references and latency retire_done_here counts after the flush.
- * Outside the read-side section: the batch's pin keeps the buffers mapped, so a handler that
- * blocks holds up no grace period. */
+/* Run the handler on batch[0..n), noticed at t0 and pinned by pin; returns how many it took (the
+ * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
+ * are staged here, together (IN_ORDER: those with no older request outstanding; the others wait
+ * in the order), and freed: *done of them, whose pin references and latency retire_done_here
+ * counts after the flush. The others get the batch's pin and t0 for their completion. Outside
+ * the read-side section: the batch's pin keeps the buffers mapped, so a handler that blocks
+ * holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			  unsigned n, bool *in_section, uint64_t *bytes, unsigned *done)
+			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
+			  uint64_t *bytes, unsigned *done)
 {
 	sched_running = q;
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
@@ -236,7 +236,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if (taken < n)
 		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
-		*bytes -= give_back(w, q, taken, n, w->batch[taken]->pin);
+		*bytes -= give_back(w, q, taken, n, pin);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
@@ -258,6 +258,8 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
 		 * which only q's owner reaps, later), or completed behind an open request. */
 		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
+		r->pin = pin;
+		r->t0_ns = t0;
 	}
 	if (m) {
 		q->nout -= m;
@@ -270,14 +272,14 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 }
 
 /* Count the done requests of the batch completed inside the handler call (freed by hand_over),
- * published by now, and drop their references on the batch's pin. They were noticed together
- * (one t0, pop_batch), so they share a latency bucket. Owner of q. */
-static void retire_done_here(struct sched_worker *w, struct vqs_queue *q, unsigned done,
+ * published by now, and drop their references on the batch's pin. They were noticed together,
+ * at t0, so they share a latency bucket. Owner of q. */
+static void retire_done_here(struct vqs_queue *q, struct pin_ref *pin, unsigned done, uint64_t t0,
 			     uint64_t now)
 {
 	if (done) {
-		pin_drop(q, w->batch[0]->pin, done);
-		stat_latency(q, w->batch[0]->t0_ns, now, done);
+		pin_drop(q, pin, done);
+		stat_latency(q, t0, now, done);
 	}
 }
 
@@ -386,8 +388,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			break;
 		}
 		uint64_t b = 0;
+		struct pin_ref *pin = NULL;
 		if (has)
-			n = pop_pinned(w, q, &ss, want < has ? want : has, t0, &b, &empty);
+			n = pop_pinned(w, q, &ss, want < has ? want : has, &b, &empty, &pin);
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
 		vqs_vq_session_pause(&ss);
@@ -403,7 +406,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		leave_section(in_section);
 		q->clock_ns = t;
 		unsigned done;
-		unsigned taken = hand_over(w, q, &ss, n, in_section, &b, &done);
+		unsigned taken = hand_over(w, q, &ss, n, t0, pin, in_section, &b, &done);
 		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
@@ -416,7 +419,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		t = vqs_now_ns();
-		retire_done_here(w, q, done, t);
+		retire_done_here(q, pin, done, t0, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		pkts += taken;
 		bytes += b;
