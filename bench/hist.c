@@ -35,6 +35,12 @@ void hist_add(struct hist *h, uint64_t v)
 	h->count++;
 }
 
+void hist_add_n(struct hist *h, uint64_t v, uint64_t n)
+{
+	h->b[bucket_of(v)] += n;
+	h->count += n;
+}
+
 void hist_merge(struct hist *dst, const struct hist *src)
 {
 	for (unsigned i = 0; i < HIST_BUCKETS; i++)

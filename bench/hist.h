@@ -20,6 +20,8 @@ struct hist {
 
 void hist_reset(struct hist *h);
 void hist_add(struct hist *h, uint64_t v);
+/* n samples of value v. */
+void hist_add_n(struct hist *h, uint64_t v, uint64_t n);
 void hist_merge(struct hist *dst, const struct hist *src);
 /* Value at quantile q (0..1): the midpoint of the bucket holding it; 0 when empty. */
 double hist_quantile(const struct hist *h, double q);

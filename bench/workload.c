@@ -137,7 +137,15 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 	const struct point *pt = s->run->pt;
 	uint32_t inject = atomic_load_explicit(&s->run->inject_amount, memory_order_relaxed);
 	if (pt->touch == TOUCH_NONE) {
-		/* the null handler: what the floors measure, the ring and the scheduler alone */
+		/* the null handler: what the floors measure, the ring and the scheduler alone; with
+		 * nothing to do per request, the batch is completed in one call (the rings alone's
+		 * device fills the batch in one call too) */
+		enum { MOST = 256 }; /* vqs_sched_opts.batch_max at most */
+		static const uint32_t none[MOST];
+		if (!pt->handler_ns && !inject && n <= MOST) {
+			vqs_req_complete_batch(reqs, none, n);
+			return n;
+		}
 		for (unsigned i = 0; i < n; i++) {
 			cpu_spin_ns(pt->handler_ns);
 			cpu_busy_iters(inject_take(s, 0, inject));
@@ -224,43 +232,67 @@ static void interleave_step(struct driver *d, unsigned n)
 	atomic_store_explicit(&r->cal_side, 1 + side, memory_order_relaxed);
 }
 
+/* n latency samples of value v, on the side the current slice measures. */
+static void lat_add(struct driver *d, struct stream *s, uint64_t v, uint64_t n)
+{
+	if (n)
+		hist_add_n(&d->lat[atomic_load_explicit(&s->run->side, memory_order_relaxed)], v, n);
+}
+
 /* Reap completions of one stream; returns how many. */
 static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 {
 	enum { REAP = 64 }; /* completions a call */
 	uint32_t lens[REAP];
 	void *toks[REAP];
-	unsigned n = 0, got;
+	unsigned n, got = vqs_drv_get_used_batch(s->drv, toks, lens, REAP);
+	if (!got)
+		return 0; /* a polling driver's most frequent case: nothing more to set up */
 	uint64_t now = 0;
 	int cal = d->cal_tpo[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
-	while ((got = vqs_drv_get_used_batch(s->drv, toks, lens, REAP)) != 0) {
+	/* Requests submitted together (one t_submit) and reaped together (one `now`) have one
+	 * latency: one histogram entry for each run of them, not one per request. */
+	uint64_t run_t = 0, run_n = 0;
+	/* The stream's fields in locals: the stores through the slots could alias them, and the
+	 * loop is the driver's per-request cost next to the rings alone's (floors_vring.c). */
+	struct slot *slots = s->slots, *end = slots + s->run->pt->ring;
+	unsigned *free_list = s->free_list, nfree = s->nfree;
+	bool echo_seq = echoes(s->run->pt);
+	uint64_t bad_len = 0, dup = 0;
+	if (measuring || cal)
+		now = vqs_now_ns();
+	do {
 		for (unsigned i = 0; i < got; i++) {
 			struct slot *sl = toks[i];
 			uint32_t len = lens[i];
-			if (sl < s->slots || sl >= s->slots + s->run->pt->ring || !sl->busy) {
-				d->dup++;
+			if (sl < slots || sl >= end || !sl->busy) {
+				dup++;
 				continue;
 			}
-			if (!echoes(s->run->pt)) {
-				d->corrupt += len != 0; /* the null handler writes nothing */
+			if (!echo_seq) {
+				bad_len += len != 0; /* the null handler writes nothing */
 			} else {
 				uint64_t echo;
 				memcpy(&echo, sl->in, SEQ_BYTES);
-				if (len < SEQ_BYTES || echo != sl->seq)
-					d->corrupt++;
+				bad_len += len < SEQ_BYTES || echo != sl->seq;
 			}
 			sl->busy = false;
-			s->free_list[s->nfree++] = (unsigned)(sl - s->slots);
-			s->inflight--;
-			n++;
-			if (!now && (measuring || cal))
-				now = vqs_now_ns();
-			if (measuring)
-				hist_add(&d->lat[atomic_load_explicit(&s->run->side,
-								      memory_order_relaxed)],
-					 now - sl->t_submit);
+			free_list[nfree++] = (unsigned)(sl - slots);
+			if (measuring && sl->t_submit != run_t) {
+				lat_add(d, s, now - run_t, run_n);
+				run_t = sl->t_submit;
+				run_n = 0;
+			}
+			run_n++;
 		}
-	}
+	} while ((got = vqs_drv_get_used_batch(s->drv, toks, lens, REAP)) != 0);
+	n = nfree - s->nfree;
+	s->nfree = nfree;
+	s->inflight -= n;
+	d->dup += dup;
+	d->corrupt += bad_len;
+	if (measuring)
+		lat_add(d, s, now - run_t, run_n);
 	/* --inject-slowdown-pct: the driver's share of the work per request, after the time stamp
 	 * (its cost lands in the next reap's interval). The handler does the same amount: in a
 	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
@@ -298,27 +330,34 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 	enum { ADD = 64 }; /* chains a vqs_drv_add_batch */
 	struct vqs_drv_buf b[ADD][2];
 	void *toks[ADD];
+	/* in locals, as in reap: the stores through the slots could alias the stream's fields */
+	struct slot *slots = s->slots;
+	const unsigned *free_list = s->free_list;
+	uint32_t len = s->run->buf_len;
+	bool echo_seq = echoes(s->run->pt);
 	while (added < n) {
-		unsigned m = n - added < ADD ? n - added : ADD;
+		unsigned m = n - added < ADD ? n - added : ADD, top = s->nfree - 1;
 		for (unsigned i = 0; i < m; i++) {
-			struct slot *sl = &s->slots[s->free_list[s->nfree - 1 - i]];
-			sl->seq = s->next_seq++;
+			struct slot *sl = &slots[free_list[top - i]];
 			sl->t_submit = t;
+			sl->busy = true; /* undone below for those the ring did not take */
 			/* The response buffer is not cleared: what it holds is an older (smaller)
 			 * sequence number or 0, never this one (numbers start at 1), so a missing
 			 * echo still counts as corrupted, without a store per request into a line
-			 * the device owns. */
-			if (echoes(s->run->pt))
+			 * the device owns. Only an echoing handler needs the number. */
+			if (echo_seq) {
+				sl->seq = s->next_seq++;
 				memcpy(sl->out, &sl->seq, SEQ_BYTES);
-			b[i][0] = (struct vqs_drv_buf){sl->out_gpa, s->run->buf_len};
-			b[i][1] = (struct vqs_drv_buf){sl->in_gpa, s->run->buf_len};
+			}
+			b[i][0] = (struct vqs_drv_buf){sl->out_gpa, len};
+			b[i][1] = (struct vqs_drv_buf){sl->in_gpa, len};
 			toks[i] = sl;
 		}
 		int k = vqs_drv_add_batch(s->drv, &b[0][0], 1, 1, toks, m, false);
+		for (unsigned i = k > 0 ? (unsigned)k : 0; i < m; i++)
+			((struct slot *)toks[i])->busy = false;
 		if (k <= 0)
 			break;
-		for (int i = 0; i < k; i++)
-			((struct slot *)toks[i])->busy = true;
 		s->nfree -= (unsigned)k;
 		s->inflight += (unsigned)k;
 		added += (unsigned)k;
@@ -336,9 +375,10 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 	return added;
 }
 
-/* Closed-loop stream: refill in whole batches of tx requests (or as many as the ring holds),
- * never a few at a time as completions trickle in, so each kick decision, clock read and avail
- * idx store is shared by a full batch, as a guest filling its ring does. 0 until one fits. */
+/* Closed-loop stream: keep the ring full, refilling up to a batch of tx requests (or as many as
+ * the ring holds) as entries come back, as the rings alone's driver (floors_vring.c) does: the
+ * same shape on both sides of the goal's ratio, and the device never finds the ring short of a
+ * batch while the driver waits for a whole one to come back. */
 static unsigned stream_want(const struct stream *s, unsigned tx)
 {
 	/* each request is two descriptors (readable + writable buffer) */
@@ -346,7 +386,7 @@ static unsigned stream_want(const struct stream *s, unsigned tx)
 	unsigned room = vqs_drv_free_count(s->drv) / 2;
 	if (room > s->nfree)
 		room = s->nfree;
-	return room >= fill ? fill : 0;
+	return room < fill ? room : fill;
 }
 
 /* Block until a call arrives on one of d's streams or deadline_ns passes. */
