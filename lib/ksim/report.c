@@ -165,11 +165,16 @@ int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *
 		struct ksim_snap a, b;
 		uint64_t tr = il->transactions ? atomic_load(il->transactions) : 0;
 		ksim_snap_take(w, tr, &a);
+		uint64_t from = a.delivered, lost = a.drops_batch + a.drops_ring;
 		do {
 			ksim_sleep_ms(1);
 			tr = il->transactions ? atomic_load(il->transactions) : 0;
 			ksim_snap_take(w, tr, &b);
-		} while (b.delivered - a.delivered < il->slice && b.t < t_max);
+			if (il->loss_restarts && b.drops_batch + b.drops_ring != lost) {
+				lost = b.drops_batch + b.drops_ring;
+				from = b.delivered;
+			}
+		} while (b.delivered - from < il->slice && b.t < t_max);
 		cell_add(&side[s], &a, &b, &cpu_ns[s]);
 		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
 			per[s * SLICES_MAX + n[s]++] =
