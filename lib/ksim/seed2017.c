@@ -49,8 +49,9 @@ void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick)
 	o->streams[1] = 10;
 	o->streams[2] = 50;
 	o->total_window = 768;
-	/* About 20 ms of the heavy row's packets per slice: 50 slices a second, each many
-	 * windows long (the dilution at a switch is a window). */
+	/* About 20 ms of the heavy row's packets per slice (15-40 ms of the light row's): many
+	 * slices a second, each more than the 768 packets in flight (the dilution at a switch is
+	 * what is in flight, and a slice restarted by a leak must outlast it to hold the stall). */
 	o->interleave = 2000;
 }
 
