@@ -55,6 +55,10 @@ struct ksim_interleave {
 	 * follows, a stall when only a timeout repairs it, stays in the slice of the side that
 	 * lost, provided a slice exceeds the packets in flight (those still arrive before it). */
 	bool loss_restarts;
+	/* > 0: a slice also ends after this long, unless a loss restarted it: a spell in which
+	 * other programs leave the model no CPU then falls into both sides' slices in turn,
+	 * where a slice of deliveries alone would hold all of it. */
+	uint32_t slice_max_ms;
 };
 int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
 			    struct vqs_ksim_cell side[2], double ratio[2]);
