@@ -236,6 +236,7 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 	running[0] = true;
 	ksim_sleep_ms(o->cell_ms / 5 + 20); /* slow start and queues settle */
 	if (pair) {
+		bool light = !judged_end(ctx, row);
 		struct vqs_ksim_cell side[2] = {{0}};
 		struct ksim_interleave il = {.slice = o->interleave,
 					     .cell_ms = o->cell_ms * VQS_KSIM_SEED2017_PAIR_WINDOWS,
@@ -244,12 +245,12 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 										 : set_self_b64,
 					     .opaque = nic,
 					     .loss_restarts = true,
-					     .slice_max_ms = judged_end(ctx, row) ? 0 : LIGHT_SLICE_MS};
+					     .slice_max_ms = light ? LIGHT_SLICE_MS : 0};
 		double rounds[2] = {0, 0};
 		rc = ksim_interleaved_window(w, &il, side, rounds);
 		/* the light row (the first judged) by goodput over the window, the heavy row per
 		 * CPU-second over its rounds: struct vqs_ksim_seed2017_pair */
-		ratio[0] = judged_end(ctx, row) ? rounds[1] : window_ratio(side);
+		ratio[0] = light ? window_ratio(side) : rounds[1];
 		ratio[1] = rounds[0];
 		if (kind != WORLD_PAIR) { /* a self world: out has room for both sides */
 			out[0] = side[0];
