@@ -4,7 +4,8 @@
 # verdict line: how often it came out REPRODUCED (YES / no drop), and how often the preset said
 # the effect is not expected with those costs or could not be judged under that run's load. Each
 # run's load average goes to OUT_DIR/load.txt. WHICH `heavy` runs only seed-2017's 1- and 50-stream
-# rows (the heavy-load gain needs a light row beside it) and counts their verdicts.
+# rows (the heavy-load gain needs a light row beside it; both are judged interleaved) and counts
+# their verdicts.
 #   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR] [all|heavy]
 set -eu
 n=${1:-10}
@@ -43,7 +44,7 @@ for m in vm bare; do
 	f="$out/seed-2017-$m-*.txt"
 	echo "seed-2017, $m costs:"
 	count "$f" "4.13 drops, fixed and vqsched keep" "drops what the fixed" ": REPRODUCED"
-	count "$f" "light-load loss" "light-load loss" ": REPRODUCED"
+	count "$f" "light-load loss" "light-load loss" ": REPRODUCED" "path\): not judged"
 	count "$f" "heavy-load gain" "heavy-load batching gain" ": REPRODUCED" "b1\): not judged"
 	count "$f" "vqsched within 10% of the best kernel column" "adaptive loses nothing" ": YES" \
 		": not judged"

@@ -249,18 +249,52 @@ struct vqs_ksim_seed2017_opts {
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
 	uint32_t total_window;      /* TCP-like receive window summed over streams, packets
 				     * (default 768: beyond the 256 RX buffers, within the tun ring) */
-	/* N > 0 (default 2000): the heavy row's 4.13 b64 and fixed b1 columns share one world per
-	 * repeat, whose two RX handlers are switched between the two every N packets delivered,
-	 * A B B A, for cell_ms and until each side had two slices; each side's rate is its median
-	 * slice's, and the world's retransmits and leaks count for 4.13 b64 (only its handler
-	 * leaks). Both then meet whatever other programs do at that moment alike. 0: a world per
-	 * cell. Used when two rows or more run. */
+	/* N > 0 (default 2000): the judged rows' 4.13 b64 and fixed b1 columns share one world
+	 * per repeat (the light row always, the heavy row when two rows or more run), whose two
+	 * RX handlers are switched between the two every N packets delivered after the slice's
+	 * last loss (so a stall after a leak stays in the leaking side's slice; N must exceed
+	 * total_window, the packets in flight; the light row's slices without a loss end after
+	 * 20 ms too, so that a spell without CPUs is shared), A B B A, for
+	 * VQS_KSIM_SEED2017_PAIR_WINDOWS
+	 * cell_ms and until each side had two slices; each side's rate is its median slice's,
+	 * and the world's retransmits and leaks count for 4.13 b64 (only its handler leaks).
+	 * Both then meet whatever other programs do at that moment alike. 0: a world per cell. */
 	uint32_t interleave;
 };
 /* Defaults; quick = a run of about ten seconds in all. The costs are this VM's with the
  * scenario's changes: recv_pkt_ns 4000 (the receiver falls behind), ring_lock_ns 1000 (a
  * contended tun ring). Threads: any. */
 VQS_API void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick);
+
+/*
+ * One judged row's 4.13 b64 against fixed b1, interleaved (opts.interleave): `runs` repeats,
+ * each a world of both handlers switched A B B A, then self-comparison worlds (a variant
+ * against itself, switched alike) that measure what slicing and other programs' load make of
+ * one variant in this run.
+ * - ratio[i]: 4.13 b64 over fixed b1 in repeat i's pair world as its verdict judges it. Light
+ *   row: by goodput over the whole world, each side's deliveries over its slices' wall time,
+ *   because the loss is the stall after a leak (a timeout), rare among the rounds: a median
+ *   of rounds leaves it out, and per CPU-second a stall costs nothing. Heavy row: per
+ *   CPU-second the model used, the median over the world's A B B A rounds of the round's
+ *   ratio (a round's slices sit about its middle, so CPUs that other programs give and take
+ *   across it move both sides alike), because the batch's gain is the CPU it saves: it shows
+ *   as goodput only while the model's CPUs bound it, not once guest B's receiver (one thread)
+ *   does.
+ * - rate_ratio[i]: by goodput, the median over the rounds (both rows; beside ratio).
+ * - self_ratio[0 fixed b1 | 1 4.13 b64][i]: each self-comparison's ratio of its sides, judged
+ *   as ratio (0 when a side delivered nothing or the world failed). The light row compares
+ *   only fixed b1 with itself ([1] stays 0): 4.13 b64 against itself reads where its stalls
+ *   fell, the effect under test, not the noise.
+ * - spread: the largest |self_ratio - 1|. The light verdict needs its loss beyond
+ *   max(VQS_KSIM_VERDICT_MARGIN, spread), the heavy one its gain beyond spread; both need
+ *   runs of at least the repeats a verdict needs.
+ */
+struct vqs_ksim_seed2017_pair {
+	double ratio[VQS_KSIM_MAX_REPEATS], rate_ratio[VQS_KSIM_MAX_REPEATS];
+	double self_ratio[2][VQS_KSIM_MAX_REPEATS];
+	unsigned runs;
+	double spread;
+};
 
 struct vqs_ksim_seed2017_result {
 	uint32_t size;              /* sizeof(struct vqs_ksim_seed2017_result), set by the caller */
@@ -269,7 +303,7 @@ struct vqs_ksim_seed2017_result {
 	/* Verdicts, computed from the cells: */
 	bool drops_413_only;    /* the 4.13 variant lost packets; fixed and vqsched lost none */
 	/* The throughput verdicts compare cells by the median over repeats of their per-repeat
-	 * ratio, against VQS_KSIM_VERDICT_MARGIN (the interleaved heavy gain: heavy_spread). */
+	 * ratio, against VQS_KSIM_VERDICT_MARGIN (interleaved: also the pair's spread, below). */
 	bool light_load_loss;   /* 1 stream: 4.13 b64 below fixed b1 (the 4.12 path), with loss */
 	bool heavy_load_gain;   /* most streams: 4.13 b64 above fixed b1, over the judged
 				 * repeats (below) */
@@ -291,34 +325,20 @@ struct vqs_ksim_seed2017_result {
 	 * heavy_load_gain, judged per CPU-second in one world, showed with spinning waits too
 	 * (docs/bench.md) and is printed without that caveat. */
 	bool throughput_expected;
-	/* The heavy row's 4.13 b64 and fixed b1 cells were measured interleaved in one world per
-	 * repeat (opts.interleave): heavy_load_gain then judges every repeat. */
+	/* opts.interleave: the judged rows' 4.13 b64 and fixed b1 cells were measured
+	 * interleaved in one world per repeat (the light row always, the heavy row when two rows
+	 * or more ran), and their verdicts judge pair[] below. */
 	bool interleaved;
-	/* Interleaved only: after each repeat's pair, two self-comparison worlds, fixed b1 against
-	 * fixed b1 and 4.13 b64 against 4.13 b64, switched alike, give the ratio of their sides
-	 * (heavy_self_ratio[0 fixed b1 | 1 4.13 b64][i], repeat i; 0 when a side delivered
-	 * nothing or the world failed); heavy_spread is the largest |ratio - 1| among them: what
-	 * slicing and other programs' load make of one variant in this run. heavy_load_gain then
-	 * needs heavy_ratio above 1 + heavy_spread (instead of VQS_KSIM_VERDICT_MARGIN) and
-	 * heavy_self_runs at least the repeats a verdict needs. */
-	double heavy_self_ratio[2][VQS_KSIM_MAX_REPEATS];
-	unsigned heavy_self_runs;
-	double heavy_spread;
-	/* Interleaved only: 4.13 b64 over fixed b1 in repeat i's pair world, heavy_self_runs of
-	 * them: heavy_pair_ratio per CPU-second the model used (what heavy_ratio, their median,
-	 * and heavy_self_ratio judge), heavy_pair_rate_ratio by goodput. Each is the median over
-	 * the world's A B B A rounds of the round's ratio of the two sides (a round's slices sit
-	 * about its middle, so CPUs that other programs give and take across it move both
-	 * sides alike). Per CPU-second because the batch's gain is the CPU it saves: it shows as
-	 * goodput only while the model's CPUs bound it, not once guest B's receiver (one thread)
-	 * does, and the CPUs other programs leave the model move between those within a world.
-	 * The interleaved worlds run VQS_KSIM_SEED2017_HEAVY_WINDOWS times cell_ms. */
-	double heavy_pair_ratio[VQS_KSIM_MAX_REPEATS];
-	double heavy_pair_rate_ratio[VQS_KSIM_MAX_REPEATS];
+	/* Median of the light row's judged ratios: pair[0].ratio when interleaved, else the cells'
+	 * ksim paired ratio; light_load_loss needs it below 1 - max(VQS_KSIM_VERDICT_MARGIN,
+	 * pair[0].spread). */
+	double light_ratio;
+	struct vqs_ksim_seed2017_pair pair[2]; /* [0] the light row, [1] the heavy row */
 };
-/* How many cell_ms each interleaved world of the heavy row measures: the self-comparisons'
- * spread falls with the rounds a world holds (measured in docs/bench.md). */
-#define VQS_KSIM_SEED2017_HEAVY_WINDOWS 4
+/* How many cell_ms each interleaved world of a judged row measures: the self-comparisons'
+ * spread falls with the rounds a world holds, and the light row's loss comes in leaks at most
+ * leak_gap_us apart (measured in docs/bench.md). */
+#define VQS_KSIM_SEED2017_PAIR_WINDOWS 4
 /* CPUs (cpus_used) both cells of a seed-2017 throughput comparison must have got for a repeat
  * to be judged: most of the two the model's four threads share. */
 #define VQS_KSIM_SEED2017_CPUS 1.5

@@ -165,11 +165,18 @@ int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *
 		struct ksim_snap a, b;
 		uint64_t tr = il->transactions ? atomic_load(il->transactions) : 0;
 		ksim_snap_take(w, tr, &a);
+		uint64_t from = a.delivered, lost = a.drops_batch + a.drops_ring;
+		uint64_t t_cut = il->slice_max_ms ? a.t + il->slice_max_ms * 1000000ull : UINT64_MAX;
 		do {
 			ksim_sleep_ms(1);
 			tr = il->transactions ? atomic_load(il->transactions) : 0;
 			ksim_snap_take(w, tr, &b);
-		} while (b.delivered - a.delivered < il->slice && b.t < t_max);
+			if (il->loss_restarts && b.drops_batch + b.drops_ring != lost) {
+				lost = b.drops_batch + b.drops_ring;
+				from = b.delivered;
+				t_cut = UINT64_MAX;
+			}
+		} while (b.delivered - from < il->slice && b.t < t_max && b.t < t_cut);
 		cell_add(&side[s], &a, &b, &cpu_ns[s]);
 		if (b.delivered > a.delivered && n[s] < SLICES_MAX)
 			per[s * SLICES_MAX + n[s]++] =

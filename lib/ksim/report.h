@@ -34,7 +34,7 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
  * alike (cells seconds apart get different CPU shares): the measured window is cut into slices
  * of `slice` deliveries, set_side(opaque, s) switching the world to side 0 or 1 before each,
  * A B B A, until cell_ms passed and each side had two slices (at most 20 cell_ms). Slices count
- * deliveries, not time, so a stall leaves no side empty; each side's rate is its median slice's
+ * deliveries, not time, so a stall leaves no side empty and stays in its slice; each side's rate is its median slice's
  * (per delivery), so a slice that other programs starved counts as one slice. The deliveries at
  * a switch were served by the other side: a dilution of about what is in flight per slice.
  * side[] (zeroed by the caller) gets each side's counters summed over its slices and its rate;
@@ -51,6 +51,14 @@ struct ksim_interleave {
 	_Atomic uint64_t *transactions; /* counted as deliveries beside the flows; NULL: none */
 	int (*set_side)(void *opaque, unsigned side);
 	void *opaque;
+	/* A loss (drops_batch or drops_ring) restarts its slice's count: the recovery that
+	 * follows, a stall when only a timeout repairs it, stays in the slice of the side that
+	 * lost, provided a slice exceeds the packets in flight (those still arrive before it). */
+	bool loss_restarts;
+	/* > 0: a slice also ends after this long, unless a loss restarted it: a spell in which
+	 * other programs leave the model no CPU then falls into both sides' slices in turn,
+	 * where a slice of deliveries alone would hold all of it. */
+	uint32_t slice_max_ms;
 };
 int ksim_interleaved_window(struct ksim_world *w, const struct ksim_interleave *il,
 			    struct vqs_ksim_cell side[2], double ratio[2]);

@@ -49,8 +49,9 @@ void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick)
 	o->streams[1] = 10;
 	o->streams[2] = 50;
 	o->total_window = 768;
-	/* About 20 ms of the heavy row's packets per slice: 50 slices a second, each many
-	 * windows long (the dilution at a switch is a window). */
+	/* About 20 ms of the heavy row's packets per slice (15-40 ms of the light row's): many
+	 * slices a second, each more than the 768 packets in flight (the dilution at a switch is
+	 * what is in flight, and a slice restarted by a leak must outlast it to hold the stall). */
 	o->interleave = 2000;
 }
 
@@ -82,22 +83,24 @@ static void backend_stop(struct ksim_nic *n, unsigned col)
 /* What a cell needs besides the options. */
 struct cell_ctx {
 	const struct vqs_ksim_seed2017_opts *o;
-	unsigned heavy_row; /* the last row run, UINT_MAX when only one row runs */
-	/* o->interleave: the fixed b1 side of the heavy row's 4.13 b64 world of this repeat,
-	 * which ksim_table_run asks for next (columns in order within a repeat and row) */
+	/* The rows whose 4.13 b64 and fixed b1 are measured interleaved: [0] the light row,
+	 * [1] the heavy row; UINT_MAX none */
+	unsigned judged_row[2];
+	/* The fixed b1 side of such a row's 4.13 b64 world of this repeat, which ksim_table_run
+	 * asks for next (columns in order within a repeat and row) */
 	struct vqs_ksim_cell *paired;
-	/* The same repeat's self-comparisons (each variant against itself, interleaved alike):
-	 * ratio of side 0 to side 1, appended per repeat; [0] fixed b1, [1] 4.13 b64. */
-	double (*self_ratio)[VQS_KSIM_MAX_REPEATS];
-	/* 4.13 b64 over fixed b1 in the pair world, per CPU-second and by goodput, beside
-	 * self_ratio */
-	double *pair_ratio, *pair_rate_ratio;
-	unsigned *nself;
+	struct vqs_ksim_seed2017_pair *pair; /* [0] light, [1] heavy: appended per repeat */
 };
 
-static bool interleaved(const struct cell_ctx *ctx, unsigned row)
+/* Which judged row `row` is, interleaved: 0 light, 1 heavy; -1 neither. */
+static int judged_end(const struct cell_ctx *ctx, unsigned row)
 {
-	return ctx->o->interleave && row == ctx->heavy_row;
+	if (!ctx->o->interleave)
+		return -1;
+	for (int end = 1; end >= 0; end--)
+		if (row == ctx->judged_row[end])
+			return end;
+	return -1;
 }
 
 /* The RX handlers of both guests' nics: side 0 the 4.13 variant with batch 64, side 1 the fixed
@@ -142,7 +145,8 @@ enum world { WORLD_CELL, WORLD_PAIR, WORLD_SELF_B1, WORLD_SELF_B64 };
 
 /* One world of the row's streams served by col's handlers: a cell, the interleaved pair (the
  * fixed b1 side goes to ctx->paired), or the self-comparison (out[0] and out[1] its sides);
- * ratio gets an interleaved world's ratios of its sides (ksim_interleaved_window). */
+ * ratio gets an interleaved world's ratio of its sides as the row's verdict judges it ([0])
+ * and by goodput over its rounds ([1]): struct vqs_ksim_seed2017_pair. */
 static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enum world kind,
 		     struct vqs_ksim_cell *out, double ratio[2]);
 
@@ -151,30 +155,47 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 	const struct cell_ctx *ctx = opaque;
 	if (!ctx->o->streams[row])
 		return -ENODATA; /* a row not asked for */
-	if (interleaved(ctx, row) && col == COL_FIXED_B1) { /* measured beside 4.13 b64's */
+	int end = judged_end(ctx, row);
+	if (end >= 0 && col == COL_FIXED_B1) { /* measured beside 4.13 b64's */
 		*out = *ctx->paired;
 		return out->err;
 	}
-	if (!interleaved(ctx, row) || col != COL_413_B64)
+	if (end < 0 || col != COL_413_B64)
 		return run_world(ctx, row, col, WORLD_CELL, out, NULL);
-	unsigned k = *ctx->nself;
+	struct vqs_ksim_seed2017_pair *p = &ctx->pair[end];
+	unsigned k = p->runs;
 	double pair[2] = {0, 0};
 	int rc = run_world(ctx, row, col, WORLD_PAIR, out, pair);
-	for (unsigned v = 0; !rc && v < 2 && k < VQS_KSIM_MAX_REPEATS; v++) {
+	/* the light row: fixed b1 against itself only (struct vqs_ksim_seed2017_pair) */
+	for (unsigned v = 0; !rc && v <= (unsigned)end && k < VQS_KSIM_MAX_REPEATS; v++) {
 		struct vqs_ksim_cell self[2] = {{0}};
 		/* a self world that fails counts as the widest spread: a ratio of 0 */
 		double ratio[2] = {0, 0};
-		ctx->self_ratio[v][k] = run_world(ctx, row, v ? COL_413_B64 : COL_FIXED_B1,
-						  v ? WORLD_SELF_B64 : WORLD_SELF_B1, self, ratio)
-						? 0
-						: ratio[1];
+		p->self_ratio[v][k] = run_world(ctx, row, v ? COL_413_B64 : COL_FIXED_B1,
+						v ? WORLD_SELF_B64 : WORLD_SELF_B1, self, ratio)
+					      ? 0
+					      : ratio[0];
 	}
 	if (!rc && k < VQS_KSIM_MAX_REPEATS) {
-		ctx->pair_ratio[k] = pair[1];
-		ctx->pair_rate_ratio[k] = pair[0];
+		p->ratio[k] = pair[0];
+		p->rate_ratio[k] = pair[1];
+		p->runs = k + 1;
 	}
-	*ctx->nself = rc || k == VQS_KSIM_MAX_REPEATS ? k : k + 1;
 	return rc;
+}
+
+/* The light row's slices end after this long too (ksim_interleave.slice_max_ms): its verdict
+ * sums the sides' time over the whole world, where a spell without CPUs held in one slice
+ * would decide it (a fixed b1 self-comparison read 0.16x under load average 8). */
+#define LIGHT_SLICE_MS 20
+
+/* Side 0 over side 1 by goodput over the whole window: deliveries over the slices' time. */
+static double window_ratio(const struct vqs_ksim_cell side[2])
+{
+	double r[2];
+	for (unsigned s = 0; s < 2; s++)
+		r[s] = ksim_ratio((double)side[s].delivered, (double)side[s].elapsed_ns);
+	return ksim_ratio(r[0], r[1]);
 }
 
 static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enum world kind,
@@ -215,14 +236,22 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 	running[0] = true;
 	ksim_sleep_ms(o->cell_ms / 5 + 20); /* slow start and queues settle */
 	if (pair) {
+		bool light = !judged_end(ctx, row);
 		struct vqs_ksim_cell side[2] = {{0}};
 		struct ksim_interleave il = {.slice = o->interleave,
-					     .cell_ms = o->cell_ms * VQS_KSIM_SEED2017_HEAVY_WINDOWS,
+					     .cell_ms = o->cell_ms * VQS_KSIM_SEED2017_PAIR_WINDOWS,
 					     .set_side = kind == WORLD_PAIR    ? set_variant
 							 : kind == WORLD_SELF_B1 ? set_self_b1
 										 : set_self_b64,
-					     .opaque = nic};
-		rc = ksim_interleaved_window(w, &il, side, ratio);
+					     .opaque = nic,
+					     .loss_restarts = true,
+					     .slice_max_ms = light ? LIGHT_SLICE_MS : 0};
+		double rounds[2] = {0, 0};
+		rc = ksim_interleaved_window(w, &il, side, rounds);
+		/* the light row (the first judged) by goodput over the window, the heavy row per
+		 * CPU-second over its rounds: struct vqs_ksim_seed2017_pair */
+		ratio[0] = light ? window_ratio(side) : rounds[1];
+		ratio[1] = rounds[0];
 		if (kind != WORLD_PAIR) { /* a self world: out has room for both sides */
 			out[0] = side[0];
 			out[1] = side[1];
@@ -304,6 +333,32 @@ static double adaptive_ratio(const struct vqs_ksim_cell *row, unsigned *judged)
 	return ksim_median(v, k);
 }
 
+static unsigned pair_runs(const struct vqs_ksim_seed2017_pair *p)
+{
+	return p->runs < VQS_KSIM_MAX_REPEATS ? p->runs : VQS_KSIM_MAX_REPEATS;
+}
+
+/* Median of a judged row's per-repeat ratios. */
+static double pair_median(const struct vqs_ksim_seed2017_pair *p)
+{
+	double v[VQS_KSIM_MAX_REPEATS];
+	unsigned n = pair_runs(p);
+	memcpy(v, p->ratio, n * sizeof(*v));
+	return ksim_median(v, n);
+}
+
+/* The largest |ratio - 1| of the first `variants` self-comparisons' ratios. */
+static double pair_spread(const struct vqs_ksim_seed2017_pair *p, unsigned variants)
+{
+	double spread = 0;
+	for (unsigned v = 0; v < variants; v++)
+		for (unsigned i = 0; i < pair_runs(p); i++) {
+			double d = fabs(p->self_ratio[v][i] - 1);
+			spread = d > spread ? d : spread;
+		}
+	return spread;
+}
+
 void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 {
 	/* Light and heavy load are the first and the last row run: `--streams 1,50` fills rows
@@ -314,20 +369,29 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 	while (last > first && !r->streams[last])
 		last--;
 	const struct vqs_ksim_cell *light = r->cell[first], *heavy = r->cell[last];
+	/* Interleaved in one world (r->interleaved), both sides met the same CPUs round by
+	 * round, and every repeat counts, by its world's ratio (struct vqs_ksim_seed2017_pair),
+	 * against what the self-comparisons read. */
+	unsigned need_light = judged_min(light[COL_FIXED_B1].repeats);
+	double light_margin = VQS_KSIM_VERDICT_MARGIN;
+	if (r->interleaved) {
+		r->light_ratio = pair_median(&r->pair[0]);
+		r->pair[0].spread = pair_spread(&r->pair[0], 1);
+		light_margin = r->pair[0].spread > light_margin ? r->pair[0].spread : light_margin;
+		need_light = r->pair[0].runs < need_light ? UINT_MAX : need_light;
+	} else {
+		r->light_ratio = col_ratio(light, COL_413_B64, COL_FIXED_B1);
+		need_light = 0;
+	}
 	r->light_load_loss = (light[COL_413_B64].drops_batch || light[COL_413_B64].retransmits) &&
-			     col_ratio(light, COL_413_B64, COL_FIXED_B1) < 1 - VQS_KSIM_VERDICT_MARGIN;
+			     need_light != UINT_MAX && r->light_ratio < 1 - light_margin;
 	/* The batch's gain is CPU it saves (the tun lock once per batch): it shows as a rate
 	 * only between cells that got the same CPUs, and cells seconds apart get what other
 	 * programs leave them; the rates of starved cells follow their shares. */
-	/* Interleaved in one world (r->interleaved), both sides met the same CPUs round by
-	 * round, and every repeat counts, by its rounds' ratio. */
-	if (r->interleaved) {
-		double v[VQS_KSIM_MAX_REPEATS];
-		unsigned n = r->heavy_self_runs < VQS_KSIM_MAX_REPEATS ? r->heavy_self_runs
-								       : VQS_KSIM_MAX_REPEATS;
-		memcpy(v, r->heavy_pair_ratio, n * sizeof(*v));
-		r->heavy_ratio = ksim_median(v, n);
-		r->heavy_judged = n;
+	bool heavy_pair = r->interleaved && last > first;
+	if (heavy_pair) {
+		r->heavy_ratio = pair_median(&r->pair[1]);
+		r->heavy_judged = r->pair[1].runs;
 	} else {
 		r->heavy_ratio = ksim_judged_ratio(&heavy[COL_413_B64], &heavy[COL_FIXED_B1],
 						   VQS_KSIM_SEED2017_CPUS, VQS_KSIM_SEED2017_CPUS,
@@ -335,15 +399,9 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 	}
 	unsigned need_judged = judged_min(heavy[COL_FIXED_B1].repeats);
 	double margin = VQS_KSIM_VERDICT_MARGIN;
-	if (r->interleaved) {
-		r->heavy_spread = 0;
-		for (unsigned v = 0; v < 2; v++)
-			for (unsigned i = 0; i < r->heavy_self_runs; i++) {
-				double d = fabs(r->heavy_self_ratio[v][i] - 1);
-				r->heavy_spread = d > r->heavy_spread ? d : r->heavy_spread;
-			}
-		margin = r->heavy_spread;
-		need_judged = r->heavy_self_runs < need_judged ? UINT_MAX : need_judged;
+	if (heavy_pair) {
+		margin = r->pair[1].spread = pair_spread(&r->pair[1], 2);
+		need_judged = r->pair[1].runs < need_judged ? UINT_MAX : need_judged;
 	}
 	r->heavy_load_gain = last > first && r->heavy_judged >= need_judged &&
 			     r->heavy_ratio > 1 + margin;
@@ -401,18 +459,16 @@ int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row++)
 		r->streams[row] = o->streams[row];
 	struct vqs_ksim_cell paired = {0};
-	struct cell_ctx ctx = {.o = o,
-			       .heavy_row = UINT_MAX,
-			       .paired = &paired,
-			       .self_ratio = r->heavy_self_ratio,
-			       .pair_ratio = r->heavy_pair_ratio,
-			       .pair_rate_ratio = r->heavy_pair_rate_ratio,
-			       .nself = &r->heavy_self_runs};
+	struct cell_ctx ctx = {.o = o, .judged_row = {UINT_MAX, UINT_MAX}, .paired = &paired,
+			       .pair = r->pair};
+	/* the first row run is light load, the last (of two or more) heavy load */
+	for (unsigned row = VQS_KSIM_SEED2017_ROWS; row-- > 0;)
+		ctx.judged_row[0] = o->streams[row] ? row : ctx.judged_row[0];
 	for (unsigned row = 0; rows > 1 && row < VQS_KSIM_SEED2017_ROWS; row++)
-		ctx.heavy_row = o->streams[row] ? row : ctx.heavy_row;
+		ctx.judged_row[1] = o->streams[row] ? row : ctx.judged_row[1];
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2017_ROWS, VQS_KSIM_SEED2017_COLS, o->repeats,
 		       &r->cell[0][0]);
-	r->interleaved = o->interleave && ctx.heavy_row != UINT_MAX;
+	r->interleaved = o->interleave != 0;
 	vqs_ksim_seed2017_judge(r);
 	r->throughput_expected =
 		o->costs.wait != VQS_KSIM_WAIT_SPIN || ksim_cpus_usable() >= BUSY_THREADS;
@@ -448,6 +504,32 @@ static void print_header(FILE *f)
 	fprintf(f, "\n");
 }
 
+/* An interleaved verdict's figures: the judged ratio, `judged_by`, its repeats (worlds measured
+ * `how`), their goodput over the rounds, the first `variants` self-comparisons and the bound
+ * the ratio had to pass (`must`, then the spread). Leaves the parenthesis open. */
+static void print_pair(FILE *f, const struct vqs_ksim_seed2017_opts *o,
+		       const struct vqs_ksim_seed2017_pair *p, unsigned variants, bool verdict,
+		       double median, const char *judged_by, const char *how, const char *must)
+{
+	fprintf(f, "%s (%.3fx %s, median of %u repeats:", verdict ? "REPRODUCED" : "not reproduced",
+		median, judged_by, p->runs);
+	for (unsigned i = 0; i < pair_runs(p); i++)
+		fprintf(f, " %.3f", p->ratio[i]);
+	fprintf(f, "x; goodput over the rounds");
+	for (unsigned i = 0; i < pair_runs(p); i++)
+		fprintf(f, " %.2f", p->rate_ratio[i]);
+	fprintf(f, "x; each the two interleaved in one world of %u ms, %s; each against itself "
+		   "alike,",
+		o->cell_ms * VQS_KSIM_SEED2017_PAIR_WINDOWS, how);
+	for (unsigned v = 0; v < variants; v++) {
+		fprintf(f, " %s", v ? "4.13 b64:" : "fixed b1:");
+		for (unsigned i = 0; i < pair_runs(p); i++)
+			fprintf(f, " %.3f", p->self_ratio[v][i]);
+		fprintf(f, "x;");
+	}
+	fprintf(f, " the %s their spread %.3f", must, p->spread);
+}
+
 void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 			     const struct vqs_ksim_seed2017_result *r)
 {
@@ -471,14 +553,26 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 	const char *partial = r->streams[0] && has_heavy ? "" : " (rows not run)";
 	fprintf(f, "verdict: the 4.13 variant drops what the fixed variant and vqsched keep%s: %s\n",
 		partial, r->drops_413_only ? "REPRODUCED" : "not reproduced");
-	if (r->streams[0])
-		fprintf(f,
-			"verdict: light-load loss (%u stream, 4.13 b64 vs fixed b1 = the 4.12 path): "
-			"%s (%.2fx, %llu batch drops, %llu retransmits)\n",
-			r->streams[0], r->light_load_loss ? "REPRODUCED" : "not reproduced",
-			col_ratio(light, COL_413_B64, COL_FIXED_B1),
+	if (r->streams[0]) {
+		fprintf(f, "verdict: light-load loss (%u stream, 4.13 b64 vs fixed b1 = the 4.12 "
+			   "path): ",
+			r->streams[0]);
+		unsigned need = judged_min(light[COL_FIXED_B1].repeats);
+		if (r->interleaved && r->pair[0].runs < need)
+			fprintf(f, "not judged here: %u of %u repeats' worlds ran, %u needed",
+				r->pair[0].runs, light[COL_FIXED_B1].repeats, need);
+		else if (r->interleaved)
+			print_pair(f, o, &r->pair[0], 1, r->light_load_loss, r->light_ratio,
+				   "goodput over the world", "its deliveries over each side's slices' "
+				   "time, a stall after a leak in the 4.13 side's slice",
+				   "loss must exceed 10% and");
+		else
+			fprintf(f, "%s (%.2fx", r->light_load_loss ? "REPRODUCED" : "not reproduced",
+				r->light_ratio);
+		fprintf(f, "; %llu batch drops, %llu retransmits)\n",
 			(unsigned long long)light[COL_413_B64].drops_batch,
 			(unsigned long long)light[COL_413_B64].retransmits);
+	}
 	const char *why = r->throughput_expected ? "" : spin_why;
 	if (has_heavy) {
 		unsigned n = heavy[COL_FIXED_B1].repeats, need = judged_min(n);
@@ -490,24 +584,10 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 				   "saves",
 				VQS_KSIM_SEED2017_CPUS, r->heavy_judged, n, need);
 		else if (r->interleaved) {
-			fprintf(f, "%s (%.3fx goodput per CPU-second, median of %u repeats:",
-				r->heavy_load_gain ? "REPRODUCED" : "not reproduced", r->heavy_ratio,
-				r->heavy_judged);
-			for (unsigned i = 0; i < r->heavy_judged; i++)
-				fprintf(f, " %.3f", r->heavy_pair_ratio[i]);
-			fprintf(f, "x; goodput");
-			for (unsigned i = 0; i < r->heavy_judged; i++)
-				fprintf(f, " %.2f", r->heavy_pair_rate_ratio[i]);
-			fprintf(f, "x; each the two interleaved in one world of %u ms, the median of "
-				   "its A B B A rounds' ratios; each against itself alike,",
-				o->cell_ms * VQS_KSIM_SEED2017_HEAVY_WINDOWS);
-			for (unsigned v = 0; v < 2; v++) {
-				fprintf(f, " %s", v ? "4.13 b64:" : "fixed b1:");
-				for (unsigned i = 0; i < r->heavy_self_runs; i++)
-					fprintf(f, " %.3f", r->heavy_self_ratio[v][i]);
-				fprintf(f, "x;");
-			}
-			fprintf(f, " the gain must exceed their spread %.3f)", r->heavy_spread);
+			print_pair(f, o, &r->pair[1], 2, r->heavy_load_gain, r->heavy_ratio,
+				   "goodput per CPU-second", "the median of its A B B A rounds' ratios",
+				   "gain must exceed");
+			fprintf(f, ")");
 		}
 		else
 			fprintf(f, "%s (%.2fx, %u of %u repeats judged)",
@@ -550,8 +630,8 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		const struct vqs_ksim_cell *c = ends[i];
 		if (!c)
 			continue;
-		fprintf(f, "%u stream%s per repeat: 4.13 b64/fixed b1 rate, its CPU per bit, "
-			   "adaptive/best rate (CPUs 4.13 b64, fixed b1, adaptive, best; * judged):",
+		fprintf(f, "%u stream%s per repeat: 4.13 b64/fixed b1 rate (interleaved: as "
+			   "judged), its CPU per bit, adaptive/best rate (CPUs 4.13 b64, fixed b1, adaptive, best; * judged):",
 			end_streams[i], end_streams[i] > 1 ? "s" : "");
 		unsigned n = c[COL_ADAPTIVE].repeats;
 		for (unsigned k = 0; k < COL_ADAPTIVE; k++)
@@ -563,9 +643,9 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 			for (unsigned k = 1; k < COL_ADAPTIVE; k++)
 				best = c[k].run_rate[x] > c[best].run_rate[x] ? k : best;
 			const double need = VQS_KSIM_SEED2017_CPUS;
-			/* the interleaved row: the ratio its verdict judged */
-			double rate_ratio = i && r->interleaved && x < r->heavy_self_runs
-						    ? r->heavy_pair_ratio[x]
+			/* an interleaved row: the ratio its verdict judged */
+			double rate_ratio = r->interleaved && x < pair_runs(&r->pair[i])
+						    ? r->pair[i].ratio[x]
 						    : ksim_ratio(b->run_rate[x], fx->run_rate[x]);
 			fprintf(f, " %.2f%s %.2f %.2f%s (%.1f, %.1f, %.1f, %.1f)", rate_ratio,
 				i && b->run_cpus[x] >= need && fx->run_cpus[x] >= need ? "*" : "",

@@ -16,7 +16,10 @@ struct ksim_vnet {
 	struct ksim_vnet_cfg cfg;
 	struct vqs_ksim_work tx_work, rx_work;
 	struct rx_batch rxq; /* RX_413 only; the worker's */
-	uint64_t last_leak_ns; /* RX_413: when the last packet leaked */
+	/* RX_413: when the last packet leaked, moved on by the time the fixed handler was in
+	 * place (left_413_ns: when it took over, 0 never), so that in a world switched between
+	 * the two the gap counts the 4.13 handler's time as it does in a world of its own */
+	uint64_t last_leak_ns, left_413_ns;
 	/* ksim_vnet_set_rx: the RX handler asked for (variant << 8 | batch), 0 none; the worker
 	 * adopts it into cfg between rounds, once the 4.13 private batch is empty */
 	atomic_uint rx_next;
@@ -201,7 +204,15 @@ static void rx_adopt(struct ksim_vnet *v)
 	unsigned next = atomic_load_explicit(&v->rx_next, memory_order_relaxed);
 	if (!next || v->rxq.head != v->rxq.tail)
 		return;
-	v->cfg.variant = (enum vqs_ksim_rx_variant)(next >> 8);
+	enum vqs_ksim_rx_variant variant = (enum vqs_ksim_rx_variant)(next >> 8);
+	if (variant != v->cfg.variant) {
+		uint64_t now = vqs_now_ns();
+		if (variant != VQS_KSIM_RX_413)
+			v->left_413_ns = now;
+		else if (v->left_413_ns)
+			v->last_leak_ns += now - v->left_413_ns;
+	}
+	v->cfg.variant = variant;
 	v->cfg.batch = next & 0xff;
 }
 

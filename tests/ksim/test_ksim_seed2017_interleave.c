@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * seed-2017's heavy row interleaved (opts.interleave): 4.13 b64 and fixed b1 measured in one
- * world whose RX handlers are switched every N packets. Spins modelled threads: RUN_SERIAL.
+ * seed-2017's judged rows interleaved (opts.interleave): 4.13 b64 and fixed b1 measured in one
+ * world whose RX handlers are switched every N packets, at light load and at heavy load. Spins
+ * modelled threads: RUN_SERIAL.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,8 +60,8 @@ static void heavy_interleaved(void **state)
 	}
 	assert_int_equal(c[B1].drops_batch, 0); /* only the 4.13 handler leaks */
 	/* each variant against itself, in the same load: within the gain asserted above */
-	assert_int_equal(r.heavy_self_runs, REPEATS);
-	assert_true(r.heavy_spread < 0.5);
+	assert_int_equal(r.pair[1].runs, REPEATS);
+	assert_true(r.pair[1].spread < 0.5);
 	assert_true(r.heavy_load_gain);
 }
 
@@ -87,8 +88,8 @@ static void heavy_default_costs(void **state)
 	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
 	vqs_ksim_seed2017_print(stdout, &o, &r);
 	assert_true(r.interleaved);
-	assert_int_equal(r.heavy_self_runs, REPEATS);
-	assert_true(r.heavy_spread < 0.05);
+	assert_int_equal(r.pair[1].runs, REPEATS);
+	assert_true(r.pair[1].spread < 0.05);
 	assert_true(r.heavy_load_gain);
 }
 
@@ -113,12 +114,12 @@ static void heavy_made(struct vqs_ksim_seed2017_result *r, unsigned repeats, dou
 			}
 			c->rate = c->run_rate[0];
 		}
-	r->heavy_self_runs = repeats;
+	r->pair[1].runs = repeats;
 	for (unsigned i = 0; i < repeats; i++) {
-		r->heavy_self_ratio[0][i] = 1 + spread;
-		r->heavy_self_ratio[1][i] = 1 - spread;
-		r->heavy_pair_ratio[i] = gain;
-		r->heavy_pair_rate_ratio[i] = gain;
+		r->pair[1].self_ratio[0][i] = 1 + spread;
+		r->pair[1].self_ratio[1][i] = 1 - spread;
+		r->pair[1].ratio[i] = gain;
+		r->pair[1].rate_ratio[i] = gain;
 	}
 }
 
@@ -131,32 +132,129 @@ static void heavy_against_spread(void **state)
 	struct vqs_ksim_seed2017_result r;
 	heavy_made(&r, 3, 1.05, 0.02);
 	vqs_ksim_seed2017_judge(&r);
-	assert_true(r.heavy_spread > 0.019 && r.heavy_spread < 0.021);
+	assert_true(r.pair[1].spread > 0.019 && r.pair[1].spread < 0.021);
 	assert_true(r.heavy_load_gain);
 	heavy_made(&r, 3, 1.15, 0.20);
 	vqs_ksim_seed2017_judge(&r);
 	assert_false(r.heavy_load_gain);
 	heavy_made(&r, 3, 1.15, 0.02);
-	r.heavy_self_runs = 1; /* fewer than the 2 of 3 repeats a verdict needs */
+	r.pair[1].runs = 1; /* fewer than the 2 of 3 repeats a verdict needs */
 	vqs_ksim_seed2017_judge(&r);
 	assert_false(r.heavy_load_gain);
 	/* interleaved, the worlds' rounds per CPU-second decide, not the sides' median slices */
 	heavy_made(&r, 3, 1.0, 0.02);
 	for (unsigned i = 0; i < 3; i++)
-		r.heavy_pair_ratio[i] = 1.08;
+		r.pair[1].ratio[i] = 1.08;
 	vqs_ksim_seed2017_judge(&r);
 	assert_true(r.heavy_ratio > 1.079 && r.heavy_ratio < 1.081);
 	assert_true(r.heavy_load_gain);
 	heavy_made(&r, 3, 1.15, 0.02);
 	for (unsigned i = 0; i < 3; i++)
-		r.heavy_pair_ratio[i] = 1.0;
+		r.pair[1].ratio[i] = 1.0;
 	vqs_ksim_seed2017_judge(&r);
 	assert_false(r.heavy_load_gain);
+}
+
+/*
+ * The light row's loss is the stall after a 4.13 leak (a retransmission timeout): interleaved
+ * with fixed b1 in one world per repeat and judged by goodput over the world, 4.13 b64 must
+ * lose more than the margin in 2 of 3 repeats and the verdict must hold, with the scenario's
+ * costs (the preset's light row: 4000 ms worlds). Before, the two cells ran in worlds seconds
+ * apart and their rates followed the CPUs other programs left each (with --bare-metal costs 2
+ * runs of 10 read 0.94x and 0.93x where the fixed b1 cell was starved).
+ */
+static void light_loss(void **state)
+{
+	(void)state;
+	int a = -1, b = -1;
+	if (!vqs_test_two_cpus(&a, &b))
+		vqs_test_skip();
+	struct vqs_ksim_seed2017_opts o;
+	vqs_ksim_seed2017_opts_init(&o, false);
+	o.streams[1] = o.streams[2] = 0; /* the light-load row alone */
+	o.repeats = REPEATS;
+	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
+	vqs_ksim_seed2017_print(stdout, &o, &r);
+	assert_true(r.interleaved);
+	assert_int_equal(r.cell[0][B64].err, 0);
+	assert_int_equal(r.cell[0][B1].err, 0);
+	assert_int_equal(r.cell[0][B1].drops_batch, 0); /* leaks stay with 4.13 */
+	assert_true(r.cell[0][B64].timeouts > 0);
+	assert_int_equal(r.pair[0].runs, REPEATS);
+	unsigned lost = 0;
+	for (unsigned i = 0; i < REPEATS; i++)
+		lost += r.pair[0].ratio[i] < 1 - VQS_KSIM_VERDICT_MARGIN;
+	assert_true(lost >= 2);
+	assert_true(r.light_load_loss);
+}
+
+/* A light row of 3 repeats whose separate cells read `cells` (4.13 b64 over fixed b1, with
+ * leaks and retransmits in 4.13 b64) and whose interleaved worlds read `pair`, against
+ * fixed-b1 self-comparisons of 1 + spread. */
+static void light_made(struct vqs_ksim_seed2017_result *r, double cells, double pair,
+		       double spread)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->streams[0] = 1;
+	r->interleaved = true;
+	for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
+		struct vqs_ksim_cell *c = &r->cell[0][col];
+		c->repeats = 3;
+		for (unsigned i = 0; i < 3; i++) {
+			c->run_rate[i] = col == B64 ? 1000 * cells : 1000;
+			c->run_cpus[i] = 2;
+		}
+		c->rate = c->run_rate[0];
+	}
+	r->cell[0][B64].drops_batch = 2;
+	r->cell[0][B64].retransmits = 3;
+	r->pair[0].runs = 3;
+	for (unsigned i = 0; i < 3; i++) {
+		r->pair[0].ratio[i] = pair;
+		r->pair[0].rate_ratio[i] = 1.0; /* the rounds' median leaves the stalls out */
+		r->pair[0].self_ratio[0][i] = 1 + spread;
+		r->pair[0].self_ratio[1][i] = 0.5; /* not measured at light load: not read */
+	}
+}
+
+/* Interleaved, the light verdict reads the worlds' goodput, not the separate cells nor the
+ * rounds' median, and needs the loss beyond 10% and beyond the fixed-b1 self-comparisons'
+ * spread, in enough repeats. */
+static void light_judged_by_worlds(void **state)
+{
+	(void)state;
+	struct vqs_ksim_seed2017_result r;
+	light_made(&r, 1.0, 0.7, 0.02); /* cells of a starved fixed b1 hide the loss */
+	vqs_ksim_seed2017_judge(&r);
+	assert_true(r.light_ratio > 0.699 && r.light_ratio < 0.701);
+	assert_true(r.pair[0].spread > 0.019 && r.pair[0].spread < 0.021);
+	assert_true(r.light_load_loss);
+	light_made(&r, 0.5, 1.0, 0.02); /* cells of a starved 4.13 b64 make one up */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.light_load_loss);
+	light_made(&r, 0.5, 0.92, 0.0); /* within the margin */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.light_load_loss);
+	light_made(&r, 0.5, 0.8, 0.25); /* within the spread */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.light_load_loss);
+	light_made(&r, 0.5, 0.7, 0.02);
+	r.pair[0].runs = 1; /* fewer than the 2 of 3 repeats a verdict needs */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.light_load_loss);
+	light_made(&r, 1.0, 0.7, 0.02);
+	r.cell[0][B64].drops_batch = r.cell[0][B64].retransmits = 0; /* a loss without a leak */
+	vqs_ksim_seed2017_judge(&r);
+	assert_false(r.light_load_loss);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(heavy_against_spread),
+					   cmocka_unit_test(light_judged_by_worlds),
+					   cmocka_unit_test(light_loss),
 					   cmocka_unit_test(heavy_interleaved),
 					   cmocka_unit_test(heavy_default_costs)};
 	return vqs_test_status(cmocka_run_group_tests(tests, NULL, NULL));
