@@ -139,7 +139,7 @@ struct goal {
 	int status; /* 1 pass, 0 fail, -1 not measured by this preset */
 	char detail[400];
 };
-#define MAX_GOALS 10
+#define MAX_GOALS 16
 
 /*
  * A figure a preset measures by itself (the ksim reproductions), one sample per repeat, for

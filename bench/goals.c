@@ -259,6 +259,145 @@ static void goal_sweep(struct report *rep)
 	tally_report(k, &kicks, "more kicks");
 }
 
+/* The adaptive points the sweep judges: its offered loads, and rr at its queue counts. */
+static bool swept_adaptive(const struct result *r)
+{
+	bool swept = r->pt.workload == WL_SWEEP ||
+		     (r->pt.workload == WL_RR && r->pt.batch_max == 64 && !r->pt.packed);
+	return plain(r) && swept && r->pt.policy == VQS_POLICY_ADAPTIVE;
+}
+
+/* The fixed policy's point beside adaptive point ad. */
+static const struct result *beside(const struct report *rep, const struct result *ad,
+				   enum vqs_policy pol)
+{
+	return find(rep, ad->pt.workload, pol, ad->pt.streams, ad->pt.batch_max, ad->pt.rate,
+		    ad->pt.packed);
+}
+
+/* ad's figure f over x's, and the margin the repeats' spread adds to a bound on it (the larger
+ * spread of the two points, as adaptive-undominated takes it). */
+static double ratio_of(const struct result *ad, const struct result *x, enum fig f, double *sp)
+{
+	*sp = spread(ad, f) > spread(x, f) ? spread(ad, f) : spread(x, f);
+	return x->med[f] > 0 ? ad->med[f] / x->med[f] : 0;
+}
+
+/* Adaptive's two regimes (issue 19): where its worker spins (>= 90% of the wall time on the CPU),
+ * p50 and p99 within 1.2x of busy-poll's; where it sleeps between requests (>= 0.9 wake-ups per
+ * request: nearly every request finds it asleep), p50 and p99 within 1.2x of dedicated's at no
+ * more CPU per request. The bounds get the repeats' spread on top (1.2 + spread, 1 + spread), as
+ * adaptive-undominated's 10% does. Points in neither regime (it spins part of the time) are
+ * counted, not judged here: adaptive-undominated and adaptive-defer judge them. */
+static void goal_regimes(struct report *rep)
+{
+	struct goal *g = add(rep, "adaptive-regimes",
+			     "where adaptive spins >= 90% of the time, p50 and p99 within 1.2x of "
+			     "busy-poll's; where it sleeps (>= 0.9 wake-ups a request), within 1.2x "
+			     "of dedicated's at no more CPU per op (each plus the repeats' spread)");
+	unsigned spin = 0, sleep = 0, neither = 0, bad = 0;
+	double worst = 0;
+	char example[160] = "";
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *ad = &rep->results[i], *x;
+		if (!swept_adaptive(ad))
+			continue;
+		bool spins = ad->med[FIG_WUTIL] >= 0.9, sleeps = ad->med[FIG_WAKES] >= 0.9;
+		if (spins == sleeps) { /* neither, or a point that cannot tell */
+			neither++;
+			continue;
+		}
+		if (!(x = beside(rep, ad, spins ? VQS_POLICY_POLL : VQS_POLICY_DEDICATED)))
+			continue;
+		spin += spins;
+		sleep += sleeps;
+		static const enum fig figs[] = {FIG_P50, FIG_P99, FIG_WCPU};
+		for (unsigned k = 0; k < (spins ? 2u : 3u); k++) {
+			double sp, r = ratio_of(ad, x, figs[k], &sp);
+			double bound = (figs[k] == FIG_WCPU ? 1.0 : 1.2) + sp;
+			if (r <= bound)
+				continue;
+			bad++;
+			if (r / bound > worst) {
+				worst = r / bound;
+				snprintf(example, sizeof(example),
+					 "; worst %s %u queues at %llu/s (%s): %s %.2fx %s's, bound %.2f",
+					 workload_name(ad->pt.workload), ad->pt.streams,
+					 (unsigned long long)ad->pt.rate, spins ? "spins" : "sleeps",
+					 fig_names[figs[k]], r, vqs_policy_name(x->pt.policy), bound);
+			}
+		}
+	}
+	if (!spin && !sleep) {
+		if (neither)
+			snprintf(g->detail, sizeof(g->detail),
+				 "not judged: none of %u points in either regime", neither);
+		return;
+	}
+	g->status = !bad;
+	snprintf(g->detail, sizeof(g->detail),
+		 "%u spinning and %u sleeping points (%u in between, not judged here): %u figures "
+		 "out of bounds%s",
+		 spin, sleep, neither, bad, example);
+}
+
+/* Deferred re-polling's promise (issue 19, after NAPI's IRQ suspension): at 20k and 100k
+ * requests/s, adaptive's p50 at most half of dedicated's at no more than half of busy-poll's
+ * CPU per request, as written (no spread added: the margin is the factor of two). */
+static void goal_defer(struct report *rep)
+{
+	struct goal *g = add(rep, "adaptive-defer",
+			     "at 20k and 100k ops/s, adaptive p50 <= 0.5x dedicated's at CPU/op "
+			     "<= 0.5x busy-poll's");
+	size_t off = 0;
+	char part[120];
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *ad = &rep->results[i], *ded, *poll;
+		if (!swept_adaptive(ad) || ad->pt.workload != WL_SWEEP ||
+		    (ad->pt.rate != 20000 && ad->pt.rate != 100000) ||
+		    !(ded = beside(rep, ad, VQS_POLICY_DEDICATED)) ||
+		    !(poll = beside(rep, ad, VQS_POLICY_POLL)))
+			continue;
+		double sp, lat = ratio_of(ad, ded, FIG_P50, &sp), cpu = ratio_of(ad, poll, FIG_WCPU, &sp);
+		judge(g, lat <= 0.5 && cpu <= 0.5);
+		snprintf(part, sizeof(part), "%uq %llu/s: p50 %.2fx, CPU/op %.2fx%s", ad->pt.streams,
+			 (unsigned long long)ad->pt.rate, lat, cpu, lat <= 0.5 && cpu <= 0.5 ? "" : " X");
+		detail_add(g, &off, part);
+	}
+}
+
+/* Heavy load (issue 19): at the sweep's saturation points (offered rate 0: the drivers as fast as
+ * they go, and rr at the sweep's queue counts), adaptive's ops/s within 5% of the best fixed
+ * policy's, less the repeats' spread. */
+static void goal_heavy(struct report *rep)
+{
+	struct goal *g = add(rep, "adaptive-heavy",
+			     "at saturation, adaptive's ops/s >= 0.95x the best fixed policy's "
+			     "(less the repeats' spread), each workload and queue count");
+	static const enum vqs_policy fixed[] = {VQS_POLICY_DEDICATED, VQS_POLICY_POOL,
+						VQS_POLICY_POLL};
+	size_t off = 0;
+	char part[120];
+	for (unsigned i = 0; i < rep->nresults; i++) {
+		const struct result *ad = &rep->results[i], *best = NULL;
+		if (!swept_adaptive(ad) || ad->pt.rate)
+			continue;
+		for (unsigned f = 0; f < 3; f++) {
+			const struct result *x = beside(rep, ad, fixed[f]);
+			if (x && (!best || x->med[FIG_OPS] > best->med[FIG_OPS]))
+				best = x;
+		}
+		if (!best)
+			continue;
+		double sp, r = ratio_of(ad, best, FIG_OPS, &sp);
+		bool ok = r >= 0.95 - sp;
+		judge(g, ok);
+		snprintf(part, sizeof(part), "%s %uq %.2fx %s's%s", workload_name(ad->pt.workload),
+			 ad->pt.streams, r, vqs_policy_name(best->pt.policy), ok ? "" : " X");
+		detail_add(g, &off, part);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -353,6 +492,9 @@ void goals_evaluate(struct report *rep)
 	goal_stream_floor(rep);
 	goal_rr(rep);
 	goal_sweep(rep);
+	goal_regimes(rep);
+	goal_defer(rep);
+	goal_heavy(rep);
 	goal_log_cost(rep);
 	goal_elapsed(rep);
 }
