@@ -93,27 +93,41 @@ static void heavy_default_costs(void **state)
 	assert_true(r.heavy_load_gain);
 }
 
+/* An interleaved result with a light row (and a heavy one when heavy): no cells run yet. */
+static void result_made(struct vqs_ksim_seed2017_result *r, bool heavy)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = sizeof(*r);
+	r->streams[0] = 1;
+	r->streams[2] = heavy ? 50 : 0;
+	r->interleaved = true;
+}
+
+/* Row `row`'s cells over `repeats` repeats with a CPU each to spare: 4.13 b64 at b64 times the
+ * others' rate. */
+static void cells_made(struct vqs_ksim_seed2017_result *r, unsigned row, unsigned repeats,
+		       double b64)
+{
+	for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
+		struct vqs_ksim_cell *c = &r->cell[row][col];
+		c->repeats = repeats;
+		for (unsigned i = 0; i < repeats; i++) {
+			c->run_rate[i] = col == B64 ? 1000 * b64 : 1000;
+			c->run_cpus[i] = 2;
+		}
+		c->rate = c->run_rate[0];
+	}
+}
+
 /* A heavy row of `repeats` interleaved repeats whose 4.13 b64 / fixed b1 ratio is `gain` in
  * each (the cells' rates and the worlds' rounds alike), and whose self-comparisons read
  * 1 + spread and 1 - spread. */
 static void heavy_made(struct vqs_ksim_seed2017_result *r, unsigned repeats, double gain,
 		       double spread)
 {
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->streams[0] = 1;
-	r->streams[2] = 50;
-	r->interleaved = true;
-	for (unsigned row = 0; row < VQS_KSIM_SEED2017_ROWS; row += 2)
-		for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
-			struct vqs_ksim_cell *c = &r->cell[row][col];
-			c->repeats = repeats;
-			for (unsigned i = 0; i < repeats; i++) {
-				c->run_rate[i] = row && col == B64 ? 1000 * gain : 1000;
-				c->run_cpus[i] = 2;
-			}
-			c->rate = c->run_rate[0];
-		}
+	result_made(r, true);
+	cells_made(r, 0, repeats, 1.0);
+	cells_made(r, 2, repeats, gain);
 	r->pair[1].runs = repeats;
 	for (unsigned i = 0; i < repeats; i++) {
 		r->pair[1].self_ratio[0][i] = 1 + spread;
@@ -195,19 +209,8 @@ static void light_loss(void **state)
 static void light_made(struct vqs_ksim_seed2017_result *r, double cells, double pair,
 		       double spread)
 {
-	memset(r, 0, sizeof(*r));
-	r->size = sizeof(*r);
-	r->streams[0] = 1;
-	r->interleaved = true;
-	for (unsigned col = 0; col < VQS_KSIM_SEED2017_COLS; col++) {
-		struct vqs_ksim_cell *c = &r->cell[0][col];
-		c->repeats = 3;
-		for (unsigned i = 0; i < 3; i++) {
-			c->run_rate[i] = col == B64 ? 1000 * cells : 1000;
-			c->run_cpus[i] = 2;
-		}
-		c->rate = c->run_rate[0];
-	}
+	result_made(r, false);
+	cells_made(r, 0, 3, cells);
 	r->cell[0][B64].drops_batch = 2;
 	r->cell[0][B64].retransmits = 3;
 	r->pair[0].runs = 3;
