@@ -254,10 +254,11 @@ struct sched_worker {
 	/* What a request waits, on average, because its worker was preempted while awake (policy.c,
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
-	 * the requests served so far, and the stall and the sleep's cost priced when the
-	 * thresholds were last recomputed. stall_share: the share of requests a stall catches
-	 * (the lost share of the awake time, in 1/2^16, averaged like stall_ns). */
-	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns;
+	 * the requests served so far, and the stall, the sleep's cost and the nap's priced when
+	 * the thresholds were last recomputed (policy.c, cost_maybe_update). stall_share: the share
+	 * of requests a stall catches (the lost share of the awake time, in 1/2^16, averaged like
+	 * stall_ns). */
+	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns, nap_priced_ns;
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
 	/* The most requests one pop found (taken and left) since the last sample: no more than
 	 * that many arrived in one stall (policy.c, sched_cost_awake). */

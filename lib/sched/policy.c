@@ -179,6 +179,13 @@ static uint64_t nap_cost(const struct vqs_sched *s, const struct sched_worker *w
 	return price(s, p / 2u + timer_var(w) / (2u * p)) + w->nap_cpu_ns * g / p;
 }
 
+/* nap_cost where the worker may nap: it does not without a price for latency (spin_pct 0) or a
+ * nap's CPU known. */
+static uint64_t nap_price(const struct vqs_sched *s, const struct sched_worker *w, uint64_t g)
+{
+	return s->o.spin_pct && w->nap_cpu_ns ? nap_cost(s, w, g) : 0;
+}
+
 /* The largest g in [lo, hi) with below(g) (true up to some g, false after), lo if none. */
 static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker *w, uint64_t lo,
 			   uint64_t hi, bool (*below)(const struct vqs_sched *, const struct sched_worker *,
@@ -239,6 +246,7 @@ static bool nap_beats_sleep(const struct vqs_sched *s, const struct sched_worker
 }
 
 /* The thresholds follow the learned costs: recomputed when they change, not per decision. */
+static void cost_maybe_update(struct sched_worker *w);
 static void cost_update(struct sched_worker *w)
 {
 	const struct vqs_sched *s = w->s;
@@ -247,6 +255,7 @@ static void cost_update(struct sched_worker *w)
 	w->stall_priced_ns = stall_wait(w);
 	atomic_store_explicit(&w->c.stall_tail_ns, stall_tail(w), memory_order_relaxed);
 	w->sleep_priced_ns = sc;
+	w->nap_priced_ns = nap_price(s, w, sc);
 	w->spin_max_ns = last_below(s, w, 0, sc, spin_cheapest);
 	w->poll_max_ns = w->spin_max_ns;
 	/* no price for latency (spin_pct 0) or no CPU measured: never nap */
@@ -327,7 +336,8 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
 	w->timer_sq = ewma(w->timer_sq, over * over, ADAPT_TAIL_SHIFT);
-	cost_update(w);
+	atomic_store_explicit(&w->c.timer_ns, w->timer_ns, memory_order_relaxed);
+	cost_maybe_update(w);
 }
 
 /* c_n, a nap's CPU, is what the worker spends from one nap's start to the next's when the nap
@@ -340,6 +350,8 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
 {
 	if (w->nap_timed && w->reqs == w->nap_start_reqs)
 		w->nap_cpu_ns = learn_cpu(w->nap_cpu_ns, cpu_ns - w->nap_start_cpu_ns);
+	/* the counters show what was learned, not what the thresholds were last searched with */
+	atomic_store_explicit(&w->c.nap_cpu_ns, w->nap_cpu_ns, memory_order_relaxed);
 	w->nap_start_cpu_ns = cpu_ns;
 	w->nap_start_reqs = w->reqs;
 }
@@ -377,13 +389,25 @@ static uint64_t by_reqs(uint64_t avg, uint64_t sample, uint64_t reqs)
 			  ((int64_t)sample - (int64_t)avg) * (int64_t)reqs / (int64_t)ADAPT_STALL_REQS);
 }
 
-/* The thresholds move when the stall's price or a sleep's cost moved by a 32nd of a sleep's cost
- * since they were computed, not per sample: recomputing them is a few microseconds of search. */
+/* The thresholds move when the prices of the three modes through a gap of one sleep's cost (the
+ * stall's for a spin, a sleep's, a nap's) moved by an eighth of a sleep's cost since they were
+ * computed, not per sample: recomputing them is a search of ~7000 instructions (callgrind), a
+ * few microseconds, and the learned costs are EWMAs of noisy samples (a sleep's CPU 3-20 us
+ * here, the run queue waits 0-40 us, the timer's overshoot) that wander by a microsecond or
+ * two around a steady price. At a 32nd, and at every nap's timer wake-up, the noise set the
+ * search off at 12-34% of the wake-ups of a worker sleeping at 1k requests/s and 56-99% at
+ * 20k/s (uprobe counts, load average 8), and nap_period was the top user-space symbol of that
+ * worker's profile at 1k/s (adaptive_thresholds_ignore_the_noise_of_their_inputs); with an
+ * eighth 10-12% and 25-51% in the same runs, the rest from the stall's price, which a loaded
+ * machine moves by more. An eighth (7.5 us of a 60 us sleep) leaves a threshold off by about
+ * as much until the next search. */
 static void cost_maybe_update(struct sched_worker *w)
 {
-	uint64_t sc = sleep_cost(w->s, w);
-	if ((absdiff(price(w->s, stall_wait(w)), price(w->s, w->stall_priced_ns)) +
-	     absdiff(sc, w->sleep_priced_ns)) * 32u > sc)
+	const struct vqs_sched *s = w->s;
+	uint64_t sc = sleep_cost(s, w);
+	if ((absdiff(price(s, stall_wait(w)), price(s, w->stall_priced_ns)) +
+	     absdiff(sc, w->sleep_priced_ns) + absdiff(nap_price(s, w, sc), w->nap_priced_ns)) * 8u >
+	    sc)
 		cost_update(w);
 }
 
@@ -450,8 +474,10 @@ void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, b
 	w->woken = true;
 	w->woken_found = 0;
 	learn_queued(w, queued_ns);
-	if (event)
+	if (event) {
 		w->sleep_cpu_ns = learn_cpu(w->sleep_cpu_ns, slept_cpu_ns);
+		atomic_store_explicit(&w->c.sleep_cpu_ns, w->sleep_cpu_ns, memory_order_relaxed);
+	}
 	if (event || queued_ns != SCHED_QUEUED_UNKNOWN)
 		cost_maybe_update(w);
 }

@@ -660,6 +660,62 @@ static void adaptive_one_stolen_sample_is_not_a_price(void **state)
 }
 
 /*
+ * The thresholds follow a change of the learned costs, not their noise. A sleeping worker's
+ * samples of a sleep's CPU spread over 3-20 us here and its run queue waits over 0-40 us, and
+ * the EWMAs of them (weight 1/8) wander by a microsecond or two around a steady price. Each
+ * recomputation is a search of ~7000 instructions (callgrind, this test); gated at a 32nd of a
+ * sleep's cost (~1.9 us here), the noise set it off at 12-34% of the wake-ups at 1k
+ * requests/s and 56-99% at 20k/s (uprobe counts on cost_update, load average 8), the top
+ * user-space symbol of a worker that sleeps (perf), which paid more CPU per request than
+ * dedicated's; every nap's
+ * timer wake-up recomputed them too. Here 512 wake-ups with such samples around a steady price
+ * move the thresholds at most 16 times (67 times on the old code), and so do 512 naps whose
+ * timer wakes 15-40 us late (508); a lasting rise of a sleep's CPU from ~11 to 30 us moves
+ * them within 32 wake-ups.
+ */
+static void adaptive_thresholds_ignore_the_noise_of_their_inputs(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	f->s.wake_path_ns = 5 * US;
+	uint32_t x = 12345u;
+	unsigned moved = 0;
+	uint64_t spin = f->w.spin_max_ns, poll = f->w.poll_max_ns;
+	for (unsigned i = 0; i < 512; i++) {
+		x = x * 1103515245u + 12345u;
+		uint64_t cpu = 3 * US + (x >> 8) % (17 * US);
+		x = x * 1103515245u + 12345u;
+		uint64_t queued = i % 8 ? SCHED_QUEUED_UNKNOWN : (x >> 8) % (40 * US);
+		sched_cost_woke(&f->w, 0, 0, true, cpu, queued);
+		moved += f->w.spin_max_ns != spin || f->w.poll_max_ns != poll;
+		spin = f->w.spin_max_ns;
+		poll = f->w.poll_max_ns;
+	}
+	assert_true(moved <= 16);
+	uint64_t before = f->w.poll_max_ns;
+	for (unsigned i = 0; i < 32; i++)
+		sched_cost_woke(&f->w, 0, 0, true, 30 * US, SCHED_QUEUED_UNKNOWN);
+	assert_true(f->w.poll_max_ns >= before + 10 * US);
+	free(f);
+	/* naps whose timer wakes 15-40 us late */
+	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	moved = 0;
+	spin = g->w.spin_max_ns;
+	poll = g->w.poll_max_ns;
+	for (unsigned i = 0; i < 512; i++) {
+		x = x * 1103515245u + 12345u;
+		sched_cost_timed_wake(&g->w, 20 * US, 35 * US + (x >> 8) % (25 * US),
+				      SCHED_QUEUED_UNKNOWN);
+		moved += g->w.spin_max_ns != spin || g->w.poll_max_ns != poll;
+		spin = g->w.spin_max_ns;
+		poll = g->w.poll_max_ns;
+	}
+	assert_true(moved <= 16);
+	/* the counters show the learned costs, searched with or not */
+	assert_int_equal(atomic_load(&g->w.c.timer_ns), g->w.timer_ns);
+	free(g);
+}
+
+/*
  * The stall: a spinning worker on a shared CPU is preempted, and a request that arrives then
  * waits for the scheduler to run it again. The sweep's shape (one queue, 20k requests/s
  * offered, a loaded machine): the spinning worker got half of its wall time in stalls of
@@ -820,6 +876,7 @@ int main(void)
 		cmocka_unit_test(adaptive_spin_prices_the_tail_of_the_stall),
 		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
 		cmocka_unit_test(adaptive_one_stolen_sample_is_not_a_price),
+		cmocka_unit_test(adaptive_thresholds_ignore_the_noise_of_their_inputs),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
 	};
