@@ -20,6 +20,15 @@ enum { B64 = VQS_KSIM_SEED2017_413_B64, B1 = VQS_KSIM_SEED2017_FIXED_B1 };
 
 #define REPEATS 3u
 
+/* The preset's options (quick or not) for a world that needs two CPUs: skipped without them. */
+static void opts_made(struct vqs_ksim_seed2017_opts *o, bool quick)
+{
+	int a = -1, b = -1;
+	if (!vqs_test_two_cpus(&a, &b))
+		vqs_test_skip();
+	vqs_ksim_seed2017_opts_init(o, quick);
+}
+
 /*
  * Where the real commit's gain came from: the tun lock (a spinlock and a cache miss) that the
  * vhost RX thread takes once per 64 packets instead of once per packet, which shows where that
@@ -32,11 +41,8 @@ enum { B64 = VQS_KSIM_SEED2017_413_B64, B1 = VQS_KSIM_SEED2017_FIXED_B1 };
 static void heavy_interleaved(void **state)
 {
 	(void)state;
-	int a = -1, b = -1;
-	if (!vqs_test_two_cpus(&a, &b))
-		vqs_test_skip();
 	struct vqs_ksim_seed2017_opts o;
-	vqs_ksim_seed2017_opts_init(&o, true);
+	opts_made(&o, true);
 	assert_int_equal(vqs_ksim_costs_parse(&o.costs, "lock=20000,recv=1000"), 0);
 	o.streams[0] = 1;
 	o.streams[1] = 0;
@@ -75,11 +81,8 @@ static void heavy_interleaved(void **state)
 static void heavy_default_costs(void **state)
 {
 	(void)state;
-	int a = -1, b = -1;
-	if (!vqs_test_two_cpus(&a, &b))
-		vqs_test_skip();
 	struct vqs_ksim_seed2017_opts o;
-	vqs_ksim_seed2017_opts_init(&o, false);
+	opts_made(&o, false);
 	o.streams[0] = 1;
 	o.streams[1] = 0;
 	o.streams[2] = 50;
@@ -180,11 +183,8 @@ static void heavy_against_spread(void **state)
 static void light_loss(void **state)
 {
 	(void)state;
-	int a = -1, b = -1;
-	if (!vqs_test_two_cpus(&a, &b))
-		vqs_test_skip();
 	struct vqs_ksim_seed2017_opts o;
-	vqs_ksim_seed2017_opts_init(&o, false);
+	opts_made(&o, false);
 	o.streams[1] = o.streams[2] = 0; /* the light-load row alone */
 	o.repeats = REPEATS;
 	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
