@@ -275,11 +275,12 @@ static const struct result *beside(const struct report *rep, const struct result
 		    ad->pt.packed);
 }
 
-/* ad's figure f over x's, and the margin the repeats' spread adds to a bound on it (the larger
- * spread of the two points, as adaptive-undominated takes it). */
+/* ad's figure f over x's, and in *sp (unless NULL) the margin the repeats' spread adds to a
+ * bound on it (the larger spread of the two points, as adaptive-undominated takes it). */
 static double ratio_of(const struct result *ad, const struct result *x, enum fig f, double *sp)
 {
-	*sp = spread(ad, f) > spread(x, f) ? spread(ad, f) : spread(x, f);
+	if (sp)
+		*sp = spread(ad, f) > spread(x, f) ? spread(ad, f) : spread(x, f);
 	return x->med[f] > 0 ? ad->med[f] / x->med[f] : 0;
 }
 
@@ -358,7 +359,7 @@ static void goal_defer(struct report *rep)
 		    !(ded = beside(rep, ad, VQS_POLICY_DEDICATED)) ||
 		    !(poll = beside(rep, ad, VQS_POLICY_POLL)))
 			continue;
-		double sp, lat = ratio_of(ad, ded, FIG_P50, &sp), cpu = ratio_of(ad, poll, FIG_WCPU, &sp);
+		double lat = ratio_of(ad, ded, FIG_P50, NULL), cpu = ratio_of(ad, poll, FIG_WCPU, NULL);
 		judge(g, lat <= 0.5 && cpu <= 0.5);
 		snprintf(part, sizeof(part), "%uq %llu/s: p50 %.2fx, CPU/op %.2fx%s", ad->pt.streams,
 			 (unsigned long long)ad->pt.rate, lat, cpu, lat <= 0.5 && cpu <= 0.5 ? "" : " X");

@@ -34,8 +34,8 @@ void ksim_snap_cell(const struct ksim_world *w, const struct ksim_snap *a,
  * alike (cells seconds apart get different CPU shares): the measured window is cut into slices
  * of `slice` deliveries, set_side(opaque, s) switching the world to side 0 or 1 before each,
  * A B B A, until cell_ms passed and each side had two slices (at most 20 cell_ms). Slices count
- * deliveries, not time, so a stall leaves no side empty and stays in its slice; each side's rate is its median slice's
- * (per delivery), so a slice that other programs starved counts as one slice. The deliveries at
+ * deliveries, not time, so a stall leaves no side empty and stays in its slice; each side's
+ * rate is its median slice's (per delivery), so a slice that other programs starved counts as one slice. The deliveries at
  * a switch were served by the other side: a dilution of about what is in flight per slice.
  * side[] (zeroed by the caller) gets each side's counters summed over its slices and its rate;
  * Mbit/s of pkt_bytes payloads, or transactions/s when rr. ratio (unless NULL) gets side 0

@@ -372,19 +372,18 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 	/* Interleaved in one world (r->interleaved), both sides met the same CPUs round by
 	 * round, and every repeat counts, by its world's ratio (struct vqs_ksim_seed2017_pair),
 	 * against what the self-comparisons read. */
-	unsigned need_light = judged_min(light[COL_FIXED_B1].repeats);
+	bool light_judged = true;
 	double light_margin = VQS_KSIM_VERDICT_MARGIN;
 	if (r->interleaved) {
 		r->light_ratio = pair_median(&r->pair[0]);
 		r->pair[0].spread = pair_spread(&r->pair[0], 1);
 		light_margin = r->pair[0].spread > light_margin ? r->pair[0].spread : light_margin;
-		need_light = r->pair[0].runs < need_light ? UINT_MAX : need_light;
+		light_judged = r->pair[0].runs >= judged_min(light[COL_FIXED_B1].repeats);
 	} else {
 		r->light_ratio = col_ratio(light, COL_413_B64, COL_FIXED_B1);
-		need_light = 0;
 	}
 	r->light_load_loss = (light[COL_413_B64].drops_batch || light[COL_413_B64].retransmits) &&
-			     need_light != UINT_MAX && r->light_ratio < 1 - light_margin;
+			     light_judged && r->light_ratio < 1 - light_margin;
 	/* The batch's gain is CPU it saves (the tun lock once per batch): it shows as a rate
 	 * only between cells that got the same CPUs, and cells seconds apart get what other
 	 * programs leave them; the rates of starved cells follow their shares. */
