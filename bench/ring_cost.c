@@ -14,7 +14,10 @@
  * and reap one request a call instead (vqs_drv_add, vqs_drv_get_used: the calls of a driver
  * that has one request at a time), counted with those two toggled on with vqs_drv_kick_prepare.
  * The argument inorder negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills
- * every buffer whole, so that a split batch is answered by one used entry. Public API only.
+ * every buffer whole, so that a split batch is answered by one used entry. The argument regions2
+ * maps guest memory as two regions (a guest with more than 4G of RAM or hotplugged memory, or a
+ * DPDK driver with several memsegs) and alternates the chains of a batch between them. Public API
+ * only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,31 +45,50 @@ struct rig {
 	struct iovec iov[NUM][4];
 };
 
-static int rig_init(struct rig *r, bool packed, bool in_order)
+/* The arena as regions: whole, or (two) split in the middle of the buffers, so that buffer slot
+ * NUM / 2 is the second region's first byte. */
+static int rig_map(struct rig *r, bool two)
+{
+	struct vqs_mem_region reg[2];
+	vqs_gmem_region(r->gmem, &reg[0]);
+	if (!two)
+		return vqs_mem_set(r->mem, reg, 1);
+	uint64_t first = r->bufs + (uint64_t)(NUM / 2) * BUF - reg[0].gpa;
+	reg[1] = reg[0];
+	reg[0].size = first;
+	reg[1].gpa += first;
+	reg[1].uaddr += first;
+	reg[1].size -= first;
+	reg[1].host = (char *)reg[1].host + first;
+	return vqs_mem_set(r->mem, reg, 2);
+}
+
+static int rig_init(struct rig *r, bool packed, bool in_order, bool two_regions)
 {
 	uint64_t f = VQS_BIT(VQS_F_VERSION_1) | VQS_BIT(VQS_F_EVENT_IDX) |
 		     (packed ? VQS_BIT(VQS_F_RING_PACKED) : 0) |
 		     (in_order ? VQS_BIT(VQS_F_IN_ORDER) : 0);
-	struct vqs_mem_region reg;
 	if (vqs_gmem_create(&r->gmem, GPA, ARENA) || vqs_mem_create(&r->mem))
 		return -1;
-	vqs_gmem_region(r->gmem, &reg);
 	struct vqs_drv_vq_config dc = {.size = sizeof(dc), .num = NUM, .features = f,
 				       .gmem = r->gmem};
 	struct vqs_vq_config vc = {.size = sizeof(vc), .num = NUM, .features = f,
 				   .addr_space = VQS_ADDR_GPA, .mem = r->mem,
 				   .in_order_fold = in_order};
-	if (vqs_mem_set(r->mem, &reg, 1) || vqs_drv_vq_create(&r->drv, &dc))
+	if (vqs_drv_vq_create(&r->drv, &dc))
+		return -1;
+	/* the rings lie below the buffers, in the first region */
+	r->bufs = vqs_gmem_alloc(r->gmem, NUM * BUF, 4096);
+	if (!r->bufs || rig_map(r, two_regions))
 		return -1;
 	vqs_drv_vq_addrs(r->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
 	if (vqs_vq_create(&r->dev) || vqs_vq_configure(r->dev, &vc))
 		return -1;
-	r->bufs = vqs_gmem_alloc(r->gmem, NUM * BUF, 64);
 	for (unsigned i = 0; i < BATCH; i++)
 		r->fill[i] = &r->elems[i];
 	for (unsigned i = 0; i < NUM; i++)
 		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
-	return r->bufs ? 0 : -1;
+	return 0;
 }
 
 /* The device's half of one batch, one ring session: begin, pop, fill (nothing written), end.
@@ -99,11 +121,13 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 
 int main(int argc, char **argv)
 {
-	bool in_order = false, single = false, by_id = false, bad = argc < 4 || argc > 7;
+	bool in_order = false, single = false, by_id = false, regions2 = false;
+	bool bad = argc < 4 || argc > 8;
 	for (int a = 4; !bad && a < argc; a++) {
 		bool *opt = !strcmp(argv[a], "inorder") ? &in_order
 			    : !strcmp(argv[a], "single") ? &single
 			    : !strcmp(argv[a], "byid")	 ? &by_id
+			    : !strcmp(argv[a], "regions2") ? &regions2
 							 : NULL;
 		bad = !opt || *opt;
 		if (opt)
@@ -111,14 +135,14 @@ int main(int argc, char **argv)
 	}
 	if (bad || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
 	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
-		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single] [byid]\n");
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single] [byid] [regions2]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
 	long batches = atol(argv[3]);
 	static struct rig r;
 	r.by_id = by_id;
-	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order)) {
+	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order, regions2)) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
 		return 1;
 	}
@@ -134,7 +158,11 @@ int main(int argc, char **argv)
 	for (long b = 0; b < batches; b++) {
 		unsigned k = 0;
 		for (unsigned i = 0; i < BATCH; i++) {
-			uint64_t a = r.bufs + (uint64_t)((b * BATCH + i) % NUM) * BUF;
+			unsigned j = (unsigned)((b * BATCH + i) % NUM);
+			/* two regions: every other chain in the second */
+			if (regions2)
+				j = (j & 1) * (NUM / 2) + j / 2;
+			uint64_t a = r.bufs + (uint64_t)j * BUF;
 			/* a request and its response buffer, or one buffer for both ways */
 			bufs[k++] = (struct vqs_drv_buf){a, 64};
 			if (descs == 2)
