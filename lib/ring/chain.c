@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The chain builder's general case (see vqs_chain_add in vq_internal.h): a buffer that is not one
- * iovec inside the region of the buffer before it, or that does not fit where the chain is built.
+ * iovec inside either hinted region, or that does not fit where the chain is built.
  */
 #include "ring/vq_internal.h"
 
@@ -29,9 +29,14 @@ enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_
 				      uint64_t addr, uint32_t len, bool write)
 {
 	for (;;) {
+		const unsigned before = c->vq->hint;
 		int n = c->niov < c->limit ? vqs_mem_translate(t, addr, len, c->e->iov + c->niov,
 							       c->limit - c->niov, &c->vq->hint)
 					   : -ENOBUFS;
+		/* the region left becomes the second window: buffers alternating between two
+		 * regions then find both in the pop's windows */
+		if (c->vq->hint != before)
+			c->vq->hint2 = before;
 		if (n >= 0) {
 			vqs_chain_count(c, len, (unsigned)n, write);
 			return VQS_VQ_OK;

@@ -242,7 +242,7 @@ static bool place(struct vqs_vq *vq, const struct vqs_elem *sc, struct vqs_elem 
  * descriptor: the walk builds the chain in a scratch element, and only a chain whose id is not in
  * flight is placed in the id's element. */
 static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vqs_mem_table *t,
-					      struct vqs_mem_win *win, const struct vqs_pop_to *to,
+					      struct vqs_mem_win win[2], const struct vqs_pop_to *to,
 					      unsigned i, struct desc_cursor *cur,
 					      struct vqs_vring_packed_desc *d, int head,
 					      unsigned *nd)
@@ -252,9 +252,10 @@ static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vq
 	struct vqs_elem *e = to->by_id ? &sc : vqs_pop_elem(to, i);
 	struct vqs_chain ch;
 	unsigned ndescs = 0;
+	vq->walks++;
 	vqs_chain_begin(&ch, e, vq);
 	enum vqs_vq_err err = walk_chain(vq, t, cur, d, &ch, &ndescs);
-	*win = vqs_mem_win(t, vq->hint); /* the walk may have moved the hint */
+	vqs_pop_wins(vq, t, win); /* the walk may have moved the hints */
 	if (err)
 		return vqs_vq_break(vq, err);
 	if (ch.must_wait)
@@ -285,7 +286,7 @@ static __attribute__((noinline)) int pop_walk(struct vqs_vq *vq, const struct vq
  * record as it is read): 0, -EAGAIN (none available), -EBUSY or -EIO. */
 static __attribute__((noinline)) int pop_recorded(struct vqs_vq *vq,
 						  const struct vqs_mem_table *t,
-						  struct vqs_mem_win *win, const struct vqs_pop_to *to,
+						  struct vqs_mem_win win[2], const struct vqs_pop_to *to,
 						  unsigned i)
 {
 	struct vqs_packed_ring *p = ring(vq);
@@ -333,7 +334,7 @@ struct packed_run {
 	char *base;
 	size_t stride;
 	uint16_t *out;
-	struct vqs_mem_win win; /* the hinted region */
+	struct vqs_mem_win win[2]; /* the hinted regions (vqs_pop_wins) */
 	unsigned num;
 	/* a chain's first descriptor with these flags may start a pair (none when the ring or
 	 * the device's iovec limit has no room for two: no pair run then) */
@@ -349,7 +350,7 @@ struct packed_run {
 
 /*
  * Pop elems[i..m) while each next head is available and a chain of the run's shape in the
- * window: one descriptor, or (pair) two (a readable first with NEXT, then neither NEXT nor
+ * windows: one descriptor, or (pair) two (a readable first with NEXT, then neither NEXT nor
  * INDIRECT). Straight lines in a leaf function, one instance per shape, so that the state of
  * each stays in registers. The shape is judged by the head's flags before the rest of it is
  * read (RUN_SHAPE: nothing of it read but f0), so a head left to the other shape's run is read
@@ -364,8 +365,8 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	uint16_t *ids = r->ids;
 	const unsigned num = r->num;
-	/* the window from memory: its three values are operands, not registers */
-	const struct vqs_mem_win *w = &r->win;
+	/* the windows from memory: their values are operands, not registers */
+	const struct vqs_mem_win *w = r->win;
 	/* the next head as a pointer: no index to scale on every read */
 	struct vqs_vring_packed_desc *dp = r->desc + r->idx, *const dend = r->desc + num;
 	/* the head's availability and shape in one test: the flags it must have (the AVAIL and
@@ -496,11 +497,12 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 	const uint16_t chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	struct packed_run r = {
 		.desc = p->desc, .ids = p->ids, .base = to->base, .stride = to->stride,
-		.out = to->ids, .win = vqs_mem_win(t, vq->hint), .num = num,
+		.out = to->ids, .num = num,
 		.pair_first = num >= 2 && vq->cfg.max_iov >= 2 ? VQS_VRING_DESC_F_NEXT : 0xffff,
 		.idx = p->last_avail_idx,
 		.want = p->avail_wrap ? VQS_PACKED_F_AVAIL : VQS_PACKED_F_USED,
 		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
+	vqs_pop_wins(vq, t, r.win);
 	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
 	/* the shape of the chain before: its run goes on */
 	bool pair = false;
@@ -537,7 +539,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 					  .pend = r.pend, .next = r.d1};
 		vqs_packed_advance(&cur.slot, &cur.wrap, r.pend == NEXT_READ ? 2 : 1, num);
 		unsigned nd;
-		if ((*rc = pop_walk(vq, t, &r.win, to, n, &cur, &r.d, -1, &nd)) != 0)
+		if ((*rc = pop_walk(vq, t, r.win, to, n, &cur, &r.d, -1, &nd)) != 0)
 			return n;
 		pair = nd == 2 && r.pair_first != 0xffff;
 		n++;
@@ -555,11 +557,12 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		      const struct vqs_pop_to *to, unsigned max)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	struct vqs_mem_win win = vqs_mem_win(t, vq->hint);
+	struct vqs_mem_win win[2];
+	vqs_pop_wins(vq, t, win);
 	unsigned n = 0;
 	int rc = 0;
 	while (n < max && (p->resubmit_pending || p->inflight) &&
-	       (rc = pop_recorded(vq, t, &win, to, n)) == 0)
+	       (rc = pop_recorded(vq, t, win, to, n)) == 0)
 		n++;
 	if (n < max && !rc)
 		n = pop_straight(vq, t, to, n, max, &rc);

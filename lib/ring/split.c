@@ -236,6 +236,7 @@ static __attribute__((noinline)) int take_long(struct vqs_vq *vq, const struct v
 					       struct vqs_elem *e)
 {
 	struct vqs_chain c;
+	vq->walks++;
 	e->id = head;
 	vqs_chain_begin(&c, e, vq);
 	enum vqs_vq_err err = walk_chain(vq, t, *d, second, &c);
@@ -257,7 +258,7 @@ struct pop_run {
 	char *base;
 	size_t stride;
 	bool by_id;
-	struct vqs_mem_win win; /* the hinted region */
+	struct vqs_mem_win win[2]; /* the hinted regions (vqs_pop_wins) */
 	unsigned num;
 	bool max_iov2;          /* the device's iovec limit allows two */
 	struct vqs_vring_desc d[2];
@@ -266,7 +267,7 @@ struct pop_run {
 
 /*
  * Pop heads[i..m) (all in range: read_heads) while each is a chain of the run's shape in the
- * window: one descriptor, or (pair) two (not the head twice: the walk judges that). Straight
+ * windows: one descriptor, or (pair) two (not the head twice: the walk judges that). Straight
  * lines in a leaf function, one instance per shape, so that the state of each stays in
  * registers. Returns where it stopped: m, or the first head it leaves to the caller (in flight,
  * or another shape or a chain for the general walk, with the snapshots it took in r->d).
@@ -277,8 +278,8 @@ pop_run(struct pop_run *r, const uint16_t *heads, unsigned i, unsigned m, const 
 {
 	const unsigned chained = VQS_VRING_DESC_F_NEXT | VQS_VRING_DESC_F_INDIRECT;
 	uint8_t *busy = r->busy;
-	/* the window from memory: its three values are operands, not registers */
-	const struct vqs_mem_win *w = &r->win;
+	/* the windows from memory: their values are operands, not registers */
+	const struct vqs_mem_win *w = r->win;
 	r->nd = 0;
 	/* pointers, not an index beside them: one register fewer */
 	const uint16_t *hp = heads + i, *const hend = heads + m;
@@ -342,10 +343,11 @@ POP_RUN_LEAF(pop_run2_id, true, true)
 static inline struct pop_run pop_run_load(const struct vqs_vq *vq, const struct vqs_mem_table *t,
 					  const struct vqs_pop_to *to)
 {
-	return (struct pop_run){.desc = vq->u.split.desc, .busy = vq->u.split.busy,
-				.base = to->base, .stride = to->stride, .by_id = to->by_id,
-				.win = vqs_mem_win(t, vq->hint), .num = vq->cfg.num,
-				.max_iov2 = vq->cfg.max_iov >= 2};
+	struct pop_run r = {.desc = vq->u.split.desc, .busy = vq->u.split.busy,
+			    .base = to->base, .stride = to->stride, .by_id = to->by_id,
+			    .num = vq->cfg.num, .max_iov2 = vq->cfg.max_iov >= 2};
+	vqs_pop_wins(vq, t, r.win);
+	return r;
 }
 
 /* The element of the chain at place i with head h. */
@@ -406,8 +408,8 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 		/* (the pair run takes chains of two iovecs) */
 		pair = e->ndescs == 2 && r.max_iov2;
 		s->busy[head] = 1;
-		/* the walk moves the hint */
-		r.win = vqs_mem_win(t, vq->hint);
+		/* the walk moves the hints */
+		vqs_pop_wins(vq, t, r.win);
 		i++;
 	}
 	s->pair_run = pair;

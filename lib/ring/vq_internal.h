@@ -110,6 +110,12 @@ struct vqs_vq {
 	bool resolved;         /* resolved_gen is meaningful */
 	_Atomic int err;       /* enum vqs_vq_err; written by the owner, read by anyone */
 	unsigned hint;         /* vqs_mem_translate last-hit cache */
+	/* The slot hint held before it last moved: the pop's second window (vqs_pop_wins), so
+	 * that buffers alternating between two regions stay on the straight line. */
+	unsigned hint2;
+	/* Chains the pop left to the general walk (a count tests read to see the straight line
+	 * taken; written by the queue's owner only). */
+	uint64_t walks;
 	/* Private copy of one indirect table (cfg.num descriptors), allocated at configure when
 	 * VQS_F_INDIRECT_DESC is negotiated: tables are read out of guest memory once, into here. */
 	void *indirect_buf;
@@ -180,7 +186,7 @@ enum vqs_vq_err vqs_chain_add_general(struct vqs_chain *c, const struct vqs_mem_
 
 /* VQS_VQ_OK, or the reason the chain is malformed. Sets c->must_wait (and returns VQS_VQ_OK)
  * when the chain has to wait for the long-chain area; the caller then undoes the pop. Inline: it
- * runs once per descriptor, and nearly every descriptor lies in the region of the one before. */
+ * runs once per descriptor, and nearly every descriptor lies in one of the two hinted regions. */
 static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vqs_mem_table *t,
 					    uint64_t addr, uint32_t len, bool write)
 {
@@ -197,7 +203,8 @@ static inline enum vqs_vq_err vqs_chain_add(struct vqs_chain *c, const struct vq
 	if (len == 0)
 		return VQS_VQ_OK;
 	if (c->niov < c->limit &&
-	    vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], c->vq->hint)) {
+	    (vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], c->vq->hint) ||
+	     vqs_mem_translate_hinted(t, addr, len, &c->e->iov[c->niov], c->vq->hint2))) {
 		vqs_chain_count(c, len, 1, write);
 		return VQS_VQ_OK;
 	}
@@ -257,20 +264,39 @@ static inline bool vqs_win_fits(const struct vqs_mem_win *w, uint64_t addr, uint
 }
 
 /*
- * The chain most buffers are: one descriptor of len > 0 in the batch's window (the hinted region,
- * vqs_mem_win). Builds e (id, one iovec, totals, ndescs) and returns true; false leaves the chain
- * to vqs_chain_begin/add/end, which give the same element for it. None of their rules can fail
- * here: one descriptor has no order, carries under 2^32 bytes, lies inside one region (which
- * never wraps), and takes one iovec (max_iov is at least 1). Without the chain state in memory,
- * the common pop stays in registers.
+ * [addr, addr + len) inside w[0] or, failing that, w[1] (vqs_win_fits): *host is its first
+ * byte's host address, inside the window's mapping. The second window is tested on a miss of the
+ * first only, so buffers in one region pay nothing for it.
  */
-static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win *w, uint16_t id,
-				    uint64_t addr, uint32_t len, bool write)
+static inline bool vqs_wins_find(const struct vqs_mem_win w[2], uint64_t addr, uint64_t len_less1,
+				 uint8_t **host)
 {
 	uint64_t off;
-	if (e->iov_cap == 0 || !vqs_win_fits(w, addr, (uint64_t)len - 1, &off))
+	if (__builtin_expect(vqs_win_fits(&w[0], addr, len_less1, &off), 1)) {
+		*host = w[0].host + off;
+		return true;
+	}
+	if (!vqs_win_fits(&w[1], addr, len_less1, &off))
 		return false;
-	e->iov[0] = (struct iovec){w->host + off, len};
+	*host = w[1].host + off;
+	return true;
+}
+
+/*
+ * The chain most buffers are: one descriptor of len > 0 in one of the batch's two windows (the
+ * hinted regions, vqs_pop_wins). Builds e (id, one iovec, totals, ndescs) and returns true; false
+ * leaves the chain to vqs_chain_begin/add/end, which give the same element for it. None of their
+ * rules can fail here: one descriptor has no order, carries under 2^32 bytes, lies inside one
+ * region (which never wraps), and takes one iovec (max_iov is at least 1). Without the chain
+ * state in memory, the common pop stays in registers.
+ */
+static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win w[2],
+				    uint16_t id, uint64_t addr, uint32_t len, bool write)
+{
+	uint8_t *host;
+	if (e->iov_cap == 0 || !vqs_wins_find(w, addr, (uint64_t)len - 1, &host))
+		return false;
+	e->iov[0] = (struct iovec){host, len};
 	/* selects between constants; the id is or-ed in */
 	vqs_elem_put(e, vqs_elem_nums(id, 0, 0, 0) | (write ? vqs_elem_nums(0, 1, 0, 1)
 							  : vqs_elem_nums(0, 1, 1, 0)),
@@ -281,23 +307,23 @@ static inline bool vqs_chain_single(struct vqs_elem *e, const struct vqs_mem_win
 /*
  * The other common chain: two descriptors, a readable one (the caller tested its WRITE flag)
  * and a readable or writable one (w1: a request and its response buffer, or two halves of one),
- * both of len > 0 in the window, together under 2^32 bytes, with room for two iovecs (max_iov2:
- * the device limit allows two). Straight-line, as vqs_chain_single; false leaves it to the
- * general walk, which gives the same element, or the reason the chain is malformed.
+ * each of len > 0 in one of the two windows, together under 2^32 bytes, with room for two iovecs
+ * (max_iov2: the device limit allows two). Straight-line, as vqs_chain_single; false leaves it to
+ * the general walk, which gives the same element, or the reason the chain is malformed.
  */
-static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win *w, bool max_iov2,
-				  uint16_t id, uint64_t a0, uint32_t l0, uint64_t a1, uint32_t l1,
-				  bool w1)
+static inline bool vqs_chain_pair(struct vqs_elem *e, const struct vqs_mem_win w[2],
+				  bool max_iov2, uint16_t id, uint64_t a0, uint32_t l0, uint64_t a1,
+				  uint32_t l1, bool w1)
 {
 	/* both lengths > 0 and together under 2^32, in one test: l - 1 is 2^32 - 1 for 0 */
 	const uint32_t m0 = l0 - 1, m1 = l1 - 1;
 	const uint64_t less2 = (uint64_t)m0 + m1;
-	uint64_t o0, o1;
+	uint8_t *h0, *h1;
 	if (!max_iov2 || e->iov_cap < 2 || less2 > UINT32_MAX - 2 ||
-	    !vqs_win_fits(w, a0, m0, &o0) || !vqs_win_fits(w, a1, m1, &o1))
+	    !vqs_wins_find(w, a0, m0, &h0) || !vqs_wins_find(w, a1, m1, &h1))
 		return false;
-	e->iov[0] = (struct iovec){w->host + o0, l0};
-	e->iov[1] = (struct iovec){w->host + o1, l1};
+	e->iov[0] = (struct iovec){h0, l0};
+	e->iov[1] = (struct iovec){h1, l1};
 	vqs_elem_put(e, vqs_elem_nums(id, 0, 0, 0) | (w1 ? vqs_elem_nums(0, 2, 1, 1)
 							 : vqs_elem_nums(0, 2, 2, 0)),
 		     w1 ? vqs_elem_lens(l0, l1) : vqs_elem_lens((uint32_t)(less2 + 2), 0));
@@ -315,6 +341,19 @@ static inline void vqs_chain_end(struct vqs_chain *c)
 static inline struct vqs_elem *vqs_pop_elem(const struct vqs_pop_to *to, unsigned k)
 {
 	return (struct vqs_elem *)((char *)to->base + (size_t)k * to->stride);
+}
+
+/*
+ * The pop's windows out of table t: the hinted region, then the region hinted before it (a guest
+ * whose buffers alternate between two regions: RAM above 4G, hotplugged memory, DPDK's
+ * memsegs). Copied values of t's slots, built for each pop and again after each general walk
+ * (whose lookup moves the hints), so a replaced table's regions are never translated through.
+ */
+static inline void vqs_pop_wins(const struct vqs_vq *vq, const struct vqs_mem_table *t,
+				struct vqs_mem_win w[2])
+{
+	w[0] = vqs_mem_win(t, vq->hint);
+	w[1] = vqs_mem_win(t, vq->hint2);
 }
 
 /* Mark the queue broken (first reason wins), log it once, return -EIO. */

@@ -5,7 +5,10 @@
  * walk when the buffers lie in the region the previous one was in, and must give exactly the
  * element the walk gives in every other case (another region, across two regions, zero length,
  * no iovec storage of the caller's, two writable buffers) and break the queue for the same
- * malformed chains.
+ * malformed chains. A guest whose buffers alternate between two regions keeps them on the
+ * straight line too (the pop's second window: the region hinted before), counted by the queue's
+ * walks; a buffer across two regions, out of every region, or in a region replaced since still
+ * gets the walk's element or reason.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +18,8 @@
 #include <cmocka.h>
 
 #include "layout_fixture.h"
+/* struct vqs_vq, for its count of chains left to the general walk */
+#include "ring/vq_internal.h"
 
 #define NUM 8
 #define BORDER LFX_BORDER
@@ -363,6 +368,243 @@ static void shapes_alternating_across_pops(void **state)
 	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_BUFFER_ID);
 }
 
+/* Chains the pop has left to the general walk since the queue was created. */
+static uint64_t walks(const struct lfx *c)
+{
+	return c->vq->walks;
+}
+
+/* Pop the n chains offered (n <= NUM) in one session into e[0..n), each with 4 iovecs of
+ * storage iov[k], fill them (nothing written) and end it. */
+static void pop_all(struct lfx *c, struct vqs_elem *e, struct iovec (*iov)[4], unsigned n)
+{
+	const struct vqs_elem *fill[NUM];
+	uint32_t written[NUM] = {0};
+	for (unsigned k = 0; k < n; k++) {
+		e[k] = (struct vqs_elem){.iov = iov[k], .iov_cap = 4};
+		fill[k] = &e[k];
+	}
+	struct vqs_vq_session ss;
+	bool call;
+	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, n), (int)n);
+	assert_int_equal(vqs_vq_session_fill(&ss, fill, written, n), (int)n);
+	vqs_vq_session_end(&ss, &call);
+	assert_false(vqs_vq_is_broken(c->vq));
+}
+
+/* A buffer of the chain popped as e: iovec k is len bytes at gpa. */
+static void expect_iov(struct lfx *c, const struct vqs_elem *e, unsigned k, uint64_t gpa,
+		       size_t len)
+{
+	assert_ptr_equal(e->iov[k].iov_base, lfx_host(c, gpa));
+	assert_int_equal(e->iov[k].iov_len, len);
+}
+
+/* One-descriptor chains alternating between the two regions in one batch, then pairs whose two
+ * buffers lie in different regions: after the first chain in the second region (its walk moves
+ * the hint there, and the first region becomes the second window) none leaves the straight
+ * line but the first pair (split starts a batch in the run of the shape before). */
+static void regions_alternating_in_one_batch_stay_on_the_straight_line(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	struct iovec iov[NUM][4];
+	struct vqs_elem e[NUM];
+	uint64_t before = walks(c);
+	for (uint16_t id = 0; id < NUM; id++)
+		offer(c, id, (id & 1 ? b : a) + 0x40u * id, 16, id & 2);
+	pop_all(c, e, iov, NUM);
+	for (unsigned k = 0; k < NUM; k++) {
+		assert_int_equal(e[k].id, k);
+		assert_int_equal(e[k].out_num + e[k].in_num, 1);
+		expect_iov(c, &e[k], 0, (k & 1 ? b : a) + 0x40u * k, 16);
+	}
+	assert_int_equal(walks(c) - before, 1);
+	before = walks(c);
+	for (uint16_t id = 0; id < NUM / 2; id++)
+		offer2(c, id, (id & 1 ? a : b) + 0x40u * id, 16, false,
+		       (id & 1 ? b : a) + 0x40u * id, 48, true);
+	pop_all(c, e, iov, NUM / 2);
+	for (unsigned k = 0; k < NUM / 2; k++) {
+		assert_int_equal(e[k].id, k);
+		assert_int_equal(e[k].out_num, 1);
+		assert_int_equal(e[k].in_num, 1);
+		expect_iov(c, &e[k], 0, (k & 1 ? a : b) + 0x40u * k, 16);
+		expect_iov(c, &e[k], 1, (k & 1 ? b : a) + 0x40u * k, 48);
+	}
+	assert_true(walks(c) - before <= 1);
+}
+
+/* A third region, size bytes at gpa; *g is its arena (the caller removes and destroys it). */
+static void add_region(struct lfx *c, struct vqs_gmem **g, uint64_t gpa, size_t size)
+{
+	struct vqs_mem_region r;
+	assert_int_equal(vqs_gmem_create(g, gpa, size), 0);
+	vqs_gmem_region(*g, &r);
+	assert_int_equal(vqs_mem_add(c->m.mem, &r), 0);
+}
+
+static void remove_region(struct lfx *c, struct vqs_gmem *g)
+{
+	assert_int_equal(vqs_mem_remove(c->m.mem, vqs_gmem_base(g), vqs_gmem_size(g)), 0);
+	vqs_mem_synchronize(c->m.mem);
+	vqs_gmem_destroy(g);
+}
+
+/* Three regions, more than the two windows hold: one-descriptor chains going round all three,
+ * and chains of three descriptors, one in each (in every order), each the walk's element. */
+static void three_regions_chains_touching_all_three(void **state)
+{
+	struct lfx *c = *state;
+	struct vqs_gmem *g3;
+	const uint64_t r3 = BORDER + (2u << 20);
+	add_region(c, &g3, r3, 1 << 16);
+	const uint64_t base[3] = {FX_GPA_BASE + 0x800, BORDER + 0x100, r3 + 0x100};
+	struct iovec iov[NUM][4];
+	struct vqs_elem e[NUM];
+	for (uint16_t id = 0; id < NUM; id++)
+		offer(c, id, base[id % 3] + 0x40u * id, 24, true);
+	pop_all(c, e, iov, NUM);
+	for (unsigned k = 0; k < NUM; k++) {
+		assert_int_equal(e[k].in_num, 1);
+		assert_int_equal(e[k].in_len, 24);
+		assert_ptr_equal(e[k].iov[0].iov_base,
+				 k % 3 == 2 ? vqs_gmem_host(g3, base[2] + 0x40u * k, 24)
+					    : lfx_host(c, base[k % 3] + 0x40u * k));
+	}
+	static const uint32_t len[3] = {8, 16, 32};
+	static const bool write[3] = {false, true, true};
+	for (uint16_t id = 0; id < 2; id++) {
+		uint64_t addr[3];
+		for (unsigned k = 0; k < 3; k++)
+			addr[k] = base[(k + id) % 3] + 0x400u * id;
+		offer_n(c, (uint16_t)(3 * id), addr, len, write, 3);
+	}
+	pop_all(c, e, iov, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(e[i].ndescs, 3);
+		assert_int_equal(e[i].out_num, 1);
+		assert_int_equal(e[i].in_num, 2);
+		for (unsigned k = 0; k < 3; k++) {
+			uint64_t gpa = base[(k + i) % 3] + 0x400u * i;
+			assert_ptr_equal(e[i].iov[k].iov_base,
+					 (k + i) % 3 == 2 ? vqs_gmem_host(g3, gpa, 1)
+							  : lfx_host(c, gpa));
+			assert_int_equal(e[i].iov[k].iov_len, len[k]);
+		}
+	}
+	remove_region(c, g3);
+}
+
+/* With both regions in the windows, a buffer across their border is in neither: the walk's two
+ * iovecs, alone and as a pair's second buffer. */
+static void across_the_border_with_both_regions_hinted(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	struct iovec iov[NUM][4];
+	struct vqs_elem e[NUM];
+	offer(c, 0, a, 8, false);
+	offer(c, 1, b, 8, false);
+	offer(c, 2, BORDER - 4, 12, false);
+	offer_n(c, 3, (const uint64_t[]){a, BORDER - 8}, (const uint32_t[]){8, 24},
+		(const bool[]){false, true}, 2);
+	pop_all(c, e, iov, 4);
+	assert_int_equal(e[2].out_num, 2);
+	expect_iov(c, &e[2], 0, BORDER - 4, 4);
+	expect_iov(c, &e[2], 1, BORDER, 8);
+	assert_int_equal(e[3].out_num, 1);
+	assert_int_equal(e[3].in_num, 2);
+	expect_iov(c, &e[3], 0, a, 8);
+	expect_iov(c, &e[3], 1, BORDER - 8, 8);
+	expect_iov(c, &e[3], 2, BORDER, 16);
+	assert_int_equal(e[3].in_len, 24);
+}
+
+/* With both regions in the windows, a buffer out of every region (between and beyond them), or
+ * running from the second window's region past its end: the queue breaks with the address
+ * reason. */
+static void out_of_every_region_breaks_the_queue(void **state)
+{
+	static const struct {
+		uint64_t addr;
+		uint32_t len;
+	} bad[] = {
+		{BORDER + (1 << 16), 8},           /* just past the second region */
+		{FX_GPA_BASE - 8, 8},              /* just below the first */
+		{BORDER + (1 << 16) - 8, 16},      /* from the second region past its end */
+		{UINT64_MAX - 7, 8},               /* the top of the address space */
+	};
+	const bool packed = ((struct lfx *)*state)->packed;
+	for (unsigned k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		/* a queue of its own for each */
+		struct lfx *c = test_calloc(1, sizeof(*c));
+		lfx_init(c, packed, NUM, 0, 1 << 16);
+		uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+		offer(c, 0, a, 8, false);
+		offer(c, 1, b, 8, false);
+		offer(c, 2, bad[k].addr, bad[k].len, true);
+		struct iovec iov[NUM][4];
+		struct vqs_elem e[NUM];
+		for (unsigned i = 0; i < 3; i++)
+			e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+		struct vqs_vq_session ss;
+		bool call;
+		assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
+		struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+		assert_int_equal(vqs_vq_session_pop(&ss, &at, 3), 2);
+		assert_int_equal(vqs_vq_session_pop(&ss, &at, 1), -EIO);
+		vqs_vq_session_end(&ss, &call);
+		assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+		lfx_fini(c);
+		test_free(c);
+	}
+}
+
+/* The second region replaced by another mapping of the same guest addresses, then removed
+ * (vhost-user SET_MEM_TABLE, REM_MEM_REG), with both regions in the queue's windows: buffers in
+ * it translate to the new mapping, then break the queue; none through the old one. */
+static void replaced_region_is_not_translated_through_the_old_window(void **state)
+{
+	struct lfx *c = *state;
+	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	struct iovec iov[NUM][4];
+	struct vqs_elem e[NUM];
+	offer(c, 0, a, 8, false);
+	offer(c, 1, b, 8, false);
+	pop_all(c, e, iov, 2);
+	expect_iov(c, &e[1], 0, b, 8);
+	/* the same guest addresses, another host mapping, and the first region moved to another
+	 * slot (a region below it): the old slot numbers name other regions now */
+	struct vqs_gmem *g2b, *low;
+	assert_int_equal(vqs_mem_remove(c->m.mem, BORDER, 1 << 16), 0);
+	add_region(c, &g2b, BORDER, 1 << 16);
+	add_region(c, &low, 0x10000, 1 << 16);
+	for (uint16_t id = 0; id < 4; id++)
+		offer(c, id, id & 1 ? b : a, 8, false);
+	pop_all(c, e, iov, 4);
+	for (unsigned k = 0; k < 4; k++)
+		assert_ptr_equal(e[k].iov[0].iov_base,
+				 k & 1 ? vqs_gmem_host(g2b, b, 8) : lfx_host(c, a));
+	/* gone: the queue breaks */
+	remove_region(c, g2b);
+	offer(c, 0, a, 8, false);
+	offer(c, 1, b, 8, false);
+	struct vqs_vq_session ss;
+	bool call;
+	for (unsigned i = 0; i < 2; i++)
+		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 2), 1);
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 1), -EIO);
+	vqs_vq_session_end(&ss, &call);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+	remove_region(c, low);
+}
+
 #define ON(layout, f) {#f " (" #layout ")", f, setup_##layout, teardown, NULL}
 int main(void)
 {
@@ -385,6 +627,16 @@ int main(void)
 		ON(packed, shapes_mixed_in_one_batch),
 		ON(split, shapes_alternating_across_pops),
 		ON(packed, shapes_alternating_across_pops),
+		ON(split, regions_alternating_in_one_batch_stay_on_the_straight_line),
+		ON(packed, regions_alternating_in_one_batch_stay_on_the_straight_line),
+		ON(split, three_regions_chains_touching_all_three),
+		ON(packed, three_regions_chains_touching_all_three),
+		ON(split, across_the_border_with_both_regions_hinted),
+		ON(packed, across_the_border_with_both_regions_hinted),
+		ON(split, out_of_every_region_breaks_the_queue),
+		ON(packed, out_of_every_region_breaks_the_queue),
+		ON(split, replaced_region_is_not_translated_through_the_old_window),
+		ON(packed, replaced_region_is_not_translated_through_the_old_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
