@@ -402,6 +402,35 @@ static void expect_iov(struct lfx *c, const struct vqs_elem *e, unsigned k, uint
 	assert_int_equal(e->iov[k].iov_len, len);
 }
 
+/* Chains 0 and 1, 8 readable bytes in the first region and in the second: popped, they aim the
+ * windows at both. */
+static void offer_both(struct lfx *c)
+{
+	offer(c, 0, FX_GPA_BASE + 0x800, 8, false);
+	offer(c, 1, BORDER + 0x100, 8, false);
+}
+
+/* A chain in each region (hints on both), then a chain of one buffer len bytes at addr that no
+ * region holds whole: popped in one session, the first `good` come out (2, or 1 when the second
+ * region is gone) and the next breaks the queue with the address reason. */
+static void expect_addr_break(struct lfx *c, uint64_t addr, uint32_t len, int good)
+{
+	struct iovec iov[3][4];
+	struct vqs_elem e[3];
+	offer_both(c);
+	offer(c, 2, addr, len, true);
+	for (unsigned i = 0; i < 3; i++)
+		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
+	struct vqs_vq_session ss;
+	bool call;
+	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
+	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 3), good);
+	assert_int_equal(vqs_vq_session_pop(&ss, &at, 1), -EIO);
+	vqs_vq_session_end(&ss, &call);
+	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+}
+
 /* One-descriptor chains alternating between the two regions in one batch, then pairs whose two
  * buffers lie in different regions: after the first chain in the second region (its walk moves
  * the hint there, and the first region becomes the second window) none leaves the straight
@@ -503,11 +532,10 @@ static void three_regions_chains_touching_all_three(void **state)
 static void across_the_border_with_both_regions_hinted(void **state)
 {
 	struct lfx *c = *state;
-	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
+	uint64_t a = FX_GPA_BASE + 0x800;
 	struct iovec iov[NUM][4];
 	struct vqs_elem e[NUM];
-	offer(c, 0, a, 8, false);
-	offer(c, 1, b, 8, false);
+	offer_both(c);
 	offer(c, 2, BORDER - 4, 12, false);
 	offer_n(c, 3, (const uint64_t[]){a, BORDER - 8}, (const uint32_t[]){8, 24},
 		(const bool[]){false, true}, 2);
@@ -542,22 +570,7 @@ static void out_of_every_region_breaks_the_queue(void **state)
 		/* a queue of its own for each */
 		struct lfx *c = test_calloc(1, sizeof(*c));
 		lfx_init(c, packed, NUM, 0, 1 << 16);
-		uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
-		offer(c, 0, a, 8, false);
-		offer(c, 1, b, 8, false);
-		offer(c, 2, bad[k].addr, bad[k].len, true);
-		struct iovec iov[NUM][4];
-		struct vqs_elem e[NUM];
-		for (unsigned i = 0; i < 3; i++)
-			e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
-		struct vqs_vq_session ss;
-		bool call;
-		assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
-		struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
-		assert_int_equal(vqs_vq_session_pop(&ss, &at, 3), 2);
-		assert_int_equal(vqs_vq_session_pop(&ss, &at, 1), -EIO);
-		vqs_vq_session_end(&ss, &call);
-		assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+		expect_addr_break(c, bad[k].addr, bad[k].len, 2);
 		lfx_fini(c);
 		test_free(c);
 	}
@@ -572,8 +585,7 @@ static void replaced_region_is_not_translated_through_the_old_window(void **stat
 	uint64_t a = FX_GPA_BASE + 0x800, b = BORDER + 0x100;
 	struct iovec iov[NUM][4];
 	struct vqs_elem e[NUM];
-	offer(c, 0, a, 8, false);
-	offer(c, 1, b, 8, false);
+	offer_both(c);
 	pop_all(c, e, iov, 2);
 	expect_iov(c, &e[1], 0, b, 8);
 	/* the same guest addresses, another host mapping, and the first region moved to another
@@ -590,18 +602,7 @@ static void replaced_region_is_not_translated_through_the_old_window(void **stat
 				 k & 1 ? vqs_gmem_host(g2b, b, 8) : lfx_host(c, a));
 	/* gone: the queue breaks */
 	remove_region(c, g2b);
-	offer(c, 0, a, 8, false);
-	offer(c, 1, b, 8, false);
-	struct vqs_vq_session ss;
-	bool call;
-	for (unsigned i = 0; i < 2; i++)
-		e[i] = (struct vqs_elem){.iov = iov[i], .iov_cap = 4};
-	assert_true(vqs_vq_session_begin(c->vq, &ss) > 0);
-	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
-	assert_int_equal(vqs_vq_session_pop(&ss, &at, 2), 1);
-	assert_int_equal(vqs_vq_session_pop(&ss, &at, 1), -EIO);
-	vqs_vq_session_end(&ss, &call);
-	assert_int_equal(vqs_vq_error(c->vq), VQS_VQ_ERR_ADDR);
+	expect_addr_break(c, b, 8, 1);
 	remove_region(c, low);
 }
 
