@@ -211,13 +211,48 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 	return last;
 }
 
+/* Stage the used entries of batch[0..taken) completed inside the handler call in
+ * w->fill_elems/fill_written, free them, and give the others the batch's pin and t0 for their
+ * completion. Returns how many were staged. IN_ORDER: only while nothing older is outstanding
+ * (the batch is the newest in the order) and up to the batch's first open request; the others
+ * wait in the order. A constant in each call, so the loop without IN_ORDER tests it once a
+ * batch, not once a request. */
+static inline __attribute__((always_inline)) unsigned
+stage_done(struct sched_worker *w, struct vqs_queue *q, unsigned taken, uint64_t t0,
+	   struct pin_ref *pin, const bool in_order)
+{
+	bool now = !in_order || q->ord_len == taken;
+	unsigned m = 0;
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st == SLOT_DONE_HERE && now) {
+			/* Free already: the slot is next written by this thread's next pop, after
+			 * the fill has read it. */
+			r->st = SLOT_FREE;
+			w->fill_elems[m] = &r->req.elem;
+			w->fill_written[m++] = checked_written(r, r->written);
+			continue;
+		}
+		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
+		 * which only q's owner reaps, later), or (IN_ORDER) completed behind an open
+		 * request. */
+		if (in_order) {
+			now = false;
+			r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
+		} else {
+			r->st = SLOT_OUT;
+		}
+		r->pin = pin;
+		r->t0_ns = t0;
+	}
+	return m;
+}
+
 /* Run the handler on batch[0..n), noticed at t0 and pinned by pin; returns how many it took (the
  * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
- * are staged here, together (IN_ORDER: those with no older request outstanding; the others wait
- * in the order), and freed: *done of them, whose pin references and latency retire_done_here
- * counts after the flush. The others get the batch's pin and t0 for their completion. Outside
- * the read-side section: the batch's pin keeps the buffers mapped, so a handler that blocks
- * holds up no grace period. */
+ * are staged (stage_done) and filled together, and freed: *done of them, whose pin references
+ * and latency retire_done_here counts after the flush. Outside the read-side section: the
+ * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
 			  uint64_t *bytes, unsigned *done)
@@ -240,27 +275,8 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
-	/* IN_ORDER: the batch's completions go to the ring now only while nothing older is
-	 * outstanding (the batch is the newest in the order) and up to its first open request. */
-	bool now = !q->in_order || q->ord_len == taken;
-	unsigned m = 0;
-	for (unsigned i = 0; i < taken; i++) {
-		struct req_slot *r = w->batch[i];
-		if (r->st == SLOT_DONE_HERE && now) {
-			/* Free already: the slot is next written by this thread's next pop, after
-			 * the fill below has read it. */
-			r->st = SLOT_FREE;
-			w->fill_elems[m] = &r->req.elem;
-			w->fill_written[m++] = checked_written(r, r->written);
-			continue;
-		}
-		now = !q->in_order;
-		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
-		 * which only q's owner reaps, later), or completed behind an open request. */
-		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
-		r->pin = pin;
-		r->t0_ns = t0;
-	}
+	unsigned m = q->in_order ? stage_done(w, q, taken, t0, pin, true)
+				 : stage_done(w, q, taken, t0, pin, false);
 	if (m) {
 		q->nout -= m;
 		if (q->in_order)
