@@ -232,6 +232,12 @@ struct sched_worker {
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
 	struct adapt_arrivals ad;
+	/* The spread of ad's gap samples (the EWMA of their squared deviation from the estimate,
+	 * ns^2), the mode the gap estimate last chose (policy.c, enum poll_mode) and since when:
+	 * the hysteresis that keeps the mode at the break-even (policy.c, rate_mode). */
+	uint64_t gap_var;
+	unsigned rate_mode;
+	uint64_t mode_since_ns;
 	/* Its arrivals so far, and how many queues share them, x 16 (policy.c, (d)). */
 	uint64_t arrivals, queues_x16;
 	/* Its wake-ups so far; since the last one, until the queues listed then are served
@@ -259,6 +265,9 @@ struct sched_worker {
 	 * of requests a stall catches (the lost share of the awake time, in 1/2^16, averaged like
 	 * stall_ns). */
 	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns, nap_priced_ns;
+	/* the end of the last stall sample (0: none) and the requests its averages stand for,
+	 * faded over time (policy.c, by_time) */
+	uint64_t stall_at_ns, stall_reqs;
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
 	/* The most requests one pop found (taken and left) since the last sample: no more than
 	 * that many arrived in one stall (policy.c, sched_cost_awake). */
@@ -308,11 +317,11 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 /* w starts a nap with its thread's CPU at cpu_ns: learn a nap's CPU from the last one's start,
  * when its timer ended it and no request was served since. Owner of w. */
 void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns);
-/* w was awake for awake_ns (not asleep), its thread ran cpu_ns of it and it served reqs
- * requests, at most found_max of them found by one pop: learn what its preemption costs a
+/* w was awake for awake_ns (not asleep) up to now_ns, its thread ran cpu_ns of it and it served
+ * reqs requests, at most found_max of them found by one pop: learn what its preemption costs a
  * request. Owner of w. */
-void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs,
-		      uint64_t found_max);
+void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns, uint64_t cpu_ns,
+		      uint64_t reqs, uint64_t found_max);
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
  * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);

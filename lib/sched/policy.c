@@ -64,7 +64,9 @@
  *       arrival's wait, V the variance of the timer's overshoot: nap_cost), at its best period
  *       P = sqrt(V + 2 c_n g / k) and never under the timer's mean overshoot O. The cheapest
  *       wins: spin below spin_max, nap below poll_max, else sleep (the worker's thresholds,
- *       cost_update).
+ *       cost_update), with hysteresis: the worker changes mode only when its gap estimate is
+ *       past a threshold by two spreads of the estimate, and 8 gaps after its last change
+ *       (rate_mode_update).
  *       Sparse traffic sleeps and costs what dedicated costs (the light-load CPU/op goal); and
  *   (b) spinning: the ring has been empty for less than window = 4 * gap, at least W / 2 and at
  *       most spin_max. Four gaps ride out jitter of a steady stream; the floor keeps a
@@ -366,27 +368,36 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * stall, is waited through by the requests that arrived in it, n L / A of the n the sample
  * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
  * each L / 2 on average: n L^2 / (2 A) in all. stall_ns is that wait per request, averaged over
- * the last ADAPT_STALL_REQS requests (an EWMA by requests, so that a sleeping worker, whose
- * samples are its short awake spans after each wake-up, forgets a stall at the rate it serves
- * requests and tries spinning again). A closed loop (rr: the driver waits for each response)
+ * the requests of the last ADAPT_STALL_HORIZON_NS of wall time (by_time: the older requests
+ * fade with the time between samples, asleep or not, so that a sleeping worker, whose samples
+ * are its short awake spans after each wake-up, forgets a stall in that time and tries
+ * spinning again). A closed loop (rr: the driver waits for each response)
  * has one request per stream in the stall, not n L / A: the estimate then runs high by the
  * requests of the sample's awake time, which a fast loop's many requests dilute.
  * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
  * spinning worker was runnable and not running for 185-296 ms of 284-424 ms it ran, in 70-133
  * involuntary switches (1.4-4 ms each), and its p99 was 1.6-6.2x the sleeping dedicated worker's,
  * whose wake-ups waited 21-39 us for the CPU. */
-#define ADAPT_STALL_REQS 1024u
+/* The horizon is time, not a count of requests: 1024 requests were 2.5 ms at 400k requests/s,
+ * less than one preemption's slice, and a second at 1k/s, so the estimate saw no stall at all
+ * under load and kept one for seconds when traffic thinned. A stall is a scheduler slice (the
+ * kernel's base slice, 0.75 ms per CPU doubling, up to a few ms), and the p99 it is priced for
+ * moves with a share of 1% (stall_tail): the horizon holds a hundred slices of 0.75 ms, so that
+ * one stall in it reads as the 1% it is, whatever the request rate. */
+#define ADAPT_STALL_HORIZON_NS 75000000u
 #define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 
 static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
 
-/* An average over the last ADAPT_STALL_REQS requests, of which a sample stands for reqs. */
-static uint64_t by_reqs(uint64_t avg, uint64_t sample, uint64_t reqs)
+/* An average by requests over the last ADAPT_STALL_HORIZON_NS: the requests seen before count
+ * for what is left of the horizon after span_ns (weight, decayed in place), the sample for its
+ * reqs. By requests, because a stall's wait and share are per request (a closed loop's stall
+ * catches one in hundreds however long it lasts); over time, so that what a worker forgets
+ * does not depend on its rate. Products fit: avg is at most ADAPT_STALL_MAX_NS, *weight a
+ * horizon's requests. */
+static uint64_t by_time(uint64_t avg, uint64_t sample, uint64_t reqs, uint64_t keep)
 {
-	if (reqs >= ADAPT_STALL_REQS)
-		return sample;
-	return (uint64_t)((int64_t)avg +
-			  ((int64_t)sample - (int64_t)avg) * (int64_t)reqs / (int64_t)ADAPT_STALL_REQS);
+	return keep + reqs ? (avg * keep + sample * reqs) / (keep + reqs) : avg;
 }
 
 /* The thresholds move when the prices of the three modes through a gap of one sleep's cost (the
@@ -411,11 +422,14 @@ static void cost_maybe_update(struct sched_worker *w)
 		cost_update(w);
 }
 
-void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs,
-		      uint64_t found_max)
+void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns, uint64_t cpu_ns,
+		      uint64_t reqs, uint64_t found_max)
 {
 	if (!reqs || !awake_ns)
 		return; /* no request waited */
+	/* the requests seen before fade over the time since the last sample, sleeps included */
+	uint64_t span = w->stall_at_ns && now_ns > w->stall_at_ns ? now_ns - w->stall_at_ns : 0;
+	w->stall_at_ns = now_ns;
 	uint64_t lost = awake_ns > cpu_ns ? awake_ns - cpu_ns : 0;
 	if (lost > ADAPT_STALL_MAX_NS)
 		lost = ADAPT_STALL_MAX_NS;
@@ -434,17 +448,21 @@ void sched_cost_awake(struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns
 	if (caught_max < reqs && share > caught_max * STALL_SHARE_ONE / reqs)
 		share = caught_max * STALL_SHARE_ONE / reqs;
 	uint64_t each = share * (lost / 2u) / STALL_SHARE_ONE; /* a request's wait in this sample */
-	w->stall_ns = by_reqs(w->stall_ns, each, reqs);
+	uint64_t keep = span < ADAPT_STALL_HORIZON_NS
+				? w->stall_reqs * (ADAPT_STALL_HORIZON_NS - span) / ADAPT_STALL_HORIZON_NS
+				: 0;
+	w->stall_ns = by_time(w->stall_ns, each, reqs, keep);
 	/* averaged the same way, the share of all requests a stall catches (stall_tail) */
-	w->stall_share = by_reqs(w->stall_share, share, reqs);
+	w->stall_share = by_time(w->stall_share, share, reqs, keep);
+	w->stall_reqs = keep + reqs;
 	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
 	cost_maybe_update(w);
 }
 
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
 {
-	sched_cost_awake(w, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns, w->reqs - w->mark_reqs,
-			 w->found_max);
+	sched_cost_awake(w, now_ns, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns,
+			 w->reqs - w->mark_reqs, w->found_max);
 	w->found_max = 0;
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
@@ -583,6 +601,42 @@ static void arrivals_observe(struct adapt_arrivals *a, uint64_t now, uint64_t ca
 
 enum poll_mode { MODE_SLEEP, MODE_NAP, MODE_SPIN };
 
+/* The mode the cost model picks for a gap g: spin below spin_max, nap below poll_max, else sleep
+ * ((a) above). */
+static enum poll_mode mode_of(const struct sched_worker *w, uint64_t g)
+{
+	return g < w->spin_max_ns ? MODE_SPIN : g < w->poll_max_ns ? MODE_NAP : MODE_SLEEP;
+}
+
+/* The spread of the gap estimate: an EWMA of weight a = 2^-ADAPT_EWMA_SHIFT over samples of
+ * variance V varies by V a / (2 - a), V / 15 at an eighth (for exponential gaps, V = gap^2:
+ * about gap / 4). */
+static uint64_t gap_spread(const struct sched_worker *w)
+{
+	return isqrt(w->gap_var / ((2u << ADAPT_EWMA_SHIFT) - 1u));
+}
+
+/* Hysteresis at the break-evens ((a) above): the worker leaves its mode only when
+ * the gap estimate, less or plus ADAPT_FLIP_SPREADS of its spread, is outside that mode's range
+ * (each mode's cost is linear in the gap near a threshold, so a margin in the gap is a margin
+ * in the expected-cost difference: the spread times the slope), and not before the estimate has
+ * renewed its samples since the last change, 2^ADAPT_EWMA_SHIFT gaps: a decision rests on
+ * samples the previous one did not see. Two spreads: noise alone puts the estimate beyond the
+ * margin on one side in ~2% of its samples, where at the bare threshold a stream at the
+ * break-even rate crossed it every few requests. */
+#define ADAPT_FLIP_SPREADS 2u
+static void rate_mode_update(struct sched_worker *w, uint64_t now)
+{
+	uint64_t g = w->ad.gap_ewma_ns, m = ADAPT_FLIP_SPREADS * gap_spread(w);
+	enum poll_mode cur = (enum poll_mode)w->rate_mode, want = mode_of(w, g);
+	if (want == cur || mode_of(w, g > m ? g - m : 0) == cur || mode_of(w, g + m) == cur)
+		return;
+	if (w->mode_since_ns && now - w->mode_since_ns < (g << ADAPT_EWMA_SHIFT))
+		return;
+	w->rate_mode = want;
+	w->mode_since_ns = now;
+}
+
 /* (d) The rent: how long past its windows a worker keeps its queues polled by naps ((d) above):
  * while its naps have cost less than the n - 1 more sleeps that re-arming n queues buys, at most
  * ADAPT_HOLD_MAX_NS. 0 where the worker does not nap (no price for latency, no nap CPU known). */
@@ -604,9 +658,11 @@ static enum poll_mode worker_mode(const struct vqs_sched *s, const struct sched_
 {
 	const struct adapt_arrivals *a = &w->ad;
 	uint64_t awake = w->awake_ns;
-	if (!a->last_arrival_ns || a->gap_ewma_ns >= w->poll_max_ns)
+	if (!a->last_arrival_ns)
 		return MODE_SLEEP;
-	enum poll_mode m = a->gap_ewma_ns < w->spin_max_ns ? MODE_SPIN : MODE_NAP;
+	enum poll_mode m = (enum poll_mode)w->rate_mode;
+	if (m == MODE_SLEEP)
+		return MODE_SLEEP;
 	uint64_t window = ADAPT_POLL_GAPS * a->gap_ewma_ns;
 	if (window < window_min(w))
 		window = window_min(w);
@@ -671,7 +727,14 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 		 * worker polls after an arrival, and a queue's first arrival taken as that sparse,
 		 * so that it belongs from the start. */
 		arrivals_observe(&a->q, now, ADAPT_HOLD_MAX_NS, ADAPT_HOLD_MAX_NS);
+		uint64_t before = w->ad.gap_ewma_ns;
+		bool known = w->ad.last_arrival_ns;
 		arrivals_observe(&w->ad, now, 2 * w->poll_max_ns, w->poll_max_ns);
+		if (known) {
+			uint64_t d = absdiff(w->ad.gap_ewma_ns, before) << ADAPT_EWMA_SHIFT;
+			w->gap_var = ewma(w->gap_var, d * d, ADAPT_EWMA_SHIFT);
+		}
+		rate_mode_update(w, now);
 	}
 	if (backlog && n >= a->batch)
 		a->batch = a->batch * 2 < s->o.batch_max ? a->batch * 2 : s->o.batch_max;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <math.h>
 
 #include "sched/internal.h"
 
@@ -25,6 +26,7 @@ struct fake {
 	struct sched_group g;
 	struct vqs_queue q[NQ];
 	const struct sched_policy *pol;
+	uint64_t t; /* the fake clock of the stall samples (awake) */
 };
 
 static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
@@ -49,6 +51,21 @@ static struct fake *fake_new(enum vqs_policy p, uint64_t awake_since)
 		atomic_store(&f->q[i].group, &f->g);
 	}
 	return f;
+}
+
+/* The worker was awake for awake_ns up to the fake clock advanced by since_ns (the sleeps since
+ * the last sample included), ran cpu_ns of it and served reqs, at most found by one pop. */
+static void awake_after(struct fake *f, uint64_t since_ns, uint64_t awake_ns, uint64_t cpu_ns,
+			uint64_t reqs, uint64_t found)
+{
+	f->t += since_ns;
+	sched_cost_awake(&f->w, f->t, awake_ns, cpu_ns, reqs, found);
+}
+
+/* A sample right after the last one: all of the time since was awake. */
+static void awake(struct fake *f, uint64_t awake_ns, uint64_t cpu_ns, uint64_t reqs, uint64_t found)
+{
+	awake_after(f, awake_ns, awake_ns, cpu_ns, reqs, found);
 }
 
 /* A pop of q found one request at t. */
@@ -724,7 +741,7 @@ static void adaptive_thresholds_ignore_the_noise_of_their_inputs(void **state)
  * adaptive_thresholds_follow_the_wake_cost_and_the_knob); after 6 ms awake of which 3 ms ran,
  * serving the 120 requests that 20k/s brings meanwhile, each request waited ~0.75 ms on average,
  * and the worker naps instead (a nap is a sleep: the kernel wakes it ahead of the busy threads);
- * when its awake time runs unpreempted again it forgets the stall as it serves requests, and
+ * when its awake time runs unpreempted again it forgets the stall over ADAPT_STALL_HORIZON_NS, and
  * spins. A closed loop at 2 us per request (rr), preempted as often (one 3 ms stall every
  * 6 ms) but with a single request waiting in each stall (the most one pop finds), keeps
  * spinning. Before, the model had no such input and spun at 30 us
@@ -734,32 +751,32 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(f, 30 * US), SPIN);
-	sched_cost_awake(&f->w, 6 * MS, 3 * MS, 120, 60);
+	awake(f, 6 * MS, 3 * MS, 120, 60);
 	assert_true(f->w.stall_ns > 50 * US);
 	assert_int_equal(steady_mode(f, 30 * US), NAP);
 	for (unsigned i = 0; i < 40; i++)
-		sched_cost_awake(&f->w, 100 * US, 100 * US, 64, 1);
-	assert_int_equal(steady_mode(f, 30 * US), NAP); /* 2560 requests: not yet forgotten */
-	for (unsigned i = 0; i < 100; i++)
-		sched_cost_awake(&f->w, 100 * US, 100 * US, 64, 1);
-	assert_int_equal(steady_mode(f, 30 * US), SPIN);
+		awake(f, 100 * US, 100 * US, 64, 1);
+	assert_int_equal(steady_mode(f, 30 * US), NAP); /* 4 ms: not yet forgotten */
+	for (unsigned i = 0; i < 3000; i++)
+		awake(f, 100 * US, 100 * US, 64, 1);
+	assert_int_equal(steady_mode(f, 30 * US), SPIN); /* 300 ms, four horizons: forgotten */
 	free(f);
 
 	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	for (unsigned k = 0; k < 10; k++) {
 		/* a sample every W / 2 = 25 us of awake time, 12 requests each; one of them holds a
 		 * 3 ms stall */
-		sched_cost_awake(&g->w, 3 * MS + 25 * US, 25 * US, 12, 1);
+		awake(g, 3 * MS + 25 * US, 25 * US, 12, 1);
 		for (unsigned i = 0; i < 120; i++)
-			sched_cost_awake(&g->w, 25 * US, 25 * US, 12, 1);
+			awake(g, 25 * US, 25 * US, 12, 1);
 	}
 	assert_true(g->w.stall_ns > 0);
 	assert_int_equal(steady_mode(g, 2 * US), SPIN);
 	free(g);
 	/* no request served, no sample; a sample that lost nothing costs nothing */
 	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
-	sched_cost_awake(&h->w, 6 * MS, 0, 0, 0);
-	sched_cost_awake(&h->w, 6 * MS, 7 * MS, 5000, 5000);
+	awake(h, 6 * MS, 0, 0, 0);
+	awake(h, 6 * MS, 7 * MS, 5000, 5000);
 	assert_int_equal(h->w.stall_ns, 0);
 	free(h);
 }
@@ -778,9 +795,9 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
 static void stall_every(struct fake *f, unsigned clean_samples, unsigned cycles, unsigned found)
 {
 	for (unsigned k = 0; k < cycles; k++) {
-		sched_cost_awake(&f->w, 105 * US, 25 * US, 10, found);
+		awake(f, 105 * US, 25 * US, 10, found);
 		for (unsigned i = 0; i < clean_samples; i++)
-			sched_cost_awake(&f->w, 25 * US, 25 * US, 3, 1);
+			awake(f, 25 * US, 25 * US, 3, 1);
 	}
 }
 
@@ -810,12 +827,98 @@ static void adaptive_spin_prices_the_tail_of_the_stall(void **state)
 	 * Taken as reqs L / A (~2% of the requests) the stall's tail stopped the spin. */
 	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	for (unsigned k = 0; k < 20; k++) {
-		sched_cost_awake(&h->w, 1025 * US, 25 * US, 12, 1);
+		awake(h, 1025 * US, 25 * US, 12, 1);
 		for (unsigned i = 0; i < 39; i++)
-			sched_cost_awake(&h->w, 25 * US, 25 * US, 12, 1);
+			awake(h, 25 * US, 25 * US, 12, 1);
 	}
 	assert_int_equal(steady_mode(h, 2 * US), SPIN);
 	free(h);
+}
+
+/*
+ * The stall's horizon is time, not requests. The same stall (6 ms awake, 3 ms of it preempted)
+ * is forgotten in the same wall time whether the worker then serves 400k requests/s (64 per
+ * 160 us sample) or 1k/s (one per sample, each after ~1 ms asleep): still remembered 10 ms
+ * later, forgotten 600 ms (eight horizons) later. Counted in 1024 requests (the old code), the
+ * fast worker forgot it within 10 ms (4000 requests) and spun again into the next preemption,
+ * and the slow one still remembered it after 600 requests.
+ */
+static bool stall_remembered(unsigned reqs_per_sample, uint64_t since, uint64_t awake_ns,
+			     uint64_t after)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	awake(f, 6 * MS, 3 * MS, 120, 60);
+	uint64_t start = f->t;
+	while (f->t - start < after)
+		awake_after(f, since, awake_ns, awake_ns, reqs_per_sample, 1);
+	bool r = steady_mode(f, 30 * US) != SPIN;
+	free(f);
+	return r;
+}
+
+static void adaptive_stall_horizon_is_time(void **state)
+{
+	assert_true(stall_remembered(64, 160 * US, 160 * US, 10 * MS));
+	assert_true(stall_remembered(1, 1 * MS, 25 * US, 10 * MS));
+	assert_false(stall_remembered(64, 160 * US, 160 * US, 600 * MS));
+	assert_false(stall_remembered(1, 1 * MS, 25 * US, 600 * MS));
+}
+
+/* A seeded generator of exponential gaps of a given mean (xorshift64*, inverse CDF). */
+static uint64_t exp_gap(uint64_t *seed, uint64_t mean)
+{
+	*seed ^= *seed >> 12;
+	*seed ^= *seed << 25;
+	*seed ^= *seed >> 27;
+	double u = (double)((*seed * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+	return (uint64_t)(-log(1.0 - u) * (double)mean) + 1u;
+}
+
+/* How often a queue fed Poisson arrivals with mean gap `mean` changes mode, per thousand
+ * arrivals: the mode after each arrival, over n of them, after 200 to settle. */
+static unsigned flips_per_1000(uint64_t mean, unsigned n, uint64_t seed)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 1 * MS;
+	unsigned flips = 0;
+	enum mode last = SLEEP;
+	for (unsigned i = 0; i < 200 + n; i++) {
+		t += exp_gap(&seed, mean);
+		arrive(f, 0, t);
+		f->w.awake_ns = t; /* no hold: the rate alone decides */
+		enum mode m = mode(f, 0, t);
+		if (i >= 200 && m != last)
+			flips++;
+		last = m;
+	}
+	free(f);
+	return flips * 1000u / n;
+}
+
+/*
+ * Hysteresis at the break-even: Poisson arrivals whose mean gap sits on a threshold of the cost
+ * model (spin/nap at spin_max, nap/sleep at poll_max: 20k requests/s with 1 or 8 queues on the
+ * development VM) keep the worker in one mode for hundreds of requests. The gap estimate (an
+ * EWMA of weight 1/8) varies by about a quarter of its mean, so at the bare threshold it crossed
+ * it every few arrivals, and each crossing re-armed or disarmed the queues (the sweep's
+ * `regimes` and `defer` goals). Seeded: the same gaps every run.
+ */
+static void adaptive_holds_its_mode_at_the_break_even(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t spin_max = f->w.spin_max_ns, poll_max = f->w.poll_max_ns;
+	free(f);
+	assert_true(spin_max > 0 && poll_max > spin_max);
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		unsigned at_spin = flips_per_1000(spin_max, 10000, seed);
+		unsigned at_sleep = flips_per_1000(poll_max, 10000, seed);
+		print_message("seed %u: flips per 1000 arrivals at spin_max %u us: %u, at poll_max "
+			      "%u us: %u\n",
+			      (unsigned)seed, (unsigned)(spin_max / US), at_spin,
+			      (unsigned)(poll_max / US), at_sleep);
+		assert_true(at_spin <= 10);
+		assert_true(at_sleep <= 10);
+	}
 }
 
 /*
@@ -874,6 +977,8 @@ int main(void)
 		cmocka_unit_test(adaptive_nap_prices_the_wait_of_a_random_arrival),
 		cmocka_unit_test(adaptive_spins_only_while_the_worker_keeps_its_cpu),
 		cmocka_unit_test(adaptive_spin_prices_the_tail_of_the_stall),
+		cmocka_unit_test(adaptive_stall_horizon_is_time),
+		cmocka_unit_test(adaptive_holds_its_mode_at_the_break_even),
 		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
 		cmocka_unit_test(adaptive_one_stolen_sample_is_not_a_price),
 		cmocka_unit_test(adaptive_thresholds_ignore_the_noise_of_their_inputs),
