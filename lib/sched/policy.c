@@ -627,9 +627,13 @@ static uint64_t gap_spread(const struct sched_worker *w)
 #define ADAPT_FLIP_SPREADS 2u
 static void rate_mode_update(struct sched_worker *w, uint64_t now)
 {
-	uint64_t g = w->ad.gap_ewma_ns, m = ADAPT_FLIP_SPREADS * gap_spread(w);
+	uint64_t g = w->ad.gap_ewma_ns;
 	enum poll_mode cur = (enum poll_mode)w->rate_mode, want = mode_of(w, g);
-	if (want == cur || mode_of(w, g > m ? g - m : 0) == cur || mode_of(w, g + m) == cur)
+	/* the spread (a square root) only where the mode would change: this runs per arrival */
+	if (want == cur)
+		return;
+	uint64_t m = ADAPT_FLIP_SPREADS * gap_spread(w);
+	if (mode_of(w, g > m ? g - m : 0) == cur || mode_of(w, g + m) == cur)
 		return;
 	if (w->mode_since_ns && now - w->mode_since_ns < (g << ADAPT_EWMA_SHIFT))
 		return;
