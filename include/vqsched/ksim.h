@@ -259,10 +259,15 @@ struct vqs_ksim_seed2017_opts {
 	 * and the world's retransmits and leaks count for 4.13 b64 (only its handler leaks).
 	 * Both then meet whatever other programs do at that moment alike. 0: a world per cell. */
 	uint32_t interleave;
+	/* Guest B's work per packet in the heavy row (the last of two rows or more), in place of
+	 * costs.recv_pkt_ns (default 1000, the sender's: the real commit's 50 streams gained
+	 * where the vhost RX thread, not the receiving guest, bounded them; the light row keeps
+	 * the receiver that falls behind, whose exhausted RX ring leaks). 0: costs.recv_pkt_ns. */
+	uint32_t heavy_recv_pkt_ns;
 };
 /* Defaults; quick = a run of about ten seconds in all. The costs are this VM's with the
  * scenario's changes: recv_pkt_ns 4000 (the receiver falls behind), ring_lock_ns 1000 (a
- * contended tun ring). Threads: any. */
+ * contended tun ring); the heavy row's receiver 1000 (heavy_recv_pkt_ns). Threads: any. */
 VQS_API void vqs_ksim_seed2017_opts_init(struct vqs_ksim_seed2017_opts *o, bool quick);
 
 /*
