@@ -396,8 +396,17 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 	 * programs leave them; the rates of starved cells follow their shares. */
 	bool heavy_pair = r->interleaved && last > first;
 	if (heavy_pair) {
-		r->heavy_ratio = pair_median(&r->pair[1]);
-		r->heavy_judged = r->pair[1].runs;
+		/* the repeats whose pair world gave both sides VQS_KSIM_SEED2017_CPUS, as the
+		 * separate cells below: starved spinning threads take turns on the CPUs and spin
+		 * away what the batch saves */
+		double v[VQS_KSIM_MAX_REPEATS];
+		unsigned k = 0;
+		for (unsigned i = 0; i < pair_runs(&r->pair[1]); i++)
+			if (heavy[COL_413_B64].run_cpus[i] >= VQS_KSIM_SEED2017_CPUS &&
+			    heavy[COL_FIXED_B1].run_cpus[i] >= VQS_KSIM_SEED2017_CPUS)
+				v[k++] = r->pair[1].ratio[i];
+		r->heavy_ratio = ksim_median(v, k);
+		r->heavy_judged = k;
 	} else {
 		r->heavy_ratio = ksim_judged_ratio(&heavy[COL_413_B64], &heavy[COL_FIXED_B1],
 						   VQS_KSIM_SEED2017_CPUS, VQS_KSIM_SEED2017_CPUS,
