@@ -348,15 +348,16 @@ int vqs_sched_create(struct vqs_sched **out, const struct vqs_sched_opts *opts)
 		return -ENOMEM;
 	s->o = o;
 	s->pol = sched_policy_get(o.policy);
-	sched_measure_costs(s);
 	pthread_mutex_init(&s->ctl, NULL);
 	pthread_mutex_init(&s->sig_mu, NULL);
 	pthread_cond_init(&s->sig_cv, NULL);
 	int rc = -pthread_getaffinity_np(pthread_self(), sizeof(s->inherit_mask), &s->inherit_mask);
 	if (!rc)
 		rc = sched_place_init(s);
-	if (!rc)
+	if (!rc) {
+		sched_measure_costs(s);
 		rc = workers_start(s);
+	}
 	if (rc) {
 		sched_place_fini(s);
 		free(s->w);

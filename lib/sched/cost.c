@@ -161,13 +161,8 @@ static uint64_t clamp_wake(uint64_t v)
 
 void sched_measure_costs(struct vqs_sched *s)
 {
-	/* the first two CPUs the process may use */
-	cpu_set_t allowed;
-	int cpu[2] = {-1, -1};
-	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
-		for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
-			if (CPU_ISSET(c, &allowed))
-				cpu[k++] = c;
+	int cpu[2];
+	sched_cost_cpus(s, cpu);
 	struct pingpong p = {.ping = eventfd(0, EFD_CLOEXEC), .pong = eventfd(0, EFD_CLOEXEC)};
 	pthread_t pong, ping;
 	if (p.ping >= 0 && p.pong >= 0 && !start_on(&pong, cpu[1], pong_main, &p)) {

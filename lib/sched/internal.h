@@ -426,7 +426,8 @@ uint64_t sched_queued_ns(int fd);
  * 12-20 us of CPU for the sleep itself: one sleep in 8 teaches W, ~1 us per sleep. */
 #define SCHED_QUEUED_EVERY 8u
 /* Measure s's wake_ns, wake_path_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round
- * trips and 15 timed sleeps, at most ~10 ms). Threads: any; blocks. */
+ * trips and 15 timed sleeps, at most ~10 ms), between the CPUs of sched_cost_cpus. Threads: any;
+ * blocks. */
 void sched_measure_costs(struct vqs_sched *s);
 
 /* ---- placement.c ---- */
@@ -437,6 +438,9 @@ int sched_place_init(struct vqs_sched *s);
 void sched_place_fini(struct vqs_sched *s);
 /* NUMA node of the memory at p, -1 when unknown. */
 int sched_mem_node(const void *p);
+/* The two CPUs sched_measure_costs measures a wake-up between: the first two of the creating
+ * thread's (s->inherit_mask), -1 where it has fewer. */
+void sched_cost_cpus(struct vqs_sched *s, int cpu[2]);
 
 /* A counter with one writer at a time: a plain add, published relaxed (no locked instruction). */
 static inline void stat_add(_Atomic uint64_t *c, uint64_t v)

@@ -144,3 +144,12 @@ int sched_place(struct vqs_sched *s, unsigned index, int node_hint, cpu_set_t *m
 	}
 	return CPU_COUNT(mask) ? 0 : -EINVAL;
 }
+
+void sched_cost_cpus(struct vqs_sched *s, int cpu[2])
+{
+	/* the first two CPUs of the creating thread */
+	cpu[0] = cpu[1] = -1;
+	for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+		if (CPU_ISSET(c, &s->inherit_mask))
+			cpu[k++] = c;
+}
