@@ -6,18 +6,20 @@
  * sleep/wake costs the thread that sleeps; and what a timed sleep (a nap of the deferred re-poll)
  * costs: how late a 10 us one wakes, and its CPU. The workers learn both further (policy.c).
  *
- * Two helper threads, pinned to two different CPUs of the process (a worker and a driver are
- * on different CPUs; on one CPU the round trip would be two context switches, 6 us on the
- * development VM, against 50 us across CPUs, where the sleeping CPU idles and its vCPU halts),
- * ping-pong through two eventfds, each blocking in read() until the other writes: the round
- * trip of a sleep/wake through an eventfd, as a kick to a sleeping worker plus a call to a
- * halted guest. The first round trip (cold caches, a CPU waking from a deep idle state) is not
+ * Two helper threads, pinned to worker 0's CPU and to another CPU of the thread that creates the
+ * scheduler (sched_cost_cpus), ping-pong through two eventfds, each blocking in read() until the
+ * other writes: the round trip of a sleep/wake through an eventfd, as a kick to a sleeping
+ * worker plus a call to a halted guest. Across CPUs the sleeping CPU idles and its vCPU halts:
+ * 50 us on the development VM. Where the creating thread has only worker 0's CPU (an owner
+ * pinned with its vCPU, and the worker inheriting or pinned to that CPU: the seed-2023 shape)
+ * the two wake each other by context switches, 2-6 us there, and so do that worker and the guest
+ * it serves. The first round trip (cold caches, a CPU waking from a deep idle state) is not
  * counted; of the others the lower quartile (a preemption on a shared machine only lengthens
  * round trips, and moves a mean or even a median of 15 when it is loaded), within a time bound,
  * clamped to a sane range. Of each round trip the ping side's wait on a run queue
  * (/proc/thread-self/schedstat) is taken out twice (the pong side's taken as equal): what is
- * left, halved, is a wake-up's path outside the run queue (the eventfd write, the wake-up of
- * a halted vCPU), which the workers add to the queue waits they see after their own wake-ups
+ * left, halved, is a wake-up's path outside the run queue (the eventfd write, the wake-up of a
+ * halted vCPU), which the workers add to the queue waits they see after their own wake-ups
  * (policy.c, learn_queued).
  */
 #include <fcntl.h>

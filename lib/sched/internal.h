@@ -438,8 +438,9 @@ int sched_place_init(struct vqs_sched *s);
 void sched_place_fini(struct vqs_sched *s);
 /* NUMA node of the memory at p, -1 when unknown. */
 int sched_mem_node(const void *p);
-/* The two CPUs sched_measure_costs measures a wake-up between: the first two of the creating
- * thread's (s->inherit_mask), -1 where it has fewer. */
+/* The two CPUs sched_measure_costs measures a wake-up between: worker 0's (under the placement)
+ * and another of the creating thread's (s->inherit_mask), or worker 0's again when that thread
+ * has no other; -1 where unknown. Needs sched_place_init. */
 void sched_cost_cpus(struct vqs_sched *s, int cpu[2]);
 
 /* A counter with one writer at a time: a plain add, published relaxed (no locked instruction). */

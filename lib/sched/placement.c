@@ -147,9 +147,25 @@ int sched_place(struct vqs_sched *s, unsigned index, int node_hint, cpu_set_t *m
 
 void sched_cost_cpus(struct vqs_sched *s, int cpu[2])
 {
-	/* the first two CPUs of the creating thread */
+	/* A kick comes from the side of the thread that creates the scheduler (a VMM's owner
+	 * thread, pinned with its vCPU where it is pinned): a CPU of worker 0's, off that thread's
+	 * CPUs where the worker may run elsewhere (float, auto), and another CPU that thread may run
+	 * on, or the same one when that is all it has */
+	cpu_set_t w0, off;
+	int node;
 	cpu[0] = cpu[1] = -1;
-	for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
-		if (CPU_ISSET(c, &s->inherit_mask))
-			cpu[k++] = c;
+	if (sched_place(s, 0, -1, &w0, &node))
+		float_mask(&w0);
+	CPU_XOR(&off, &w0, &s->inherit_mask);
+	CPU_AND(&off, &off, &w0);
+	if (!CPU_COUNT(&off))
+		off = w0;
+	for (int c = 0; c < CPU_SETSIZE && cpu[0] < 0; c++)
+		if (CPU_ISSET(c, &off))
+			cpu[0] = c;
+	for (int c = 0; c < CPU_SETSIZE && cpu[1] < 0; c++)
+		if (CPU_ISSET(c, &s->inherit_mask) && c != cpu[0])
+			cpu[1] = c;
+	if (cpu[1] < 0 && cpu[0] >= 0 && CPU_ISSET(cpu[0], &s->inherit_mask))
+		cpu[1] = cpu[0];
 }
