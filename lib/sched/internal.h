@@ -279,7 +279,8 @@ struct sched_worker {
 	uint64_t sleep_cpu_ns;
 	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its
 	 * wake-ups, kicked or timed, teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
-	 * counts them). */
+	 * counts them); sleep_mode_sleeps counts the sleeps of a worker whose gap picks sleeping,
+	 * one in 32 of which it measures (policy.c, sched_cost_sleep_reads). */
 	int queued_fd;
 	unsigned queued_sleeps, sleep_mode_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
@@ -431,7 +432,8 @@ int sched_queued_open(void);
 #define SCHED_QUEUED_UNKNOWN UINT64_MAX
 uint64_t sched_queued_ns(int fd);
 /* Two of those reads per sleep (before, after) cost 7-8 us here at load average ~9, against
- * 12-20 us of CPU for the sleep itself: one sleep in 8 teaches W, ~1 us per sleep. */
+ * 12-20 us of CPU for the sleep itself: one measured sleep or nap in 8 teaches W, ~1 us per
+ * sleep (policy.c, sched_cost_sleep_reads). */
 #define SCHED_QUEUED_EVERY 8u
 /* Measure s's wake_ns, wake_path_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round
  * trips and 15 timed sleeps, at most ~10 ms). Threads: any; blocks. */
