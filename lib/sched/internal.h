@@ -334,7 +334,8 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * or a nap's timer ended it): learn W. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
-/* cpu_ns of sched_cost_woke when the thread's CPU was not read around the sleep. */
+/* cpu_ns of sched_cost_woke when the thread's CPU was not read around the sleep: no mark for
+ * the next stall sample, no c learned. */
 #define SCHED_CPU_UNKNOWN UINT64_MAX
 /* What w measures around its next sleep (nap: a timed one): nothing, its thread's CPU before
  * and after (c, c_n, the stall), or that and its run queue wait (W). Owner of w. */

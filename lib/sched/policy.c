@@ -656,9 +656,10 @@ static void rate_mode_update(struct sched_worker *w, uint64_t now)
  * spin or nap, and the poll before them costs it more. A worker whose gap picks sleeping
  * (rate_mode) sleeps between requests as dedicated does, and measuring every sleep put two or
  * three system calls on each request that dedicated does not pay: 1 queue at 5k requests/s,
- * 1.11-2.58x dedicated's worker CPU per request in 6 alternating rounds, median 1.64; now
- * 0.82-1.23, median 1.08 (docs/sched.md, "Measured (the sleep's own cost)"). Its prices only say when to leave sleeping, and change over
- * many sleeps, so it measures one sleep in ADAPT_SLEEP_MEASURE_EVERY, with its run queue wait
+ * 1.11-2.58x dedicated's worker CPU per request in 6 alternating rounds, median 1.64; with one
+ * sleep in 32 measured, 0.82-1.23, median 1.08 (docs/sched.md, "Measured (the sleep's own
+ * cost)"). Its prices only say when to leave sleeping, and change over many sleeps, so it
+ * measures one sleep in ADAPT_SLEEP_MEASURE_EVERY, with its run queue wait
  * (adaptive_sleeping_worker_measures_few_sleeps). */
 #define ADAPT_SLEEP_MEASURE_EVERY 32u
 enum sched_sleep_reads sched_cost_sleep_reads(struct sched_worker *w, bool nap)
