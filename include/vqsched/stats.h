@@ -74,6 +74,10 @@ struct vqs_worker_stats {
 	 * on the p99 of a spinning worker's requests (0 while stalls catch 1% of them or fewer). */
 	uint64_t timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns, sleep_cpu_ns,
 		stall_tail_ns;
+	/* System calls the adaptive cost model made to measure those (its thread's CPU clock, its
+	 * schedstat), around sleeps and naps and while spinning: what it costs beyond the sleeps
+	 * dedicated also makes. Last: a caller's older, shorter size copies a prefix. */
+	uint64_t cost_reads;
 };
 
 struct vqs_sched;

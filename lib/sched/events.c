@@ -57,16 +57,20 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 		atomic_fetch_sub(&g->sleepers, 1);
 		return;
 	}
-	/* adaptive: a sample of the CPU the worker got while awake (policy.c, the stall), and the
-	 * start of the sleep's CPU (c, or a nap's) and, every SCHED_QUEUED_EVERY sleeps or naps,
-	 * of its run queue wait (W) */
+	/* adaptive: a sample of the CPU the worker got while awake since its last read (policy.c,
+	 * the stall), and the start of what the policy measures around this sleep
+	 * (sched_cost_sleep_reads: the sleep's CPU, c or a nap's, and its run queue wait, W) */
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
-	uint64_t q0 = adaptive && !(++w->queued_sleeps % SCHED_QUEUED_EVERY)
-			      ? sched_queued_ns(w->queued_fd)
-			      : SCHED_QUEUED_UNKNOWN;
-	uint64_t t = vqs_now_ns(), c0 = adaptive ? sched_thread_cpu_ns() : 0;
-	if (adaptive)
+	enum sched_sleep_reads reads =
+		adaptive ? sched_cost_sleep_reads(w, timeout_ns >= 0) : SCHED_READS_NONE;
+	uint64_t q0 = reads == SCHED_READS_CPU_QUEUED ? sched_queued_ns(w->queued_fd)
+						       : SCHED_QUEUED_UNKNOWN;
+	uint64_t t = vqs_now_ns(), c0 = 0;
+	if (reads != SCHED_READS_NONE || (adaptive && w->mark_ns)) {
+		c0 = sched_thread_cpu_ns();
 		sched_cost_sample(w, t, c0);
+		stat_add(&w->c.cost_reads, 1 + (q0 != SCHED_QUEUED_UNKNOWN));
+	}
 	if (adaptive && timeout_ns >= 0)
 		sched_cost_nap_start(w, c0);
 	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
@@ -81,12 +85,14 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
-		uint64_t c1 = sched_thread_cpu_ns();
-		/* every wake-up teaches W its run queue wait, a nap's that an event ended too */
+		uint64_t c1 = reads != SCHED_READS_NONE ? sched_thread_cpu_ns() : SCHED_CPU_UNKNOWN;
+		/* a measured wake-up teaches W its run queue wait, a nap's that an event ended too */
 		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
 		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
 								   : SCHED_QUEUED_UNKNOWN;
 		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
+		if (reads != SCHED_READS_NONE)
+			stat_add(&w->c.cost_reads, 1 + (q1 != SCHED_QUEUED_UNKNOWN));
 		sched_cost_woke(w, now, c1, event, c1 - c0, timed ? SCHED_QUEUED_UNKNOWN : queued);
 		if (timed)
 			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);

@@ -98,6 +98,8 @@ struct q_counters {
 
 struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
+	/* system calls the adaptive cost model made to measure (thread CPU clock, schedstat) */
+	_Atomic uint64_t cost_reads;
 	/* sched_worker's cost model inputs and thresholds, published for the stats */
 	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
 		sleep_cpu_ns, stall_tail_ns;
@@ -277,9 +279,10 @@ struct sched_worker {
 	uint64_t sleep_cpu_ns;
 	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its
 	 * wake-ups, kicked or timed, teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
-	 * counts them). */
+	 * counts them); sleep_mode_sleeps counts the sleeps of a worker whose gap picks sleeping,
+	 * one in 32 of which it measures (policy.c, sched_cost_sleep_reads). */
 	int queued_fd;
-	unsigned queued_sleeps;
+	unsigned queued_sleeps, sleep_mode_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
 	 * empty poll: RUNNING, owned by it (see sched_hold). */
 	struct vqs_queue *held[SCHED_HELD_MAX];
@@ -331,6 +334,13 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
  * or a nap's timer ended it): learn W. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
+/* cpu_ns of sched_cost_woke when the thread's CPU was not read around the sleep: no mark for
+ * the next stall sample, no c learned. */
+#define SCHED_CPU_UNKNOWN UINT64_MAX
+/* What w measures around its next sleep (nap: a timed one): nothing, its thread's CPU before
+ * and after (c, c_n, the stall), or that and its run queue wait (W). Owner of w. */
+enum sched_sleep_reads { SCHED_READS_NONE, SCHED_READS_CPU, SCHED_READS_CPU_QUEUED };
+enum sched_sleep_reads sched_cost_sleep_reads(struct sched_worker *w, bool nap);
 
 struct vqs_sched {
 	struct vqs_sched_opts o;
@@ -423,7 +433,8 @@ int sched_queued_open(void);
 #define SCHED_QUEUED_UNKNOWN UINT64_MAX
 uint64_t sched_queued_ns(int fd);
 /* Two of those reads per sleep (before, after) cost 7-8 us here at load average ~9, against
- * 12-20 us of CPU for the sleep itself: one sleep in 8 teaches W, ~1 us per sleep. */
+ * 12-20 us of CPU for the sleep itself: one measured sleep or nap in 8 teaches W, ~1 us per
+ * sleep (policy.c, sched_cost_sleep_reads). */
 #define SCHED_QUEUED_EVERY 8u
 /* Measure s's wake_ns, wake_path_ns, wake_cpu_ns, timer_ns, timer_cpu_ns now (about 15 round
  * trips and 15 timed sleeps, at most ~10 ms), between the CPUs of sched_cost_cpus. Threads: any;

@@ -459,10 +459,13 @@ void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns
 	cost_maybe_update(w);
 }
 
+/* A sample from the mark (mark_ns 0: none, the thread's CPU was not read at the last wake-up:
+ * this read only sets it). */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
 {
-	sched_cost_awake(w, now_ns, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns,
-			 w->reqs - w->mark_reqs, w->found_max);
+	if (w->mark_ns)
+		sched_cost_awake(w, now_ns, now_ns - w->mark_ns, cpu_ns - w->mark_cpu_ns,
+				 w->reqs - w->mark_reqs, w->found_max);
 	w->found_max = 0;
 	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
@@ -484,14 +487,17 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns)
 {
-	w->mark_ns = now_ns;
+	bool read = cpu_ns != SCHED_CPU_UNKNOWN; /* sched_cost_sleep_reads */
+	w->mark_ns = read ? now_ns : 0; /* no mark: the awake time after it is not sampled */
 	w->mark_cpu_ns = cpu_ns;
+	w->mark_reqs = w->reqs;
 	w->found_max = 0;
 	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
 	w->wakes++;
 	w->woken = true;
 	w->woken_found = 0;
 	learn_queued(w, queued_ns);
+	event = event && read;
 	if (event) {
 		w->sleep_cpu_ns = learn_cpu(w->sleep_cpu_ns, slept_cpu_ns);
 		atomic_store_explicit(&w->c.sleep_cpu_ns, w->sleep_cpu_ns, memory_order_relaxed);
@@ -641,6 +647,29 @@ static void rate_mode_update(struct sched_worker *w, uint64_t now)
 	w->mode_since_ns = now;
 }
 
+/* What the worker measures around a sleep or nap (events.c): the thread's CPU clock before and
+ * after (c from a sleep an event ends, c_n from naps, and the stall's sample of the awake time
+ * before it) and, one in SCHED_QUEUED_EVERY of those, its schedstat (W). Each is a system call:
+ * ~1.3 us of the worker's CPU for a CPU clock read here (clock_gettime of
+ * CLOCK_THREAD_CPUTIME_ID has no vDSO path), 1-4 us for a schedstat pread. Naps, and sleeps
+ * while the gap earns polling, are measured every time: their prices decide the worker's next
+ * spin or nap, and the poll before them costs it more. A worker whose gap picks sleeping
+ * (rate_mode) sleeps between requests as dedicated does, and measuring every sleep put two or
+ * three system calls on each request that dedicated does not pay: 1 queue at 5k requests/s,
+ * 1.11-2.58x dedicated's worker CPU per request in 6 alternating rounds, median 1.64; with one
+ * sleep in 32 measured, 0.82-1.23, median 1.08 (docs/sched.md, "Measured (the sleep's own
+ * cost)"). Its prices only say when to leave sleeping, and change over many sleeps, so it
+ * measures one sleep in ADAPT_SLEEP_MEASURE_EVERY, with its run queue wait
+ * (adaptive_sleeping_worker_measures_few_sleeps). */
+#define ADAPT_SLEEP_MEASURE_EVERY 32u
+enum sched_sleep_reads sched_cost_sleep_reads(struct sched_worker *w, bool nap)
+{
+	if (!nap && w->rate_mode == MODE_SLEEP)
+		return ++w->sleep_mode_sleeps % ADAPT_SLEEP_MEASURE_EVERY ? SCHED_READS_NONE
+									 : SCHED_READS_CPU_QUEUED;
+	return ++w->queued_sleeps % SCHED_QUEUED_EVERY ? SCHED_READS_CPU : SCHED_READS_CPU_QUEUED;
+}
+
 /* (d) The rent: how long past its windows a worker keeps its queues polled by naps ((d) above):
  * while its naps have cost less than the n - 1 more sleeps that re-arming n queues buys, at most
  * ADAPT_HOLD_MAX_NS. 0 where the worker does not nap (no price for latency, no nap CPU known). */
@@ -746,6 +775,13 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 		a->batch = a->batch / 2 ? a->batch / 2 : 1;
 }
 
+/* The thread's CPU clock, a system call (sched_cost_sleep_reads), counted. */
+static uint64_t cpu_read(struct sched_worker *w)
+{
+	stat_add(&w->c.cost_reads, 1);
+	return sched_thread_cpu_ns();
+}
+
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
  * (then every queue it keeps polled naps, and the worker's nap_ns says for how long), or not at
  * all. Its queues stay polled while it does, each as long as it is still part of the worker's
@@ -764,14 +800,17 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	struct sched_worker *w = q->home;
 	/* While it spins, the worker samples its CPU once requests were served since the last
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
-	if (w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
-		sched_cost_sample(w, now, sched_thread_cpu_ns());
+	if (w->mark_ns && w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
+		sched_cost_sample(w, now, cpu_read(w));
 	a->backlog = false; /* found empty: what it finds next arrived */
 	/* the queues the wake-up listed are served: what the worker finds next arrived */
 	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
 	if (!atomic_load_explicit(&g->nready, memory_order_relaxed))
 		w->woken = false;
 	enum poll_mode m = worker_mode(s, w, now);
+	/* Awake after a sleep it did not measure: the stall's samples start here, once it polls. */
+	if (m != MODE_SLEEP && !w->mark_ns)
+		sched_cost_sample(w, now, cpu_read(w));
 	a->nap = m == MODE_NAP;
 	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
 	    w->ad.last_arrival_ns - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns)

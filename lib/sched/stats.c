@@ -74,6 +74,7 @@ static void worker_snapshot(struct sched_worker *w, struct vqs_worker_stats *st)
 	st->stall_ns = LOAD(w->c.stall_ns);
 	st->sleep_cpu_ns = LOAD(w->c.sleep_cpu_ns);
 	st->stall_tail_ns = LOAD(w->c.stall_tail_ns);
+	st->cost_reads = LOAD(w->c.cost_reads);
 	clockid_t cid;
 	struct timespec ts;
 	if (!pthread_getcpuclockid(w->th, &cid) && !clock_gettime(cid, &ts))
@@ -168,6 +169,7 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &w, stall_ns);
 		PUT_U64(&o, &w, sleep_cpu_ns);
 		PUT_U64(&o, &w, stall_tail_ns);
+		PUT_U64(&o, &w, cost_reads);
 		put(&o, "}");
 	}
 	put(&o, "],\"queues\":[");
