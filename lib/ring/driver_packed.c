@@ -159,6 +159,25 @@ static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs,
 	return head_flags;
 }
 
+/*
+ * Take the lines of the n slots from idx (free slots, which only the driver writes now) for
+ * writing, all before the first store: the device wrote its used descriptors on each of them and
+ * the reap read them, so the stores find them shared with the device's cache, and stores leave
+ * the store buffer one after another, each waiting for its line. One prefetch a line (every 4
+ * slots from idx, and the last slot's line: idx need not start a line).
+ */
+static inline void prefetch_for_writing(struct vqs_vring_packed_desc *desc, unsigned num,
+					unsigned idx, unsigned n)
+{
+	unsigned first = n < num - idx ? n : num - idx;
+	for (unsigned s = 0; s < first; s += 4)
+		__builtin_prefetch(&desc[idx + s], 1);
+	for (unsigned s = 0; s < n - first; s += 4)
+		__builtin_prefetch(&desc[s], 1);
+	if (n)
+		__builtin_prefetch(&desc[idx + n - 1 < num ? idx + n - 1 : idx + n - 1 - num], 1);
+}
+
 /* A chain of `total` (1 or 2) descriptors of a batch, checked before any of it is written: its
  * token is set and its buffers add up to at most 2^32-1 bytes (the sum's upper half). */
 static inline bool short_ok(const struct vqs_drv_buf *bufs, unsigned total, const void *token)
@@ -196,6 +215,8 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 	const unsigned lim = n < room ? n : room;
 	if (lim == 0 && n && !short_ok(bufs, total, tokens[0]))
 		*err = -EINVAL;
+	if (lim > 1) /* (a chain alone: its stores wait for the same lines at once) */
+		prefetch_for_writing(desc, dq->num, p->avail_idx, lim * total);
 	for (c = 0; c < lim; c++, bufs += total) {
 		void *token = tokens[c];
 		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
@@ -414,7 +435,11 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 	unsigned left = num - p->last_used;
 	/* pointers, not a count beside them: one register fewer */
 	void **tp = tokens, **const tend = tokens + max;
+	const unsigned ahead = vqs_packed_ahead(num);
 	for (; tp < tend; tp++, lens++) {
+		/* read, not for writing: past the last used descriptor the device may still be
+		 * writing the line, and the add takes the lines it reuses for writing itself */
+		__builtin_prefetch(vqs_packed_slot_ahead(desc, d, num, ahead));
 		/* Pairs with the device's release store of these flags in flush (2.8.21.2: it
 		 * writes them after id and len). */
 		uint16_t flags = vqs_packed_flags_acquire(d);

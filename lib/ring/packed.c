@@ -379,11 +379,16 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
 	char *const eend = by_id ? NULL : r->base + m * stride;
 	uint16_t *op = by_id ? r->out + i : NULL, *const oend = by_id ? r->out + m : NULL;
+	const unsigned ahead = vqs_packed_ahead(num);
 	for (;;) {
 		if ((f0 & judged) != want) {
 			r->stop = (f0 & au) != (want & au) ? RUN_UNAVAIL : RUN_SHAPE;
 			break;
 		}
+		/* for writing: the fill stores the used descriptor in each head's slot, so a line
+		 * taken only to be read now would be taken from the driver's cache a second time
+		 * then (nothing is trusted from a prefetch: the flags are read as ever) */
+		__builtin_prefetch(vqs_packed_slot_ahead(r->desc, dp, num, ahead), 1);
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
 			snapshot(dp, f0, &d);

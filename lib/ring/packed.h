@@ -119,6 +119,28 @@ static inline bool vqs_packed_need_event(uint16_t off_wrap, unsigned new_pos, un
 	unsigned ev = vqs_packed_linear((uint16_t)off, off_wrap & VQS_PACKED_WRAP_BIT, num);
 	return (new_pos + span - ev - 1) % span < (new_pos + span - old_pos) % span;
 }
+/*
+ * How far ahead of the slot it reads the device's pop and the driver's reap fetch the ring.
+ * Every descriptor line of a packed ring is written by both sides in a lap (the driver's
+ * descriptors, then the device's used descriptor in the chain's first slot), so each line either
+ * side reads next was last written on the other CPU and misses; taken one after another, at
+ * about a chain in flight, those misses and not the instructions bound both loops. 16 slots
+ * (four lines) keep several in flight; a lap of the ring's end is not worth a test of its own.
+ * The slot that far on, in a ring of num slots (ahead: VQS_PACKED_AHEAD if it is below num,
+ * else 0, from vqs_packed_ahead).
+ */
+#define VQS_PACKED_AHEAD 16u
+static inline unsigned vqs_packed_ahead(unsigned num)
+{
+	return num > VQS_PACKED_AHEAD ? VQS_PACKED_AHEAD : 0;
+}
+static inline struct vqs_vring_packed_desc *
+vqs_packed_slot_ahead(struct vqs_vring_packed_desc *desc, struct vqs_vring_packed_desc *d,
+		      unsigned num, unsigned ahead)
+{
+	unsigned i = (unsigned)(d - desc) + ahead;
+	return &desc[i >= num ? i - num : i];
+}
 /* Event suppression structures are read and written as one 32-bit word: off_wrap in the low
  * half, flags in the high half (little-endian), so a reader never sees half an update. */
 static inline uint32_t vqs_packed_event_load(struct vqs_vring_packed_event *ev)
