@@ -91,8 +91,18 @@ static void heavy_default_costs(void **state)
 	o.streams[2] = 50;
 	o.repeats = REPEATS;
 	struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
-	assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
-	vqs_ksim_seed2017_print(stdout, &o, &r);
+	/* A pair world in which other programs left the model less than VQS_KSIM_SEED2017_CPUS is
+	 * not judged (heavy_judged_with_its_cpus): once more, then the case cannot run here. */
+	for (unsigned run = 0;; run++) {
+		memset(&r, 0, sizeof(r));
+		r.size = sizeof(r);
+		assert_int_equal(vqs_ksim_seed2017_run(&o, &r), 0);
+		vqs_ksim_seed2017_print(stdout, &o, &r);
+		if (r.heavy_judged >= 2)
+			break;
+		if (run == 1)
+			vqs_test_skip();
+	}
 	assert_true(r.interleaved);
 	assert_int_equal(r.pair[1].runs, REPEATS);
 	assert_true(r.pair[1].spread < VQS_KSIM_VERDICT_MARGIN);
