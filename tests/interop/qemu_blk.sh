@@ -49,15 +49,21 @@ spawn "$WORK/guest.log" timeout 300 qemu-system-x86_64 -accel "$GUEST_ACCEL" -m 
 QEMU=$SPAWNED
 
 # Kill the backend in passes 2 and 3, once the pass has been running a moment and the counters
-# show a request taken and not yet done, and start a new one on the same socket and disk.
+# show a request taken and not yet done, and start a new one on the same socket and disk. The
+# counters are read with the backend stopped (SIGSTOP), so that what they show in flight is still
+# in flight when SIGKILL lands: read while it ran, a request seen in flight could complete in the
+# milliseconds before the kill (a clean-clone run saw 1 in flight, then 0 after the kill, twice).
 hits=0
 for n in 2 3; do
   wait_for "grep -aq vqs-pass-$n $WORK/guest.log" 250 || fail "guest never reached pass $n"
   sleep 0.3
   i=$BLK_N
   for ((tries = 1; tries < 3000; tries++)); do
+    kill -STOP "$BLK_PID"
     c=($(counters $i))
     [ "${c[0]}" -gt "${c[1]}" ] && break
+    kill -CONT "$BLK_PID"
+    sleep 0.001
   done
   kill -KILL "$BLK_PID"
   wait "$BLK_PID" 2>/dev/null
