@@ -63,13 +63,12 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	bool adaptive = w->s->pol->id == VQS_POLICY_ADAPTIVE;
 	enum sched_sleep_reads reads =
 		adaptive ? sched_cost_sleep_reads(w, timeout_ns >= 0) : SCHED_READS_NONE;
-	uint64_t q0 = reads == SCHED_READS_CPU_QUEUED ? sched_queued_ns(w->queued_fd)
+	uint64_t q0 = reads == SCHED_READS_CPU_QUEUED ? sched_worker_queued_ns(w)
 						       : SCHED_QUEUED_UNKNOWN;
 	uint64_t t = vqs_now_ns(), c0 = 0;
 	if (reads != SCHED_READS_NONE || (adaptive && w->mark_ns)) {
-		c0 = sched_thread_cpu_ns();
+		c0 = sched_worker_cpu_ns(w);
 		sched_cost_sample(w, t, c0);
-		stat_add(&w->c.cost_reads, 1 + (q0 != SCHED_QUEUED_UNKNOWN));
 	}
 	if (adaptive && timeout_ns >= 0)
 		sched_cost_nap_start(w, c0);
@@ -85,15 +84,14 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll_pwait2 failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
-		uint64_t c1 = reads != SCHED_READS_NONE ? sched_thread_cpu_ns() : SCHED_CPU_UNKNOWN;
+		uint64_t c1 = reads != SCHED_READS_NONE ? sched_worker_cpu_ns(w) : SCHED_CPU_UNKNOWN;
 		/* a measured wake-up teaches W its run queue wait, a nap's that an event ended too */
 		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
-		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_queued_ns(w->queued_fd)
+		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_worker_queued_ns(w)
 								   : SCHED_QUEUED_UNKNOWN;
 		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
-		if (reads != SCHED_READS_NONE)
-			stat_add(&w->c.cost_reads, 1 + (q1 != SCHED_QUEUED_UNKNOWN));
-		sched_cost_woke(w, now, c1, event, c1 - c0, timed ? SCHED_QUEUED_UNKNOWN : queued);
+		sched_cost_woke(w, now, c1, event, c1 != SCHED_CPU_UNKNOWN ? c1 - c0 : 0,
+				timed ? SCHED_QUEUED_UNKNOWN : queued);
 		if (timed)
 			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);
 	}

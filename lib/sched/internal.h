@@ -469,6 +469,20 @@ static inline uint64_t sched_thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The adaptive cost model's reads of worker w's thread (w's own thread only): its CPU clock and
+ * its run queue wait, each a system call, counted in w->c.cost_reads. */
+static inline uint64_t sched_worker_cpu_ns(struct sched_worker *w)
+{
+	stat_add(&w->c.cost_reads, 1);
+	return sched_thread_cpu_ns();
+}
+static inline uint64_t sched_worker_queued_ns(struct sched_worker *w)
+{
+	if (w->queued_fd >= 0)
+		stat_add(&w->c.cost_reads, 1);
+	return sched_queued_ns(w->queued_fd);
+}
+
 /* log2 bucket of v, capped at n-1. */
 static inline unsigned stat_bucket(uint64_t v, unsigned n)
 {

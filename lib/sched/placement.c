@@ -166,6 +166,6 @@ void sched_cost_cpus(struct vqs_sched *s, int cpu[2])
 	for (int c = 0; c < CPU_SETSIZE && cpu[1] < 0; c++)
 		if (CPU_ISSET(c, &s->inherit_mask) && c != cpu[0])
 			cpu[1] = c;
-	if (cpu[1] < 0 && cpu[0] >= 0 && CPU_ISSET(cpu[0], &s->inherit_mask))
+	if (cpu[1] < 0) /* the creator has only cpu[0] */
 		cpu[1] = cpu[0];
 }

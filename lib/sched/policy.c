@@ -775,13 +775,6 @@ static void adapt_observe(const struct vqs_sched *s, struct vqs_queue *q, unsign
 		a->batch = a->batch / 2 ? a->batch / 2 : 1;
 }
 
-/* The thread's CPU clock, a system call (sched_cost_sleep_reads), counted. */
-static uint64_t cpu_read(struct sched_worker *w)
-{
-	stat_add(&w->c.cost_reads, 1);
-	return sched_thread_cpu_ns();
-}
-
 /* The worker decides how it stays awake, from the arrivals of all its queues: spinning, napping
  * (then every queue it keeps polled naps, and the worker's nap_ns says for how long), or not at
  * all. Its queues stay polled while it does, each as long as it is still part of the worker's
@@ -801,7 +794,7 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	/* While it spins, the worker samples its CPU once requests were served since the last
 	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
 	if (w->mark_ns && w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
-		sched_cost_sample(w, now, cpu_read(w));
+		sched_cost_sample(w, now, sched_worker_cpu_ns(w));
 	a->backlog = false; /* found empty: what it finds next arrived */
 	/* the queues the wake-up listed are served: what the worker finds next arrived */
 	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
@@ -810,7 +803,7 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	enum poll_mode m = worker_mode(s, w, now);
 	/* Awake after a sleep it did not measure: the stall's samples start here, once it polls. */
 	if (m != MODE_SLEEP && !w->mark_ns)
-		sched_cost_sample(w, now, cpu_read(w));
+		sched_cost_sample(w, now, sched_worker_cpu_ns(w));
 	a->nap = m == MODE_NAP;
 	if (m == MODE_SLEEP || !a->q.last_arrival_ns ||
 	    w->ad.last_arrival_ns - a->q.last_arrival_ns >= ADAPT_POLL_GAPS * a->q.gap_ewma_ns)
