@@ -92,6 +92,7 @@ struct sample {
 	struct repeat_info {
 		unsigned run_seq; /* 1-based position of this window in the whole run's order */
 		double naps_per_op; /* the deferred re-poll's naps in the window, per operation */
+		double cost_reads_per_op; /* worker 0's cost model system calls, per operation */
 		/* worker 0's counters and learned cost model at the window's end (adaptive) */
 		struct vqs_worker_stats w0;
 	} info;

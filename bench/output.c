@@ -274,6 +274,8 @@ static void json_repeat_info(FILE *f, const struct result *r)
 		const struct vqs_worker_stats *w = &x->w0;
 		fprintf(f, "%s{\"naps_per_op\": ", i ? ", " : "");
 		json_write_num(f, x->naps_per_op);
+		fprintf(f, ", \"cost_reads_per_op\": ");
+		json_write_num(f, x->cost_reads_per_op);
 		fprintf(f, ", \"wake_ns\": %llu, \"timer_ns\": %llu, \"nap_cpu_ns\": %llu, "
 			   "\"sleep_cpu_ns\": %llu, \"spin_max_ns\": %llu, \"poll_max_ns\": %llu, "
 			   "\"stall_ns\": %llu, \"stall_tail_ns\": %llu}",

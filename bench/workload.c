@@ -865,6 +865,8 @@ static void collect(struct run *r, const struct window *a, const struct window *
 		out->fig[FIG_REARMS] = (double)(b->rearms - a->rearms) / (double)ops;
 		out->fig[FIG_WAKES] = (double)(b->wakeups - a->wakeups) / (double)ops;
 		out->info.naps_per_op = (double)(b->naps - a->naps) / (double)ops;
+		out->info.cost_reads_per_op =
+			(double)(b->w0.cost_reads - a->w0.cost_reads) / (double)ops;
 	}
 	out->info.w0 = b->w0;
 	for (unsigned k = 0; k < BATCH_BUCKETS; k++)

@@ -89,17 +89,16 @@ static void *ping_main(void *arg)
 	/* ends the pong side, blocked in read() or about to be */
 	if (write(p->ping, &stop, sizeof(stop)) != sizeof(stop))
 		vqs_warn("sched: could not stop the wake-up measurement");
-	/* A nap as a worker takes it (events.c): epoll_pwait2 on a set nothing signals, with the
+	/* A nap as a worker takes it (events.c): a timed epoll wait on a set nothing signals, with the
 	 * worker's 1 ns timer slack. */
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-	struct timespec ts = {0, COST_NAP_NS};
 	struct epoll_event ev;
 	start = vqs_now_ns();
 	for (unsigned i = 0; ep >= 0 && p->nt < COST_SAMPLES && vqs_now_ns() - start < COST_TIME_MAX_NS;
 	     i++) {
 		uint64_t t0 = vqs_now_ns(), c0 = sched_thread_cpu_ns();
-		if (epoll_pwait2(ep, &ev, 1, &ts, NULL) < 0)
+		if (sched_epoll_wait_ns(ep, &ev, 1, COST_NAP_NS) < 0)
 			break;
 		uint64_t d = vqs_now_ns() - t0;
 		if (i) {

@@ -4,6 +4,8 @@
  * worker with nothing ready) or by a look without blocking between turns.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,27 @@ static void dispatch(struct sched_worker *w, const struct epoll_event *ev, int n
 	urcu_bp_read_unlock();
 }
 
+/* Set once a call answered ENOSYS; relaxed: every thread that reads it stale learns it again. */
+static atomic_bool no_pwait2;
+
+int sched_epoll_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns)
+{
+	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+		int n = epoll_pwait2(epfd, ev, max, timeout_ns < 0 ? NULL : &ts, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		if (!atomic_exchange_explicit(&no_pwait2, true, memory_order_relaxed))
+			vqs_info("sched: no epoll_pwait2 (ENOSYS): timed sleeps use ppoll");
+	}
+	if (timeout_ns < 0)
+		return epoll_wait(epfd, ev, max, -1);
+	struct pollfd p = {.fd = epfd, .events = POLLIN};
+	int r = ppoll(&p, 1, &ts, NULL);
+	/* Another worker of the group may take the events in between: then it reads as a timeout. */
+	return r > 0 ? epoll_wait(epfd, ev, max, 0) : r;
+}
+
 /* Sleep on the group's epoll set at most timeout_ns (-1: until an event), then dispatch what woke
  * the worker; a timeout is a timed wake-up for the cost model to learn from. */
 static void wait_events(struct sched_worker *w, int64_t timeout_ns)
@@ -72,8 +95,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	}
 	if (adaptive && timeout_ns >= 0)
 		sched_cost_nap_start(w, c0);
-	struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
-	int n = epoll_pwait2(g->epfd, ev, 64, timeout_ns < 0 ? NULL : &ts, NULL);
+	int n = sched_epoll_wait_ns(g->epfd, ev, 64, timeout_ns);
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
 	uint64_t slept = now - t;
@@ -82,7 +104,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
-		vqs_err("sched: epoll_pwait2 failed: %d", errno);
+		vqs_err("sched: epoll wait failed: %d", errno);
 	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
 		uint64_t c1 = reads != SCHED_READS_NONE ? sched_worker_cpu_ns(w) : SCHED_CPU_UNKNOWN;
 		/* a measured wake-up teaches W its run queue wait, a nap's that an event ended too */
