@@ -385,6 +385,15 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * moves with a share of 1% (stall_tail): the horizon holds a hundred slices of 0.75 ms, so that
  * one stall in it reads as the 1% it is, whatever the request rate. */
 #define ADAPT_STALL_HORIZON_NS 75000000u
+/* How often a spinning worker samples its CPU clock for the stall. The estimate does not depend
+ * on it: a sample of awake time A that lost L serves ~n A requests, of which a share L / A waited
+ * L / 2, so each sample adds ~n L^2 / 2 however long A is. Its cost does: each sample is a system
+ * call (1.2-1.3 us here) and, one in a few, a search of the thresholds (~5000 instructions,
+ * callgrind). At W / 2 (30-60 us), as before, a worker busy over 50 rr queues, which finds one
+ * of them empty after nearly every request, took one every 50-70 requests (cost_reads_per_op
+ * 0.014-0.022, vqs-bench JSON). A millisecond is shorter than a scheduler slice, the stall it
+ * looks for, and 75 of them fill the horizon. */
+#define ADAPT_SPIN_SAMPLE_NS 1000000u
 #define ADAPT_STALL_MAX_NS 1000000000u /* a lost second is as bad as any: keeps L^2 in range */
 
 static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
@@ -792,8 +801,8 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	struct adapt_state *a = &q->ad;
 	struct sched_worker *w = q->home;
 	/* While it spins, the worker samples its CPU once requests were served since the last
-	 * sample, at most every W / 2 (a system call in a VM; here the worker has nothing to do). */
-	if (w->mark_ns && w->reqs != w->mark_reqs && now - w->mark_ns >= window_min(w))
+	 * sample, at most every ADAPT_SPIN_SAMPLE_NS (see there). */
+	if (w->mark_ns && w->reqs != w->mark_reqs && now - w->mark_ns >= ADAPT_SPIN_SAMPLE_NS)
 		sched_cost_sample(w, now, sched_worker_cpu_ns(w));
 	a->backlog = false; /* found empty: what it finds next arrived */
 	/* the queues the wake-up listed are served: what the worker finds next arrived */

@@ -764,7 +764,7 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
 
 	struct fake *g = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	for (unsigned k = 0; k < 10; k++) {
-		/* a sample every W / 2 = 25 us of awake time, 12 requests each; one of them holds a
+		/* a sample every 25 us of awake time, 12 requests each; one of them holds a
 		 * 3 ms stall */
 		awake(g, 3 * MS + 25 * US, 25 * US, 12, 1);
 		for (unsigned i = 0; i < 120; i++)
@@ -787,7 +787,7 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
  * requests/s, a quiet machine): the spinning worker lost 1-2.5% of its time in preemptions of
  * ~80 us, a mean wait of about a microsecond per request (priced 2 us at the default knob against
  * a 60 us sleep, so the worker spun), while the 2.5% of requests that arrived in a stall waited
- * up to 80 us and set its p99. Here: a sample every W / 2 = 25 us of awake time, 100k
+ * up to 80 us and set its p99. Here: a sample every 25 us of awake time, 100k
  * requests/s; one 80 us stall every 2 ms (4% of the time) puts the stall into the p99 and the
  * worker stops spinning through its 10 us gaps (before, it spun: the mean wait was ~1 us); one
  * every 16 ms (0.5%) stays out of the p99, and the worker spins.
@@ -969,6 +969,31 @@ static void adaptive_sleeping_worker_measures_few_sleeps(void **state)
 }
 
 /*
+ * A spinning worker samples its CPU clock for the stall (a system call each, counted in
+ * cost_reads) at most once a millisecond. rr over 50 queues at saturation finds one of them empty
+ * after nearly every request; sampling at most every W / 2 (25 us here), as before, took a
+ * sample every 25 us of a busy worker's time, 400 over these 10 ms (one per 50-70 requests in
+ * vqs-bench), where the stall it prices is a scheduler slice of a millisecond or more.
+ */
+static void adaptive_spinning_worker_samples_its_cpu_rarely(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 1 * MS;
+	for (; t < 2 * MS; t += 2 * US) /* learn the rate: a request every 2 us */
+		arrive(f, 0, t);
+	assert_int_equal(mode(f, 0, t), SPIN);
+	uint64_t reads = atomic_load(&f->w.c.cost_reads);
+	for (uint64_t end = t + 10 * MS; t < end; t += 2 * US) {
+		arrive(f, 0, t);
+		f->w.reqs++;
+		assert_true(polled(f, 0, t + 1 * US));
+	}
+	uint64_t n = atomic_load(&f->w.c.cost_reads) - reads;
+	assert_true(n >= 9 && n <= 11);
+	free(f);
+}
+
+/*
  * pool (and dedicated with queue groups): a worker that has other queues listed is not going to
  * sleep, so a queue it found empty goes back on the list with notifications off for up to
  * SCHED_DEFER_LOOKS empty turns instead of re-arming at once (which made a driver sending one request
@@ -1030,6 +1055,7 @@ int main(void)
 		cmocka_unit_test(adaptive_one_stolen_sample_is_not_a_price),
 		cmocka_unit_test(adaptive_thresholds_ignore_the_noise_of_their_inputs),
 		cmocka_unit_test(adaptive_sleeping_worker_measures_few_sleeps),
+		cmocka_unit_test(adaptive_spinning_worker_samples_its_cpu_rarely),
 		cmocka_unit_test(pool_defers_the_rearm_while_others_are_listed),
 		cmocka_unit_test(dedicated_alone_never_polls),
 	};
