@@ -13,11 +13,11 @@
 #include "util/log.h"
 #include "util/tsan.h"
 
-/* The queue whose handler runs on this thread right now: completions for it fill directly.
- * Read once per completed request: initial-exec makes that a plain %fs-relative load instead of
- * a __tls_get_addr call (the shared library's default model). The cost is one pointer of the
- * static TLS surplus glibc keeps for libraries loaded with dlopen. */
-_Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
+/* The batch whose handler runs on this thread right now. Read once per completed request:
+ * initial-exec makes that a plain %fs-relative load instead of a __tls_get_addr call (the shared
+ * library's default model). The cost is two pointers of the static TLS surplus glibc keeps for
+ * libraries loaded with dlopen. */
+_Thread_local struct sched_running sched_running __attribute__((tls_model("initial-exec")));
 
 /* Write r's used entry in session ss on q's ring. Owner of q. Latency is counted by the
  * caller. */
@@ -110,7 +110,7 @@ static void hand_over_done(struct vqs_queue *q, struct lf_node *newest, struct l
 static __attribute__((noinline)) void complete_other(struct req_slot *r, struct vqs_queue *q,
 						     uint32_t written)
 {
-	if (sched_running != q) {
+	if (sched_running.q != q) {
 		r->written = written;
 		hand_over_done(q, &r->done, &r->done);
 		return;
@@ -138,15 +138,34 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 {
 	struct req_slot *r = (struct req_slot *)req;
 	struct vqs_queue *q = r->q;
-	/* A request of the current batch on its worker, inside the handler: staged with the batch's
-	 * others when the handler returns (one ring call) and timed after the flush (one clock read
-	 * per batch). */
-	if (sched_running == q && r->st == SLOT_HANDED) {
-		r->written = written;
-		r->st = SLOT_DONE_HERE;
+	/* A request of the current batch on its worker, inside the handler: staged for the batch's
+	 * one fill when the handler returns (one ring call) and timed after the flush (one clock
+	 * read per batch). */
+	if (sched_running.q == q && r->st == SLOT_HANDED) {
+		struct sched_worker *w = sched_running.w;
+		unsigned k = w->nstaged++;
+		stage_here(&w->fill_elems[k], &w->fill_written[k], r, written);
 		return;
 	}
 	complete_other(r, q, written);
+}
+
+/* Stage the run of requests of the current batch (q's, SLOT_HANDED) at the start of
+ * reqs[0..n), as vqs_req_complete would each; returns how many. */
+static unsigned stage_run(struct sched_worker *w, struct vqs_queue *q, struct vqs_req *const *reqs,
+			  const uint32_t *written, unsigned n)
+{
+	const struct vqs_elem **fe = w->fill_elems + w->nstaged;
+	uint32_t *fw = w->fill_written + w->nstaged;
+	unsigned i = 0;
+	for (; i < n; i++) {
+		struct req_slot *r = (struct req_slot *)reqs[i];
+		if (r->q != q || r->st != SLOT_HANDED)
+			break;
+		stage_here(&fe[i], &fw[i], r, written[i]);
+	}
+	w->nstaged += i;
+	return i;
 }
 
 void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written, unsigned n)
@@ -154,9 +173,13 @@ void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written
 	for (unsigned i = 0; i < n;) {
 		struct req_slot *r = (struct req_slot *)reqs[i];
 		struct vqs_queue *q = r->q;
-		if (sched_running == q) {
-			vqs_req_complete(reqs[i], written[i]);
-			i++;
+		if (sched_running.q == q) {
+			i += stage_run(sched_running.w, q, reqs + i, written + i, n - i);
+			/* the first other one of q's, as vqs_req_complete would */
+			if (i < n && (r = (struct req_slot *)reqs[i])->q == q) {
+				complete_other(r, q, written[i]);
+				i++;
+			}
 			continue;
 		}
 		/* The run of q's requests from here: linked newest first, handed over at once. */
@@ -185,7 +208,7 @@ void vqs_queue_wake(struct vqs_queue *q)
 	/* From a handler (one queue's handler waking another, say), the time its worker read before
 	 * the call will do for when q was noticed, without a clock read: it only starts q's latency
 	 * a little early. */
-	struct vqs_queue *running = sched_running;
+	struct vqs_queue *running = sched_running.q;
 	uint64_t now = running ? running->clock_ns : vqs_now_ns();
 	/* The flag is published by the acq_rel CAS in sched_queue_wake, or seen by the running
 	 * owner's exchange at its next turn (which PENDING guarantees). */

@@ -60,7 +60,9 @@
 enum slot_state {
 	SLOT_FREE,
 	SLOT_HANDED,    /* given to the handler in the current call */
-	SLOT_DONE_HERE, /* completed on the worker during the handler call; staged after it */
+	SLOT_DONE_HERE, /* completed on the worker during the handler call, staged for the
+			 * batch's fill; once the handler returned, filled: as free as SLOT_FREE
+			 * (a pop sets each request it writes SLOT_HANDED) */
 	SLOT_OUT,       /* with the handler beyond its call */
 	SLOT_HELD,      /* IN_ORDER: completed, waiting for an older request (see order_drain) */
 };
@@ -290,9 +292,11 @@ struct sched_worker {
 	struct vqs_elem giveback[SCHED_BATCH_MAX]; /* scratch for vqs_vq_unpop */
 	struct req_slot *batch[SCHED_BATCH_MAX];
 	uint16_t pop_ids[SCHED_BATCH_MAX]; /* the ids of the batch, in pop order */
-	/* The batch's requests completed during the handler call, filled in one session fill */
+	/* The batch's requests completed during the handler call, filled in one session fill:
+	 * nstaged of them, staged as they are completed (stage_here) */
 	const struct vqs_elem *fill_elems[SCHED_BATCH_MAX];
 	uint32_t fill_written[SCHED_BATCH_MAX];
+	unsigned nstaged;
 };
 
 /* A policy's decisions, plugged into the one worker loop (turn.c, poll.c). */
@@ -386,8 +390,14 @@ bool sched_take_turn(struct vqs_queue *q);
 void sched_signal(struct vqs_sched *s);
 
 /* ---- complete.c: completion (request slots and pins: slots.h) ---- */
-/* The queue whose handler runs on this thread right now: completions for it fill directly. */
-extern _Thread_local struct vqs_queue *sched_running __attribute__((tls_model("initial-exec")));
+/* The batch whose handler runs on this thread right now (q NULL: none), and its worker:
+ * completions of the batch's requests are staged in w's fill arrays for the batch's one fill,
+ * completions of q's other requests fill directly. */
+struct sched_running {
+	struct vqs_queue *q;
+	struct sched_worker *w;
+};
+extern _Thread_local struct sched_running sched_running __attribute__((tls_model("initial-exec")));
 /* Publish completions handed over from other threads. Owner of q. */
 void sched_reap(struct vqs_queue *q);
 /* End q's ring session ss: publish what was filled, decide the call (EVENT_IDX coalesces it per

@@ -24,7 +24,7 @@ static inline void restore_long(struct vqs_queue *q)
 	unsigned k = 0;
 	for (unsigned i = 0; i < q->nlong; i++) {
 		struct req_slot *r = slot_of(q, q->long_ids[i]);
-		if (r->st == SLOT_FREE)
+		if (r->st == SLOT_FREE || r->st == SLOT_DONE_HERE)
 			r->req.elem.iov = r->iov;
 		else
 			q->long_ids[k++] = q->long_ids[i];
@@ -79,6 +79,21 @@ static inline uint32_t checked_written(const struct req_slot *r, uint32_t writte
 		return r->req.elem.in_len;
 	}
 	return written;
+}
+
+/* r, a request of the batch whose handler runs on this thread (SLOT_HANDED), completed with
+ * `written` bytes: staged at *fe, *fw, a place of its worker's fill arrays, in the order of
+ * completion (the fill's order unless the queue is IN_ORDER, whose turn stages again in pop
+ * order: stage_in_order), so that a batch the handler completes in its call takes no second
+ * pass over it. */
+static inline void stage_here(const struct vqs_elem **fe, uint32_t *fw, struct req_slot *r,
+			      uint32_t written)
+{
+	written = checked_written(r, written);
+	r->written = written;
+	r->st = SLOT_DONE_HERE;
+	*fe = &r->req.elem;
+	*fw = written;
 }
 
 static inline void sched_queue_order_init(struct vqs_queue *q)

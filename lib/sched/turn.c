@@ -211,17 +211,15 @@ static unsigned keep_completed(struct sched_worker *w, struct vqs_queue *q, unsi
 	return last;
 }
 
-/* Stage the used entries of batch[0..taken) completed inside the handler call in
- * w->fill_elems/fill_written, free them, and give the others the batch's pin and t0 for their
- * completion. Returns how many were staged. IN_ORDER: only while nothing older is outstanding
- * (the batch is the newest in the order) and up to the batch's first open request; the others
- * wait in the order. A constant in each call, so the loop without IN_ORDER tests it once a
- * batch, not once a request. */
-static inline __attribute__((always_inline)) unsigned
-stage_done(struct sched_worker *w, struct vqs_queue *q, unsigned taken, uint64_t t0,
-	   struct pin_ref *pin, const bool in_order)
+/* IN_ORDER: stage the used entries of batch[0..taken) completed inside the handler call again,
+ * in pop order, in w->fill_elems/fill_written, and free them, while nothing older is
+ * outstanding (the batch is the newest in the order) and up to the batch's first open request;
+ * the others wait in the order, with the batch's pin and t0 for their completion. Returns how
+ * many were staged. */
+static unsigned stage_in_order(struct sched_worker *w, struct vqs_queue *q, unsigned taken,
+			       uint64_t t0, struct pin_ref *pin)
 {
-	bool now = !in_order || q->ord_len == taken;
+	bool now = q->ord_len == taken;
 	unsigned m = 0;
 	for (unsigned i = 0; i < taken; i++) {
 		struct req_slot *r = w->batch[i];
@@ -230,36 +228,48 @@ stage_done(struct sched_worker *w, struct vqs_queue *q, unsigned taken, uint64_t
 			 * the fill has read it. */
 			r->st = SLOT_FREE;
 			w->fill_elems[m] = &r->req.elem;
-			w->fill_written[m++] = checked_written(r, r->written);
+			w->fill_written[m++] = r->written;
 			continue;
 		}
-		/* Still with the handler (maybe already completed elsewhere and waiting on q->done,
-		 * which only q's owner reaps, later), or (IN_ORDER) completed behind an open
-		 * request. */
-		if (in_order) {
-			now = false;
-			r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
-		} else {
-			r->st = SLOT_OUT;
-		}
+		/* completed behind an open request, or still with the handler */
+		now = false;
+		r->st = r->st == SLOT_DONE_HERE ? SLOT_HELD : SLOT_OUT;
 		r->pin = pin;
 		r->t0_ns = t0;
 	}
 	return m;
 }
 
+/* The requests of batch[0..taken) the handler did not complete in its call (still with it, or
+ * completed by another thread, waiting on q->done, which only q's owner reaps, later) get the
+ * batch's pin and t0 for their completion. */
+static void mark_open(struct sched_worker *w, unsigned taken, uint64_t t0, struct pin_ref *pin)
+{
+	for (unsigned i = 0; i < taken; i++) {
+		struct req_slot *r = w->batch[i];
+		if (r->st != SLOT_HANDED)
+			continue;
+		r->st = SLOT_OUT;
+		r->pin = pin;
+		r->t0_ns = t0;
+	}
+}
+
 /* Run the handler on batch[0..n), noticed at t0 and pinned by pin; returns how many it took (the
  * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
- * are staged (stage_done) and filled together, and freed: *done of them, whose pin references
- * and latency retire_done_here counts after the flush. Outside the read-side section: the
- * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
+ * were staged as it completed them (stage_here; an IN_ORDER queue stages them again in pop
+ * order) and are filled together: *done of them, whose pin references and latency
+ * retire_done_here counts after the flush. A batch completed whole during the call takes no
+ * second pass over it. Outside the read-side section: the batch's pin keeps the buffers mapped,
+ * so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
 			  uint64_t *bytes, unsigned *done)
 {
-	sched_running = q;
+	w->nstaged = 0;
+	sched_running = (struct sched_running){q, w};
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
-	sched_running = NULL;
+	sched_running.q = NULL;
 	/* One read-side section from here to the pop of the turn's next batch (see serve): the
 	 * session's fill and end, and the next begin and pop, nest in it. */
 	vqs_mem_read_lock();
@@ -275,8 +285,12 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
-	unsigned m = q->in_order ? stage_done(w, q, taken, t0, pin, true)
-				 : stage_done(w, q, taken, t0, pin, false);
+	/* all staged are before taken (keep_completed) */
+	unsigned m = w->nstaged;
+	if (q->in_order)
+		m = stage_in_order(w, q, taken, t0, pin);
+	else if (m < taken)
+		mark_open(w, taken, t0, pin);
 	if (m) {
 		q->nout -= m;
 		if (q->in_order)
