@@ -116,6 +116,12 @@ static __attribute__((noinline)) void complete_other(struct req_slot *r, struct 
 		return;
 	}
 	/* On q's worker inside its handler: q is ours. */
+	if (r->st == SLOT_HANDED) { /* of the batch, reported longer than its buffer */
+		struct sched_worker *w = sched_running.w;
+		unsigned k = w->nstaged++;
+		stage_here(&w->fill_elems[k], &w->fill_written[k], r, checked_written(r, written));
+		return;
+	}
 	if (r->st == SLOT_DONE_HERE || r->st == SLOT_HELD) {
 		vqs_warn("sched: request for chain %u completed twice", r->req.elem.id);
 		return;
@@ -141,7 +147,7 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 	/* A request of the current batch on its worker, inside the handler: staged for the batch's
 	 * one fill when the handler returns (one ring call) and timed after the flush (one clock
 	 * read per batch). */
-	if (sched_running.q == q && r->st == SLOT_HANDED) {
+	if (sched_running.q == q && r->st == SLOT_HANDED && written <= r->req.elem.in_len) {
 		struct sched_worker *w = sched_running.w;
 		unsigned k = w->nstaged++;
 		stage_here(&w->fill_elems[k], &w->fill_written[k], r, written);
@@ -150,8 +156,8 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 	complete_other(r, q, written);
 }
 
-/* Stage the run of requests of the current batch (q's, SLOT_HANDED) at the start of
- * reqs[0..n), as vqs_req_complete would each; returns how many. */
+/* Stage the run of requests of the current batch (q's, SLOT_HANDED, written within their
+ * buffers) at the start of reqs[0..n), as vqs_req_complete would each; returns how many. */
 static unsigned stage_run(struct sched_worker *w, struct vqs_queue *q, struct vqs_req *const *reqs,
 			  const uint32_t *written, unsigned n)
 {
@@ -160,7 +166,7 @@ static unsigned stage_run(struct sched_worker *w, struct vqs_queue *q, struct vq
 	unsigned i = 0;
 	for (; i < n; i++) {
 		struct req_slot *r = (struct req_slot *)reqs[i];
-		if (r->q != q || r->st != SLOT_HANDED)
+		if (r->q != q || r->st != SLOT_HANDED || written[i] > r->req.elem.in_len)
 			break;
 		stage_here(&fe[i], &fw[i], r, written[i]);
 	}

@@ -82,14 +82,14 @@ static inline uint32_t checked_written(const struct req_slot *r, uint32_t writte
 }
 
 /* r, a request of the batch whose handler runs on this thread (SLOT_HANDED), completed with
- * `written` bytes: staged at *fe, *fw, a place of its worker's fill arrays, in the order of
- * completion (the fill's order unless the queue is IN_ORDER, whose turn stages again in pop
- * order: stage_in_order), so that a batch the handler completes in its call takes no second
- * pass over it. */
+ * `written` bytes, within its writable bytes (the caller checked: the fast paths leave a longer
+ * report, to be clamped with a warning, to an out-of-line path): staged at *fe, *fw, a place of
+ * its worker's fill arrays, in the order of completion (the fill's order unless the queue is
+ * IN_ORDER, whose turn stages again in pop order: stage_in_order), so that a batch the handler
+ * completes in its call takes no second pass over it. */
 static inline void stage_here(const struct vqs_elem **fe, uint32_t *fw, struct req_slot *r,
 			      uint32_t written)
 {
-	written = checked_written(r, written);
 	r->written = written;
 	r->st = SLOT_DONE_HERE;
 	*fe = &r->req.elem;
