@@ -157,9 +157,12 @@ void vqs_req_complete(struct vqs_req *req, uint32_t written)
 }
 
 /* Stage the run of requests of the current batch (q's, SLOT_HANDED, written within their
- * buffers) at the start of reqs[0..n), as vqs_req_complete would each; returns how many. */
-static unsigned stage_run(struct sched_worker *w, struct vqs_queue *q, struct vqs_req *const *reqs,
-			  const uint32_t *written, unsigned n)
+ * buffers) at the start of reqs[0..n), as vqs_req_complete would each; returns how many. Out of
+ * line: inlined, its loop kept its state in fewer registers (19 instructions a request, 17 in a
+ * function of its own). */
+static __attribute__((noinline)) unsigned stage_run(struct sched_worker *w, struct vqs_queue *q,
+						     struct vqs_req *const *reqs,
+						     const uint32_t *written, unsigned n)
 {
 	const struct vqs_elem **fe = w->fill_elems + w->nstaged;
 	uint32_t *fw = w->fill_written + w->nstaged;
