@@ -36,6 +36,7 @@ struct vqs_drv_packed {
 	uint16_t held_flags;
 	uint16_t last_used;  /* next slot to look for a used descriptor in */
 	bool used_wrap;
+	uint16_t reap_step;  /* slots of the chain reaped last: the reap's guess for the next */
 	uint16_t in_flight;  /* chains added and not yet consumed */
 	/* IN_ORDER: ids in the order they were made available (a ring of num), and the batch a
 	 * used descriptor naming a later id completes (2.8.9); batch_end -1 when none. */
@@ -415,9 +416,18 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 	return true;
 }
 
-/* Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
+/*
+ * Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
  * and its id checked against the ids in flight. Stops at the first slot not used, or at a bad
- * id (queue broken). */
+ * id (queue broken).
+ *
+ * The next used descriptor is as many slots on as the chain just reaped took (2.8.7), a count
+ * known only after its id was read from the line the device wrote, most often a miss: stepped by
+ * that count, each descriptor's address would wait for the line before, one miss after another
+ * however far the prefetches reach. So the loop steps by a count held in a register for the run
+ * of chains of one length (k: the last chain's), and a chain of another length ends the run, a
+ * branch the processor predicts instead of a value it waits for.
+ */
 static inline __attribute__((always_inline)) unsigned
 reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned max)
 {
@@ -435,37 +445,60 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 	unsigned left = num - p->last_used;
 	/* pointers, not a count beside them: one register fewer */
 	void **tp = tokens, **const tend = tokens + max;
-	const unsigned ahead = vqs_packed_ahead(num);
-	for (; tp < tend; tp++, lens++) {
-		/* read, not for writing: past the last used descriptor the device may still be
-		 * writing the line, and the add takes the lines it reuses for writing itself */
-		__builtin_prefetch(vqs_packed_slot_ahead(desc, d, num, ahead));
-		/* Pairs with the device's release store of these flags in flush (2.8.21.2: it
-		 * writes them after id and len). */
-		uint16_t flags = vqs_packed_flags_acquire(d);
-		if ((flags & au) != want)
-			break;
-		uint16_t id = le16toh(atomic_load_explicit((_Atomic uint16_t *)(void *)&d->id,
-							   memory_order_relaxed));
-		if (id >= num || !slots[id].token) {
-			vqs_drv_break(dq, "used buffer id not in flight", id);
-			break;
+	unsigned k = p->reap_step, nd = k;
+	for (;;) {
+		while (tp < tend) {
+			/* read, not for writing: past the last used descriptor the device may
+			 * still be writing the line, and the add takes the lines it reuses for
+			 * writing itself; none across the ring's end (the start's prefetches
+			 * below fetch the first lines of each call) */
+			if (left > VQS_PACKED_AHEAD)
+				__builtin_prefetch(d + VQS_PACKED_AHEAD);
+			/* Pairs with the device's release store of these flags in flush
+			 * (2.8.21.2: it writes them after id and len). */
+			uint16_t flags = vqs_packed_flags_acquire(d);
+			if ((flags & au) != want)
+				break;
+			uint16_t id = le16toh(atomic_load_explicit(
+				(_Atomic uint16_t *)(void *)&d->id, memory_order_relaxed));
+			if (id >= num || !slots[id].token) {
+				vqs_drv_break(dq, "used buffer id not in flight", id);
+				break;
+			}
+			struct vqs_drv_slot *slot = &slots[id];
+			/* 2.8.7: len is meaningful only with WRITE set in the used descriptor. */
+			uint32_t written = (flags & VQS_VRING_DESC_F_WRITE)
+						   ? le32toh(atomic_load_explicit(
+							     (_Atomic uint32_t *)(void *)&d->len,
+							     memory_order_relaxed))
+						   : 0;
+			*tp++ = slot->token;
+			*lens++ = written <= slot->in_len
+					  ? written
+					  : vqs_drv_len_clamped(&p->base, written, slot->in_len);
+			slot->token = NULL;
+			next_id[id] = free_id;
+			free_id = id;
+			/* The device skips the rest of the chain's slots (2.8.7); ndescs is
+			 * ours, at most num (no pointer is formed past the ring's end). */
+			nd = slot->ndescs;
+			/* in memory, not a register */
+			dq->num_free += nd;
+			if (nd != k)
+				break;
+			if (k < left) {
+				d += k;
+				left -= k;
+			} else {
+				d -= num - k;
+				left += num - k;
+				want ^= au;
+			}
 		}
-		struct vqs_drv_slot *slot = &slots[id];
-		/* 2.8.7: len is meaningful only with WRITE set in the used descriptor. */
-		uint32_t written = (flags & VQS_VRING_DESC_F_WRITE)
-					   ? le32toh(atomic_load_explicit(
-						     (_Atomic uint32_t *)(void *)&d->len,
-						     memory_order_relaxed))
-					   : 0;
-		*tp = slot->token;
-		*lens = written <= slot->in_len
-				 ? written
-				 : vqs_drv_len_clamped(&p->base, written, slot->in_len);
-		slot->token = NULL;
-		/* The device skips the rest of the chain's slots (2.8.7); ndescs is ours, at
-		 * most num (no pointer is formed past the ring's end). */
-		const unsigned nd = slot->ndescs;
+		/* stopped (the end, a slot not used, a bad id), or a chain of another length
+		 * ended the run: stepped over here, the next run steps by its length */
+		if (nd == k)
+			break;
 		if (nd < left) {
 			d += nd;
 			left -= nd;
@@ -474,11 +507,9 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 			left += num - nd;
 			want ^= au;
 		}
-		next_id[id] = free_id;
-		free_id = id;
-		/* in memory, not a register */
-		dq->num_free += nd;
+		k = nd;
 	}
+	p->reap_step = (uint16_t)k;
 	p->last_used = (uint16_t)(d - desc);
 	p->used_wrap = want != 0;
 	p->free_id = free_id;

@@ -334,6 +334,64 @@ static void test_split_reap_requests_next_used_event(void **state)
 	teardown(&f);
 }
 
+/*
+ * A reap steps from each used descriptor over the slots of the chain it names (2.8.7), which the
+ * device may complete in any order: chains of 1, 2 and 3 descriptors, completed in reverse, each
+ * lap's mix rotated so that runs of one length start and end anywhere, over laps of the ring
+ * (both wrap counters), each lap's completions reaped by one call and then by calls of two.
+ */
+static void test_packed_reap_mixed_lengths_any_order(void **state)
+{
+	(void)state;
+	static const unsigned shape[] = {1, 2, 2, 3, 1, 1, 3};
+	enum { N = sizeof(shape) / sizeof(shape[0]) }; /* 13 slots of NUM */
+	struct fx f;
+	setup(&f, true, false);
+	for (unsigned lap = 0; lap < 8; lap++) {
+		struct vqs_drv_buf b[N][3];
+		struct iovec iov[N][4];
+		struct vqs_elem e[N];
+		unsigned in_len[N];
+		for (unsigned c = 0; c < N; c++) {
+			unsigned total = shape[(c + lap) % N];
+			for (unsigned k = 0; k < total; k++)
+				b[c][k] = (struct vqs_drv_buf){f.buf + 64ull * (3 * c + k), 8 + c + k};
+			/* all but the last readable: the last, writable, takes the bytes */
+			in_len[c] = b[c][total - 1].len;
+			assert_int_equal(vqs_drv_add_batch(f.dq, b[c], total - 1, 1, &f.tokens[c], 1,
+							   false),
+					 1);
+		}
+		vqs_drv_kick_prepare(f.dq);
+		vqs_mem_read_lock();
+		for (unsigned c = 0; c < N; c++) {
+			e[c] = (struct vqs_elem){.iov = iov[c], .iov_cap = 4};
+			assert_int_equal(vqs_vq_pop(f.vq, &e[c]), 0);
+			assert_int_equal(e[c].ndescs, shape[(c + lap) % N]);
+		}
+		for (unsigned c = N; c-- > 0;)
+			assert_int_equal(vqs_vq_fill(f.vq, &e[c], c % in_len[c]), 0);
+		vqs_mem_read_unlock();
+		vqs_vq_flush(f.vq);
+		void *got[NUM];
+		uint32_t lens[NUM];
+		unsigned n = lap % 2 ? 0 : vqs_drv_get_used_batch(f.dq, got, lens, NUM);
+		while (n < N) {
+			unsigned k = vqs_drv_get_used_batch(f.dq, got + n, lens + n, 2);
+			assert_true(k > 0);
+			n += k;
+		}
+		assert_int_equal(n, N);
+		assert_int_equal(vqs_drv_get_used_batch(f.dq, got, lens, NUM), 0);
+		for (unsigned i = 0; i < N; i++) {
+			assert_ptr_equal(got[i], f.tokens[N - 1 - i]);
+			assert_int_equal(lens[i], (N - 1 - i) % in_len[N - 1 - i]);
+		}
+		assert_int_equal(vqs_drv_free_count(f.dq), NUM);
+	}
+	teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_split_reap_stops_at_bad_used_id),
 		cmocka_unit_test(test_packed_reap_stops_at_bad_used_id),
 		cmocka_unit_test(test_split_reap_requests_next_used_event),
+		cmocka_unit_test(test_packed_reap_mixed_lengths_any_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
