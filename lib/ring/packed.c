@@ -379,7 +379,11 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 	char *const start = by_id ? r->base : r->base + i * stride, *ep = start;
 	char *const eend = by_id ? NULL : r->base + m * stride;
 	uint16_t *op = by_id ? r->out + i : NULL, *const oend = by_id ? r->out + m : NULL;
-	const unsigned ahead = vqs_packed_ahead(num);
+	/* the heads before this one have their slot VQS_PACKED_AHEAD on inside the ring (none
+	 * in a ring that short): no prefetch across the ring's end, whose first lines are then
+	 * fetched by their reads (4 lines a lap of 64 in a ring of 256) */
+	struct vqs_vring_packed_desc *const plim =
+		num > VQS_PACKED_AHEAD ? dend - VQS_PACKED_AHEAD : r->desc;
 	for (;;) {
 		if ((f0 & judged) != want) {
 			r->stop = (f0 & au) != (want & au) ? RUN_UNAVAIL : RUN_SHAPE;
@@ -388,7 +392,8 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 		/* for writing: the fill stores the used descriptor in each head's slot, so a line
 		 * taken only to be read now would be taken from the driver's cache a second time
 		 * then (nothing is trusted from a prefetch: the flags are read as ever) */
-		__builtin_prefetch(vqs_packed_slot_ahead(r->desc, dp, num, ahead), 1);
+		if (dp < plim)
+			__builtin_prefetch(dp + VQS_PACKED_AHEAD, 1);
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
 			snapshot(dp, f0, &d);
