@@ -69,16 +69,19 @@ out:
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
 
-/* Streaming: keep the ring full, refilling up to a batch as entries come back (as the minimal
- * ring's producer does), until the time is up; then wait for what is in flight. A step reaps up
- * to REAP completions with one vqs_drv_get_used_batch and refills with one vqs_drv_add_batch
- * and one kick_prepare, as vqs-bench's driver does (workload.c): reaping until none is left
- * before refilling ran into the batch the device flushed meanwhile and held the refill of the
- * first back by a whole batch, so the two sides took turns. A request's token is its slot + 1. */
+/* Streaming: keep the ring full, refilling as entries come back, until the time is up; then
+ * wait for what is in flight. A step reaps up to REAP completions with one
+ * vqs_drv_get_used_batch and refills the room there is, up to a batch, with one vqs_drv_add_batch
+ * and one kick_prepare. The ring holds two batches of 64 two-descriptor chains, so the refill of
+ * a batch the device flushed is what the device waits for once it finished the other: reaping
+ * until none was left before refilling (the reap then ran into the next batch), or a whole
+ * batch, held that refill back and the two sides took turns; a quarter of a batch lets the
+ * device go on after a quarter (docs/bench.md, "Packed: the misses taken one after another").
+ * A request's token is its slot + 1. */
 static void vref_driver_stream(void *p)
 {
 	struct vref *v = p;
-	enum { MOST = 256, REAP = 64 };
+	enum { MOST = 256, REAP = 16 };
 	static _Thread_local struct vqs_drv_buf bufs[MOST][2];
 	static _Thread_local void *tokens[MOST], *got[MOST];
 	static _Thread_local uint32_t lens[MOST];
