@@ -416,6 +416,22 @@ static bool read_used(struct vqs_drv_packed *p, uint16_t *id, uint32_t *written)
 	return true;
 }
 
+/* The reap's next slot n slots on from *d (left: slots from *d to the ring's end), *want's AVAIL
+ * and USED bits flipped at the end. */
+static inline __attribute__((always_inline)) void
+step_used(struct vqs_vring_packed_desc **d, unsigned *left, uint16_t *want, unsigned n,
+	  unsigned num)
+{
+	if (n < *left) {
+		*d += n;
+		*left -= n;
+	} else {
+		*d -= num - n;
+		*left += num - n;
+		*want ^= VQS_PACKED_F_AVAIL | VQS_PACKED_F_USED;
+	}
+}
+
 /*
  * Up to max used descriptors, any order: each read once (flags with acquire, then id and len)
  * and its id checked against the ids in flight. Stops at the first slot not used, or at a bad
@@ -486,27 +502,13 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 			dq->num_free += nd;
 			if (nd != k)
 				break;
-			if (k < left) {
-				d += k;
-				left -= k;
-			} else {
-				d -= num - k;
-				left += num - k;
-				want ^= au;
-			}
+			step_used(&d, &left, &want, k, num);
 		}
 		/* stopped (the end, a slot not used, a bad id), or a chain of another length
 		 * ended the run: stepped over here, the next run steps by its length */
 		if (nd == k)
 			break;
-		if (nd < left) {
-			d += nd;
-			left -= nd;
-		} else {
-			d -= num - nd;
-			left += num - nd;
-			want ^= au;
-		}
+		step_used(&d, &left, &want, nd, num);
 		k = nd;
 	}
 	p->reap_step = (uint16_t)k;
