@@ -35,12 +35,13 @@ enum phase { PH_WARMUP, PH_MEASURE, PH_DRAIN };
 #define CAL_MAX 65536u
 #define SEQ_BYTES 8u
 
+/* A request's buffers and state, a line of its own: the driver's reap and submit read and write
+ * t_submit and the two addresses of each request, in the first half of the line. */
 struct slot {
-	uint64_t seq;
-	uint64_t t_submit;
+	_Alignas(64) uint64_t t_submit; /* the submitting batch's clock, never 0; 0: not in flight */
 	uint64_t out_gpa, in_gpa;
+	uint64_t seq;
 	unsigned char *out, *in;
-	bool busy;
 };
 
 /* One side's injected work on one queue: the fraction of a turn carried to its next request
@@ -58,7 +59,7 @@ struct stream {
 	struct vqs_queue *q;
 	int kick_fd, call_fd;
 	struct slot *slots;
-	unsigned *free_list;
+	struct slot **free_list; /* the slots not in flight, the last freed on top */
 	/* Written by the driver for every request: on a line apart from what the handler reads on
 	 * the worker's CPU (run), which would otherwise move back and forth between the two CPUs
 	 * with each request and put a miss in every handler call (packed rr: p50 528 -> 440 ns) */
@@ -240,6 +241,51 @@ static void lat_add(struct driver *d, struct stream *s, uint64_t v, uint64_t n)
 		hist_add_n(&d->lat[atomic_load_explicit(&s->run->side, memory_order_relaxed)], v, n);
 }
 
+/* What a reap carries from request to request: the free list's top, the counts, the run of
+ * requests that share one latency (submitted together, one t_submit, and reaped together, one
+ * `now`: one histogram entry for each run, not one per request). */
+struct reaped {
+	struct slot **top;
+	uint64_t bad_len, dup;
+	uint64_t run_t, run_n;
+};
+
+/* The per-request part of a reap: the driver's cost per request next to the rings alone's
+ * (floors_vring.c), which frees the request and nothing else. Inlined with echo_seq and
+ * measuring constant, so the loop tests neither. A token is a slot vqs_drv_get_used_batch hands
+ * back once for each time it was added (it breaks the queue on a used id not in flight), so a
+ * slot not in flight (t_submit 0) is a duplicate. */
+static inline __attribute__((always_inline)) void
+reap_run(struct driver *d, struct stream *s, struct reaped *a, void *const *toks,
+	 const uint32_t *lens, unsigned got, uint64_t now, bool echo_seq, bool measuring)
+{
+	for (unsigned i = 0; i < got; i++) {
+		struct slot *sl = toks[i];
+		uint64_t t = sl->t_submit;
+		if (!t) {
+			a->dup++;
+			continue;
+		}
+		if (!echo_seq) {
+			a->bad_len += lens[i] != 0; /* the null handler writes nothing */
+		} else {
+			uint64_t echo;
+			memcpy(&echo, sl->in, SEQ_BYTES);
+			a->bad_len += lens[i] < SEQ_BYTES || echo != sl->seq;
+		}
+		sl->t_submit = 0;
+		*a->top++ = sl;
+		if (measuring) {
+			if (t != a->run_t) {
+				lat_add(d, s, now - a->run_t, a->run_n);
+				a->run_t = t;
+				a->run_n = 0;
+			}
+			a->run_n++;
+		}
+	}
+}
+
 /* Reap completions of one stream; returns how many. */
 static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 {
@@ -251,49 +297,24 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 		return 0; /* a polling driver's most frequent case: nothing more to set up */
 	uint64_t now = 0;
 	int cal = d->cal_tpo[0] ? atomic_load_explicit(&s->run->cal_side, memory_order_relaxed) : 0;
-	/* Requests submitted together (one t_submit) and reaped together (one `now`) have one
-	 * latency: one histogram entry for each run of them, not one per request. */
-	uint64_t run_t = 0, run_n = 0;
-	/* The stream's fields in locals: the stores through the slots could alias them, and the
-	 * loop is the driver's per-request cost next to the rings alone's (floors_vring.c). */
-	struct slot *slots = s->slots, *end = slots + s->run->pt->ring;
-	unsigned *free_list = s->free_list, nfree = s->nfree;
+	/* the stream's fields in locals: the stores through the slots could alias them */
+	struct reaped a = {.top = s->free_list + s->nfree};
 	bool echo_seq = echoes(s->run->pt);
-	uint64_t bad_len = 0, dup = 0;
 	if (measuring || cal)
 		now = vqs_now_ns();
 	do {
-		for (unsigned i = 0; i < got; i++) {
-			struct slot *sl = toks[i];
-			uint32_t len = lens[i];
-			if (sl < slots || sl >= end || !sl->busy) {
-				dup++;
-				continue;
-			}
-			if (!echo_seq) {
-				bad_len += len != 0; /* the null handler writes nothing */
-			} else {
-				uint64_t echo;
-				memcpy(&echo, sl->in, SEQ_BYTES);
-				bad_len += len < SEQ_BYTES || echo != sl->seq;
-			}
-			sl->busy = false;
-			free_list[nfree++] = (unsigned)(sl - slots);
-			if (measuring && sl->t_submit != run_t) {
-				lat_add(d, s, now - run_t, run_n);
-				run_t = sl->t_submit;
-				run_n = 0;
-			}
-			run_n++;
-		}
+		if (!echo_seq && measuring) /* the null handler's point, measured */
+			reap_run(d, s, &a, toks, lens, got, now, false, true);
+		else
+			reap_run(d, s, &a, toks, lens, got, now, echo_seq, measuring);
 	} while ((got = vqs_drv_get_used_batch(s->drv, toks, lens, REAP)) != 0);
-	n = nfree - s->nfree;
-	s->nfree = nfree;
+	n = (unsigned)(a.top - s->free_list) - s->nfree;
+	s->nfree += n;
 	s->inflight -= n;
-	d->dup += dup;
-	d->corrupt += bad_len;
+	d->dup += a.dup;
+	d->corrupt += a.bad_len;
 	if (measuring)
-		lat_add(d, s, now - run_t, run_n);
+		lat_add(d, s, now - a.run_t, a.run_n);
 	/* --inject-slowdown-pct: the driver's share of the work per request, after the time stamp
 	 * (its cost lands in the next reap's interval). The handler does the same amount: in a
 	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
@@ -327,36 +348,37 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 	if (!n)
 		return 0;
 	uint64_t t = vqs_now_ns();
+	t += !t; /* 0 marks a slot not in flight */
 	unsigned added = 0;
 	enum { ADD = 64 }; /* chains a vqs_drv_add_batch */
 	struct vqs_drv_buf b[ADD][2];
 	void *toks[ADD];
 	/* in locals, as in reap: the stores through the slots could alias the stream's fields */
-	struct slot *slots = s->slots;
-	const unsigned *free_list = s->free_list;
+	struct slot *const *top = s->free_list + s->nfree;
 	uint32_t len = s->run->buf_len;
 	bool echo_seq = echoes(s->run->pt);
 	while (added < n) {
-		unsigned m = n - added < ADD ? n - added : ADD, top = s->nfree - 1;
+		unsigned m = n - added < ADD ? n - added : ADD;
 		for (unsigned i = 0; i < m; i++) {
-			struct slot *sl = &slots[free_list[top - i]];
-			sl->t_submit = t;
-			sl->busy = true; /* undone below for those the ring did not take */
-			/* The response buffer is not cleared: what it holds is an older (smaller)
-			 * sequence number or 0, never this one (numbers start at 1), so a missing
-			 * echo still counts as corrupted, without a store per request into a line
-			 * the device owns. Only an echoing handler needs the number. */
-			if (echo_seq) {
-				sl->seq = s->next_seq++;
-				memcpy(sl->out, &sl->seq, SEQ_BYTES);
-			}
+			struct slot *sl = *--top;
+			sl->t_submit = t; /* undone below for those the ring did not take */
 			b[i][0] = (struct vqs_drv_buf){sl->out_gpa, len};
 			b[i][1] = (struct vqs_drv_buf){sl->in_gpa, len};
 			toks[i] = sl;
 		}
+		/* Only an echoing handler needs the number, so the null handler's loop above does
+		 * not test for it. The response buffer is not cleared: what it holds is an older
+		 * (smaller) sequence number or 0, never this one (numbers start at 1), so a missing
+		 * echo still counts as corrupted, without a store per request into a line the
+		 * device owns. */
+		for (unsigned i = 0; echo_seq && i < m; i++) {
+			struct slot *sl = toks[i];
+			sl->seq = s->next_seq++;
+			memcpy(sl->out, &sl->seq, SEQ_BYTES);
+		}
 		int k = vqs_drv_add_batch(s->drv, &b[0][0], 1, 1, toks, m, false);
 		for (unsigned i = k > 0 ? (unsigned)k : 0; i < m; i++)
-			((struct slot *)toks[i])->busy = false;
+			((struct slot *)toks[i])->t_submit = 0;
 		if (k <= 0)
 			break;
 		s->nfree -= (unsigned)k;
@@ -364,6 +386,7 @@ static unsigned submit(struct driver *d, struct stream *s, unsigned n, bool meas
 		added += (unsigned)k;
 		if ((unsigned)k < m)
 			break;
+		top = s->free_list + s->nfree;
 	}
 	if (added && vqs_drv_kick_prepare(s->drv)) {
 		cpu_spin_ns(s->run->pt->exit_ns);
@@ -495,10 +518,11 @@ static int stream_init(struct run *r, struct stream *s, uint64_t features)
 {
 	const struct point *pt = r->pt;
 	s->run = r;
-	s->slots = calloc(pt->ring, sizeof(*s->slots));
+	s->slots = aligned_alloc(_Alignof(struct slot), pt->ring * sizeof(*s->slots));
 	s->free_list = calloc(pt->ring, sizeof(*s->free_list));
 	if (!s->slots || !s->free_list)
 		return -ENOMEM;
+	memset(s->slots, 0, pt->ring * sizeof(*s->slots));
 	for (unsigned i = 0; i < pt->ring; i++) {
 		struct slot *sl = &s->slots[i];
 		sl->out_gpa = vqs_gmem_alloc(r->gmem, r->buf_len, 64);
@@ -507,7 +531,7 @@ static int stream_init(struct run *r, struct stream *s, uint64_t features)
 		sl->in = vqs_gmem_host(r->gmem, sl->in_gpa, r->buf_len);
 		if (!sl->out_gpa || !sl->in_gpa || !sl->out || !sl->in)
 			return -ENOMEM;
-		s->free_list[s->nfree++] = pt->ring - 1 - i;
+		s->free_list[s->nfree++] = &s->slots[pt->ring - 1 - i];
 	}
 	s->next_seq = 1;
 	if (r->vu)
