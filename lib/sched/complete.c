@@ -177,9 +177,38 @@ static __attribute__((noinline)) unsigned stage_run(struct sched_worker *w, stru
 	return i;
 }
 
+/* The handler completing the batch it was handed, from its first request on, in its order
+ * (reqs is the batch's array), before it completed any of it (nothing staged): each request is
+ * then the running batch's and SLOT_HANDED, and its place in the fill arrays is its place in the
+ * batch, so only its length is tested. Not for IN_ORDER queues, whose turn stages again from
+ * each request's `written` (stage_in_order); no other reads it of a request staged here. Returns
+ * how many were staged, up to the first reported longer than its buffer. */
+static __attribute__((noinline)) unsigned stage_batch(struct sched_worker *w,
+						      struct req_slot *const *reqs,
+						      const uint32_t *written, unsigned n)
+{
+	unsigned i = 0;
+	for (; i < n; i++) {
+		struct req_slot *r = reqs[i];
+		uint32_t wr = written[i]; /* once: the fill arrays' stores could alias it */
+		if (wr > r->req.elem.in_len)
+			break;
+		r->st = SLOT_DONE_HERE;
+		w->fill_elems[i] = &r->req.elem;
+		w->fill_written[i] = wr;
+	}
+	w->nstaged = i;
+	return i;
+}
+
 void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t *written, unsigned n)
 {
-	for (unsigned i = 0; i < n;) {
+	unsigned i = 0;
+	struct sched_worker *w = sched_running.w;
+	if (sched_running.q && reqs == (struct vqs_req *const *)w->batch && n <= sched_running.n &&
+	    !w->nstaged && !sched_running.q->in_order)
+		i = stage_batch(w, w->batch, written, n);
+	while (i < n) {
 		struct req_slot *r = (struct req_slot *)reqs[i];
 		struct vqs_queue *q = r->q;
 		if (sched_running.q == q) {

@@ -390,12 +390,13 @@ bool sched_take_turn(struct vqs_queue *q);
 void sched_signal(struct vqs_sched *s);
 
 /* ---- complete.c: completion (request slots and pins: slots.h) ---- */
-/* The batch whose handler runs on this thread right now (q NULL: none), and its worker:
- * completions of the batch's requests are staged in w's fill arrays for the batch's one fill,
- * completions of q's other requests fill directly. */
+/* The batch whose handler runs on this thread right now (q NULL: none), its worker and its size
+ * (w->batch[0..n)): completions of the batch's requests are staged in w's fill arrays for the
+ * batch's one fill, completions of q's other requests fill directly. */
 struct sched_running {
 	struct vqs_queue *q;
 	struct sched_worker *w;
+	unsigned n;
 };
 extern _Thread_local struct sched_running sched_running __attribute__((tls_model("initial-exec")));
 /* Publish completions handed over from other threads. Owner of q. */

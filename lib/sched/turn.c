@@ -81,15 +81,18 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 		queue_broken(q);
 	*empty = n < want && !q->broken && rc != -EBUSY;
 	uint64_t b = 0;
-	for (unsigned i = 0; i < n; i++) {
-		struct req_slot *r = slot_of(q, ids[i]);
-		/* built in the ring's long-chain area (see vqs_elem) */
-		if (r->req.elem.iov != r->iov)
-			q->long_ids[q->nlong++] = ids[i];
+	/* pointers, not an index: the loop's count stays out of memory */
+	struct req_slot **bp = w->batch;
+	for (const uint16_t *id = ids, *end = ids + n; id < end; id++) {
+		struct req_slot *r = slot_of(q, *id);
 		r->req.user = NULL;
 		r->st = SLOT_HANDED;
-		w->batch[i] = r;
+		*bp++ = r;
 		b += r->req.elem.out_len + r->req.elem.in_len;
+		/* built in the ring's long-chain area (see vqs_elem); its id is the element's, read
+		 * there: the loop keeps no copy of it */
+		if (__builtin_expect(r->req.elem.iov != r->iov, 0))
+			q->long_ids[q->nlong++] = r->req.elem.id;
 	}
 	/* A pass of its own: a queue that prefetches nothing (a handler that reads no buffer)
 	 * tests that once a batch, not once a request. */
@@ -267,7 +270,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 			  uint64_t *bytes, unsigned *done)
 {
 	w->nstaged = 0;
-	sched_running = (struct sched_running){q, w};
+	sched_running = (struct sched_running){q, w, n};
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
 	sched_running.q = NULL;
 	/* One read-side section from here to the pop of the turn's next batch (see serve): the

@@ -3,7 +3,8 @@
  * Batched completion (vqs_req_complete_batch): n requests completed together from another thread
  * cost their queue one hand-over (one push, one wake) instead of n, counted by the queue's
  * async_handovers; a batch mixing two queues costs each one; on the worker inside the handler a
- * batch completes like vqs_req_complete. The driver gets every request back once, with its length.
+ * batch completes like vqs_req_complete (a length over the buffer clamped, a second completion
+ * refused). The driver gets every request back once, with its length.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,6 +45,37 @@ static unsigned batch_handler(struct vqs_queue *q, struct vqs_req *const *reqs, 
 	for (unsigned i = 0; i < n; i++)
 		written[i] = 7;
 	vqs_req_complete_batch(reqs, written, n);
+	return n;
+}
+
+/* Completes its whole batch in one call, the last request of each batch of two or more reported
+ * longer than its 64-byte buffer (counted in *opaque), the others 7 bytes. */
+static unsigned long_last_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+				  void *opaque)
+{
+	_Atomic unsigned *longs = opaque;
+	uint32_t written[NUM];
+	for (unsigned i = 0; i < n; i++)
+		written[i] = 7;
+	if (n > 1) {
+		written[n - 1] = 100;
+		atomic_fetch_add(longs, 1);
+	}
+	vqs_req_complete_batch(reqs, written, n);
+	return n;
+}
+
+/* Completes its whole batch twice in the same call, 7 bytes each, then 9. */
+static unsigned twice_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			      void *opaque)
+{
+	uint32_t first[NUM], again[NUM];
+	for (unsigned i = 0; i < n; i++) {
+		first[i] = 7;
+		again[i] = 9;
+	}
+	vqs_req_complete_batch(reqs, first, n);
+	vqs_req_complete_batch(reqs, again, n);
 	return n;
 }
 
@@ -155,12 +187,53 @@ static void test_batch_inside_handler_completes_in_place(void **state)
 	assert_int_equal(vqs_served_pair_fini(&sp), 0);
 }
 
+/* A length over the buffer in the middle of a batch completed whole: that request is clamped to
+ * its buffer, the ones before and after it keep theirs, each comes back once. */
+static void test_batch_inside_handler_clamps_an_over_long_one(void **state)
+{
+	static _Atomic unsigned longs;
+	atomic_store(&longs, 0);
+	struct vqs_served_pair sp;
+	serve(&sp, long_last_handler, &longs);
+	int tokens[REQS];
+	post(&sp, tokens, REQS, NULL);
+	unsigned back = 0, clamped = 0;
+	uint32_t l;
+	for (uint64_t t0 = vqs_now_ns(); back < REQS;) {
+		assert_true(vqs_now_ns() - t0 < 10000000000ull);
+		if (vqs_drv_get_used(sp.p.drv, &l)) {
+			assert_true(l == 7 || l == 64);
+			clamped += l == 64;
+			back++;
+		}
+	}
+	assert_null(vqs_drv_get_used(sp.p.drv, &l));
+	assert_int_equal(clamped, atomic_load(&longs));
+	assert_int_equal(stats(sp.q).reqs, REQS);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+}
+
+/* The batch completed whole twice in one handler call: the second completion of each request is
+ * refused (completed twice), each comes back once, with the first completion's length. */
+static void test_batch_inside_handler_completed_twice_once_back(void **state)
+{
+	struct vqs_served_pair sp;
+	serve(&sp, twice_handler, NULL);
+	int tokens[REQS];
+	post(&sp, tokens, REQS, NULL);
+	expect_used(&sp, REQS, 7);
+	assert_int_equal(stats(sp.q).reqs, REQS);
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_from_another_thread_is_one_handover),
 		cmocka_unit_test(test_batch_over_two_queues_hands_over_per_run),
 		cmocka_unit_test(test_batch_inside_handler_completes_in_place),
+		cmocka_unit_test(test_batch_inside_handler_clamps_an_over_long_one),
+		cmocka_unit_test(test_batch_inside_handler_completed_twice_once_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
