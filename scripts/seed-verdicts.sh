@@ -5,7 +5,8 @@
 # the effect is not expected with those costs or could not be judged under that run's load. Each
 # run's load average goes to OUT_DIR/load.txt. WHICH `heavy` runs only seed-2017's 1- and 50-stream
 # rows (the heavy-load gain needs a light row beside it; both are judged interleaved) and counts
-# their verdicts.
+# their verdicts. The runs are not niced: the model's kthread-mode workers reset their nice to 0,
+# as kthreadd's children do, and would outrank the niced vCPU threads they serve.
 #   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR] [all|heavy]
 set -eu
 n=${1:-10}
@@ -25,7 +26,7 @@ for i in $(seq 1 "$n"); do
 			flag=; [ $m = bare ] && flag=--bare-metal
 			[ $p = seed-2017 ] && flag="$flag $rows"
 			echo "$p $m $i $(uptime)" >>"$out/load.txt"
-			nice "$bench" --preset $p --no-floors $flag --json "$out/$p-$m-$i.json" \
+			"$bench" --preset $p --no-floors $flag --json "$out/$p-$m-$i.json" \
 				>"$out/$p-$m-$i.txt" 2>/dev/null || echo "run $p $m $i failed: $?" >&2
 		done
 	done

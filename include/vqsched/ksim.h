@@ -183,7 +183,10 @@ VQS_API void vqs_ksim_costs_set_host(struct vqs_ksim_costs *c, enum vqs_ksim_hos
  * unknown key or a bad value (c is then partly updated). Threads: any.
  */
 VQS_API int vqs_ksim_costs_parse(struct vqs_ksim_costs *c, const char *spec);
-/* One line naming every cost, for reports. Threads: any. */
+/* One line naming every cost, for reports, and a second when the calling thread runs niced:
+ * the model's kthread-mode workers reset their nice to 0 as kthreadd's children do (where the
+ * process may), so they outrank the niced vCPU and peer threads and every figure moves (measured
+ * in docs/bench.md). Threads: any. */
 VQS_API void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c);
 
 /* vhost-net budgets (drivers/vhost/net.c). */

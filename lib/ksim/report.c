@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 void vqs_ksim_costs_init(struct vqs_ksim_costs *c, enum vqs_ksim_host host)
@@ -232,6 +233,13 @@ void vqs_ksim_costs_print(FILE *f, const struct vqs_ksim_costs *c)
 		c->wait == VQS_KSIM_WAIT_SPIN ? "spinning" : "blocking", c->ring_lock_ns,
 		c->host_pkt_ns, c->pkt_bytes, c->busyloop_us, c->loss_recovery_us, c->rto_us, c->halt_poll_ns,
 		c->leak_gap_us);
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, 0);
+	if (!errno && nice > 0)
+		fprintf(f, "warning: this thread runs at nice %d; kthread-mode workers reset theirs "
+			   "to 0 where the process may (root), outrank the modelled vCPUs, and the "
+			   "figures are not an un-niced run's\n",
+			nice);
 }
 
 struct cost_key {
