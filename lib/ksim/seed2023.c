@@ -307,6 +307,30 @@ static bool cpu_usable(int cpu)
 	       CPU_ISSET(cpu, &mine);
 }
 
+void vqs_ksim_seed2023_judge(struct vqs_ksim_seed2023_result *r)
+{
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+		const struct vqs_ksim_cell *c = r->cell[row];
+		unsigned need = judged_min(c[COL_KTHREAD].repeats);
+		if (c[COL_TASK].err || c[COL_KTHREAD].err)
+			continue;
+		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD],
+						       VQS_KSIM_SEED2023_TASK_CPUS,
+						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
+						       &r->drop_judged[row]);
+		r->task_drop[row] = r->drop_judged[row] >= need &&
+				    r->task_ratio[row] < 1 - VQS_KSIM_VERDICT_MARGIN;
+		if (c[COL_AUTO].err)
+			continue;
+		r->auto_ratio[row] = ksim_judged_ratio(&c[COL_AUTO], &c[COL_KTHREAD],
+						       VQS_KSIM_SEED2023_AUTO_CPUS,
+						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
+						       &r->auto_judged[row]);
+		r->auto_ok[row] = r->auto_judged[row] >= need &&
+				  r->auto_ratio[row] >= 1 - VQS_KSIM_VERDICT_MARGIN;
+	}
+}
+
 int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 			  struct vqs_ksim_seed2023_result *r)
 {
@@ -329,26 +353,7 @@ int vqs_ksim_seed2023_run(const struct vqs_ksim_seed2023_opts *o,
 	/* The vCPU's CPU and one more for the kthread-mode worker: the external host sleeps while
 	 * it waits (ksim_peer), so it leaves that CPU to the worker whatever the costs. */
 	r->drop_expected = ksim_cpus_usable() >= 2;
-	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
-		const struct vqs_ksim_cell *c = r->cell[row];
-		unsigned need = judged_min(c[COL_KTHREAD].repeats);
-		if (c[COL_TASK].err || c[COL_KTHREAD].err)
-			continue;
-		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD],
-						       VQS_KSIM_SEED2023_TASK_CPUS,
-						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
-						       &r->drop_judged[row]);
-		r->task_drop[row] = r->drop_judged[row] >= need &&
-				    r->task_ratio[row] < 1 - VQS_KSIM_VERDICT_MARGIN;
-		if (c[COL_AUTO].err)
-			continue;
-		r->auto_ratio[row] = ksim_judged_ratio(&c[COL_AUTO], &c[COL_KTHREAD],
-						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
-						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
-						       &r->auto_judged[row]);
-		r->auto_ok[row] = r->auto_judged[row] >= need &&
-				  r->auto_ratio[row] >= 1 - VQS_KSIM_VERDICT_MARGIN;
-	}
+	vqs_ksim_seed2023_judge(r);
 	return 0;
 }
 

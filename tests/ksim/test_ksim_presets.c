@@ -209,6 +209,31 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 	assert_true(r.drop_expected);
 }
 
+/* seed-2023's auto verdict judges a repeat when the kthread cell got its 1.8 CPUs and the auto
+ * cell its own: TCP_RR's auto cell used 1.72-1.78 CPUs in every quiet run, and under the kthread
+ * cell's 1.8 not one of 120 repeats was judged ("not judged here" in 20 of 20 runs). A starved
+ * auto repeat still is not. */
+static void test_seed2023_judges_auto_by_its_own_cpus(void **state)
+{
+	(void)state;
+	for (int starved = 0; starved < 2; starved++) {
+		struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
+		for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
+			for (unsigned i = 0; i < 12; i++) {
+				cell_repeat(&r.cell[row][TASK], i, 14000, 1.3);
+				cell_repeat(&r.cell[row][KTHREAD], i, 18500, 1.85);
+				cell_repeat(&r.cell[row][AUTO], i, 20000, starved ? 0.9 : 1.74);
+			}
+		vqs_ksim_seed2023_judge(&r);
+		for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++) {
+			assert_int_equal(r.drop_judged[row], 12);
+			assert_true(r.task_drop[row]);
+			assert_int_equal(r.auto_judged[row], starved ? 0 : 12);
+			assert_true(r.auto_ok[row] == !starved);
+		}
+	}
+}
+
 static void test_seed2023_rejects_unusable_cpu(void **state)
 {
 	struct vqs_ksim_seed2023_opts o;
@@ -276,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_costs_print_warns_when_niced),
 		cmocka_unit_test(test_seed2017_rejects_bad_options),
 		cmocka_unit_test(test_seed2017_judges_repeats_with_their_cpus),
+		cmocka_unit_test(test_seed2023_judges_auto_by_its_own_cpus),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
 		cmocka_unit_test(test_seed2017_light_load_loss),
