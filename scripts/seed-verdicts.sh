@@ -5,8 +5,9 @@
 # the effect is not expected with those costs or could not be judged under that run's load. Each
 # run's load average goes to OUT_DIR/load.txt. WHICH `heavy` runs only seed-2017's 1- and 50-stream
 # rows (the heavy-load gain needs a light row beside it; both are judged interleaved) and counts
-# their verdicts; `2023` runs only seed-2023. The runs are not niced: the model's kthread-mode workers reset their nice to 0,
-# as kthreadd's children do, and would outrank the niced vCPU threads they serve.
+# their verdicts; `2023` runs only seed-2023. The runs are not niced: the model's kthread-mode
+# workers reset their nice to 0, as kthreadd's children do, and would outrank the niced vCPU
+# threads they serve.
 #   scripts/seed-verdicts.sh [N] [BUILD_DIR] [OUT_DIR] [all|heavy|2023]
 set -eu
 n=${1:-10}

@@ -416,9 +416,8 @@ struct vqs_ksim_seed2023_result {
 	 * counts for task_drop when the kthread cell got VQS_KSIM_SEED2023_KTHREAD_CPUS and the
 	 * task cell VQS_KSIM_SEED2023_TASK_CPUS (cpus_used), for auto_ok when the kthread cell
 	 * got VQS_KSIM_SEED2023_KTHREAD_CPUS and the auto cell VQS_KSIM_SEED2023_AUTO_CPUS. Under
-	 * other programs' load the
-	 * model gets less, and with one CPU for two busy threads their per-thread share of it
-	 * decides, not the mode. */
+	 * other programs' load the model gets less, and with one CPU for two busy threads their
+	 * per-thread share of it decides, not the mode. */
 	unsigned drop_judged[VQS_KSIM_SEED2023_ROWS];
 	unsigned auto_judged[VQS_KSIM_SEED2023_ROWS];
 	/* The ratios behind the verdicts: median over the judged repeats of task / kthread and
@@ -436,9 +435,9 @@ struct vqs_ksim_seed2023_result {
  * ratio reads no drop (docs/bench.md). */
 #define VQS_KSIM_SEED2023_KTHREAD_CPUS 1.8
 #define VQS_KSIM_SEED2023_TASK_CPUS 1.0
-/* The vqsched auto cell's: its TCP_RR used 1.72-1.78 CPUs in every quiet run (its worker sleeps
- * between transactions where the kernel model's halt-polls), so the kthread cell's 1.8 judged
- * none of its repeats (docs/bench.md); a starved one got 0.8-1.3. */
+/* The vqsched auto cell's: its TCP_RR used 1.72-1.78 CPUs in every run of a count (its worker
+ * sleeps between transactions where the kernel model's halt-polls), so the kthread cell's 1.8
+ * judged none of its repeats (docs/bench.md); a starved one got 0.8-1.3. */
 #define VQS_KSIM_SEED2023_AUTO_CPUS 1.6
 /* -EINVAL for bad options or CPUs this process may not use. Threads: any; pins only the threads
  * it creates. */

@@ -210,9 +210,9 @@ static void test_seed2023_task_mode_worker_inherits_the_vcpu_pin(void **state)
 }
 
 /* seed-2023's auto verdict judges a repeat when the kthread cell got its 1.8 CPUs and the auto
- * cell its own: TCP_RR's auto cell used 1.72-1.78 CPUs in every quiet run, and under the kthread
- * cell's 1.8 not one of 120 repeats was judged ("not judged here" in 20 of 20 runs). A starved
- * auto repeat still is not. */
+ * cell its own: TCP_RR's auto cell used 1.72-1.78 CPUs in every run of a count, and under the
+ * kthread cell's 1.8 not one of 240 repeats was judged ("not judged here" in 20 of 20 runs). A
+ * starved auto repeat still is not. */
 static void test_seed2023_judges_auto_by_its_own_cpus(void **state)
 {
 	(void)state;
