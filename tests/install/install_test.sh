@@ -74,8 +74,12 @@ case $mode in
 
     step "find_package(vqsched)"
     cflags_cmake="${sanflags[*]}"
+    # the version this tree is: the package accepts the same 0.minor only
+    want=$(sed -n 's/^project(vqsched VERSION \([0-9]*\.[0-9]*\).*/\1/p' "$src/CMakeLists.txt")
+    [ -n "$want" ] || fail "no project version in $src/CMakeLists.txt"
     if ! cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" \
       -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" -DQUICKSTART_SOURCE="$quickstart" \
+      -DVQSCHED_WANT="$want" \
       -DCMAKE_C_FLAGS="$cflags_cmake" -DCMAKE_EXE_LINKER_FLAGS="$cflags_cmake" \
       >"$tmp/consumer.log" 2>&1 || ! cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1; then
       cat "$tmp/consumer.log"
@@ -86,6 +90,13 @@ case $mode in
       fail "vqsched::vqsched_static still needs libvqsched.so"
     fi
     runs_ok "find_package static" "$tmp/consumer/quickstart_static"
+    step "find_package(vqsched) of the next 0.minor is refused"
+    next="${want%%.*}.$((${want#*.} + 1))"
+    if cmake -S "$src/tests/install/consumer" -B "$tmp/consumer-next" -DCMAKE_C_COMPILER="$cc" \
+      -DCMAKE_PREFIX_PATH="$prefix" -DQUICKSTART_SOURCE="$quickstart" -DVQSCHED_WANT="$next" \
+      >"$tmp/consumer-next.log" 2>&1; then
+      fail "find_package(vqsched $next) accepted version $want"
+    fi
     ;;
   static-pkgconfig)
     step "pkg-config --static"
