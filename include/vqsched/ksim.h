@@ -437,7 +437,7 @@ struct vqs_ksim_seed2023_result {
 #define VQS_KSIM_SEED2023_TASK_CPUS 1.0
 /* The vqsched auto cell's: its TCP_RR used 1.72-1.78 CPUs in every run of a count (its worker
  * sleeps between transactions where the kernel model's halt-polls), so the kthread cell's 1.8
- * judged none of its repeats (docs/bench.md); a starved one got 0.8-1.3. */
+ * judged none of its repeats (docs/bench.md). */
 #define VQS_KSIM_SEED2023_AUTO_CPUS 1.6
 /* -EINVAL for bad options or CPUs this process may not use. Threads: any; pins only the threads
  * it creates. */
