@@ -426,8 +426,8 @@ void sched_worker_nap(struct sched_worker *w, uint64_t ns);
 /* epoll_pwait2 where the kernel has it (5.11 on; a nap's timeout in ns), else ppoll on the epoll
  * fd for the precise timeout and epoll_wait without blocking for the events: a kernel before
  * 5.11, a seccomp sandbox or valgrind answers ENOSYS, and a worker that took the error for a
- * wake-up never slept and never saw a kick. timeout_ns < 0: until an event. Returns what epoll_wait returns. Any
- * thread. */
+ * wake-up never slept and never saw a kick. timeout_ns < 0: until an event. Returns what
+ * epoll_wait returns. Any thread. */
 struct epoll_event;
 int sched_epoll_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeout_ns);
 
