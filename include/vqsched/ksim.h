@@ -341,6 +341,13 @@ struct vqs_ksim_seed2017_result {
 	 * pair[0].spread). */
 	double light_ratio;
 	struct vqs_ksim_seed2017_pair pair[2]; /* [0] the light row, [1] the heavy row */
+	/* Interleaved with two rows or more: the judged rows' 4.13 b64 ([end][0]) and fixed b1
+	 * ([end][1]) again, each repeat in a world of their own as every other cell is, [end] 0
+	 * the light row, 1 the heavy row. adaptive_no_loss judges the adaptive cell against
+	 * these, not against the interleaved sides in cell[][]: a side's slices start from what
+	 * the other variant left queued, and at 50 streams 4.13 b64's read 1.1-1.3x its rate
+	 * in a world of its own (docs/bench.md). repeats 0: not measured; cell[][] stands. */
+	struct vqs_ksim_cell alone[2][2];
 };
 /* How many cell_ms each interleaved world of a judged row measures: the self-comparisons'
  * spread falls with the rounds a world holds, and the light row's loss comes in leaks at most

@@ -95,6 +95,7 @@ struct cell_ctx {
 	 * asks for next (columns in order within a repeat and row) */
 	struct vqs_ksim_cell *paired;
 	struct vqs_ksim_seed2017_pair *pair; /* [0] light, [1] heavy: appended per repeat */
+	struct vqs_ksim_cell (*alone)[2];    /* result.alone: appended per repeat, or NULL */
 };
 
 /* Which judged row `row` is, interleaved: 0 light, 1 heavy; -1 neither. */
@@ -185,6 +186,14 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 		p->ratio[k] = pair[0];
 		p->rate_ratio[k] = pair[1];
 		p->runs = k + 1;
+	}
+	for (unsigned v = 0; !rc && ctx->alone && v < 2; v++) {
+		struct vqs_ksim_cell c = {0}, *a = &ctx->alone[end][v];
+		if (a->repeats < VQS_KSIM_MAX_REPEATS &&
+		    !run_world(ctx, row, v ? COL_FIXED_B1 : COL_413_B64, WORLD_CELL, &c, NULL)) {
+			a->run_rate[a->repeats] = c.rate;
+			a->run_cpus[a->repeats++] = c.cpus_used;
+		}
 	}
 	return rc;
 }
@@ -320,6 +329,17 @@ static unsigned judged_min(unsigned repeats)
 	return half < 3 ? (half ? half : 1) : 3;
 }
 
+/* A judged row's cells as the adaptive verdict compares them: 4.13 b64 and fixed b1 from their
+ * worlds of their own where they were measured (result.alone), as the adaptive cell is. */
+static void adaptive_row(const struct vqs_ksim_seed2017_result *r, unsigned row, unsigned end,
+			 struct vqs_ksim_cell out[VQS_KSIM_SEED2017_COLS])
+{
+	memcpy(out, r->cell[row], sizeof(r->cell[row]));
+	for (unsigned v = 0; r->interleaved && v < 2; v++)
+		if (r->alone[end][v].repeats)
+			out[v ? COL_FIXED_B1 : COL_413_B64] = r->alone[end][v];
+}
+
 /* vqsched adaptive against the best kernel-model column of each repeat, over the repeats in
  * which the adaptive cell and that column's got VQS_KSIM_SEED2017_CPUS. */
 static double adaptive_ratio(const struct vqs_ksim_cell *row, unsigned *judged)
@@ -439,7 +459,9 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 		ok &= !c[COL_ADAPTIVE].err && !is_loss(&c[COL_ADAPTIVE]);
 		if (row == first || row == last) {
 			unsigned end = row != first;
-			r->adaptive_ratio[end] = adaptive_ratio(c, &r->adaptive_judged[end]);
+			struct vqs_ksim_cell judged[VQS_KSIM_SEED2017_COLS];
+			adaptive_row(r, row, end, judged);
+			r->adaptive_ratio[end] = adaptive_ratio(judged, &r->adaptive_judged[end]);
 			ok &= r->adaptive_judged[end] >= judged_min(c[COL_ADAPTIVE].repeats) &&
 			      r->adaptive_ratio[end] >= 1 - VQS_KSIM_VERDICT_MARGIN;
 		}
@@ -481,9 +503,18 @@ int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 		ctx.judged_row[0] = o->streams[row] ? row : ctx.judged_row[0];
 	for (unsigned row = 0; rows > 1 && row < VQS_KSIM_SEED2017_ROWS; row++)
 		ctx.judged_row[1] = o->streams[row] ? row : ctx.judged_row[1];
+	/* the adaptive verdict's kernel cells alone: only with both of its rows */
+	ctx.alone = rows > 1 ? r->alone : NULL;
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2017_ROWS, VQS_KSIM_SEED2017_COLS, o->repeats,
 		       &r->cell[0][0]);
 	r->interleaved = o->interleave != 0;
+	for (unsigned end = 0; end < 2; end++)
+		for (unsigned v = 0; v < 2; v++) {
+			struct vqs_ksim_cell *a = &r->alone[end][v];
+			double rates[VQS_KSIM_MAX_REPEATS];
+			memcpy(rates, a->run_rate, sizeof(rates));
+			a->rate = ksim_median(rates, a->repeats);
+		}
 	vqs_ksim_seed2017_judge(r);
 	r->throughput_expected =
 		o->costs.wait != VQS_KSIM_WAIT_SPIN || ksim_cpus_usable() >= BUSY_THREADS;
@@ -623,9 +654,12 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		if (r->streams[row])
 			lossless &= !r->cell[row][COL_ADAPTIVE].err &&
 				    !is_loss(&r->cell[row][COL_ADAPTIVE]);
+	bool alone = r->interleaved && r->alone[0][0].repeats;
 	fprintf(f, "verdict: vqsched adaptive loses nothing (no drops; within %.0f%% of the best "
-		   "kernel column, repeats where both got %.1f CPUs, at",
-		VQS_KSIM_VERDICT_MARGIN * 100, VQS_KSIM_SEED2017_CPUS);
+		   "kernel column%s, repeats where both got %.1f CPUs, at",
+		VQS_KSIM_VERDICT_MARGIN * 100,
+		alone ? " (4.13 b64 and fixed b1 in worlds of their own)" : "",
+		VQS_KSIM_SEED2017_CPUS);
 	for (unsigned i = 0, k = 0; i < 2; i++) {
 		if (!ends[i])
 			continue;
@@ -647,18 +681,22 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		const struct vqs_ksim_cell *c = ends[i];
 		if (!c)
 			continue;
+		struct vqs_ksim_cell adj[VQS_KSIM_SEED2017_COLS];
+		adaptive_row(r, i ? last : 0, i, adj);
 		fprintf(f, "%u stream%s per repeat: 4.13 b64/fixed b1 rate (interleaved: as "
-			   "judged), its CPU per bit, adaptive/best rate (CPUs 4.13 b64, fixed b1, adaptive, best; * judged):",
-			end_streams[i], end_streams[i] > 1 ? "s" : "");
+			   "judged), its CPU per bit, adaptive/best rate as judged (CPUs 4.13 b64, "
+			   "fixed b1, adaptive, best; * judged)%s:",
+			end_streams[i], end_streams[i] > 1 ? "s" : "",
+			alone ? " [4.13 b64, fixed b1 alone, Mbit/s]" : "");
 		unsigned n = c[COL_ADAPTIVE].repeats;
 		for (unsigned k = 0; k < COL_ADAPTIVE; k++)
-			n = c[k].repeats < n ? c[k].repeats : n;
+			n = adj[k].repeats < n ? adj[k].repeats : n;
 		for (unsigned x = 0; x < n; x++) {
 			const struct vqs_ksim_cell *b = &c[COL_413_B64], *fx = &c[COL_FIXED_B1],
 						   *ad = &c[COL_ADAPTIVE];
 			unsigned best = 0;
 			for (unsigned k = 1; k < COL_ADAPTIVE; k++)
-				best = c[k].run_rate[x] > c[best].run_rate[x] ? k : best;
+				best = adj[k].run_rate[x] > adj[best].run_rate[x] ? k : best;
 			const double need = VQS_KSIM_SEED2017_CPUS;
 			/* an interleaved row: the ratio its verdict judged */
 			double rate_ratio = r->interleaved && x < pair_runs(&r->pair[i])
@@ -668,9 +706,12 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 				i && b->run_cpus[x] >= need && fx->run_cpus[x] >= need ? "*" : "",
 				ksim_ratio(ksim_ratio(b->run_cpus[x], b->run_rate[x]),
 					   ksim_ratio(fx->run_cpus[x], fx->run_rate[x])),
-				ksim_ratio(ad->run_rate[x], c[best].run_rate[x]),
-				ad->run_cpus[x] >= need && c[best].run_cpus[x] >= need ? "*" : "",
-				b->run_cpus[x], fx->run_cpus[x], ad->run_cpus[x], c[best].run_cpus[x]);
+				ksim_ratio(ad->run_rate[x], adj[best].run_rate[x]),
+				ad->run_cpus[x] >= need && adj[best].run_cpus[x] >= need ? "*" : "",
+				b->run_cpus[x], fx->run_cpus[x], ad->run_cpus[x], adj[best].run_cpus[x]);
+			if (alone)
+				fprintf(f, " [%.0f, %.0f]", adj[COL_413_B64].run_rate[x],
+					adj[COL_FIXED_B1].run_rate[x]);
 		}
 		fprintf(f, "\n");
 	}
