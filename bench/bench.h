@@ -194,8 +194,15 @@ double median3(double x, double y, double z);
 /* The vring reference lines of f, on the same CPUs (a: device, b: driver). */
 void floors_measure_vring(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* The stream floor bounding batch size `batch`: the largest measured batch not above it (index
- * into f->batch; f->nbatch > 0). */
-unsigned floors_batch_index(const struct floors *f, unsigned batch);
+ * into f->batch; f->nbatch > 0). Inline: test_bench_goals links goals.c without the floors'
+ * measurements. */
+static inline unsigned floors_batch_index(const struct floors *f, unsigned batch)
+{
+	unsigned i = 0;
+	while (i + 1 < f->nbatch && f->batch[i + 1] <= batch)
+		i++;
+	return i;
+}
 /* Floor bounding a point: saturating stream/sweep: ring throughput at its batch; rr and offered
  * rates: ring request/response p50. */
 void floors_attach(const struct floors *f, struct result *r);

@@ -286,14 +286,6 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	f->measured = true;
 }
 
-unsigned floors_batch_index(const struct floors *f, unsigned batch)
-{
-	unsigned i = 0;
-	while (i + 1 < f->nbatch && f->batch[i + 1] <= batch)
-		i++;
-	return i;
-}
-
 void floors_attach(const struct floors *f, struct result *r)
 {
 	r->floor_name = NULL;
