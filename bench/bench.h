@@ -117,6 +117,12 @@ struct result {
 	double floor_value, floor_ratio;
 };
 
+/* A ratio over FLOOR_TRIALS trials: their median and range. */
+#define FLOOR_TRIALS 3
+struct floor_x {
+	double med, lo, hi;
+};
+
 struct floors {
 	bool measured;
 	int cpu_a, cpu_b;
@@ -132,6 +138,10 @@ struct floors {
 	 * time with no scheduler in between (floors_vring.c). 0 when not measured. */
 	double vring_rr_p50_ns[2], vring_rr_p99_ns[2];
 	double vring_stream_ops_per_s[2][8]; /* [0] split, [1] packed, at batch[i] */
+	/* The same over the minimal ring, trial by trial: each trial runs the minimal ring and
+	 * then both rings alone, so a ratio divides figures measured within a second of each
+	 * other (floors_measure). rr: p50 over p50; stream: ops/s over ops/s. */
+	struct floor_x vring_rr_x[2], vring_stream_x[2][8];
 };
 
 struct goal {
@@ -191,8 +201,11 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
 /* Median of three figures. */
 double median3(double x, double y, double z);
-/* The vring reference lines of f, on the same CPUs (a: device, b: driver). */
-void floors_measure_vring(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
+/* One run of the vring reference on one layout, its device on CPU a and its driver on b:
+ * batch 0 measures request/response (out[0] p50, out[1] p99, in ns), else streaming (out[0]
+ * ops/s). Zeros when it could not run. */
+void floors_vring_run(bool packed, unsigned ring, int cpu_a, int cpu_b, uint64_t dur_ns,
+		      unsigned batch, double out[2]);
 /* The stream floor bounding batch size `batch`: the largest measured batch not above it (index
  * into f->batch; f->nbatch > 0). Inline: test_bench_goals links goals.c without the floors'
  * measurements. */
@@ -210,6 +223,11 @@ void floors_attach(const struct floors *f, struct result *r);
 void point_key(const struct point *pt, char *buf, size_t len);
 /* Fold n repeats into r (its pt set): key, medians, spreads, samples. 0 or -ENOMEM. */
 int result_fold(struct result *r, const struct sample *s, unsigned n);
+/* The median and range of n <= FLOOR_TRIALS trials' figures, leaving out those that did not
+ * come (0). */
+struct floor_x trials_spread(const double *fig, unsigned n);
+/* num[t] / den[t] trial by trial (a trial that lacks either figure left out), as trials_spread. */
+struct floor_x trials_ratio(const double *num, const double *den, unsigned n);
 void results_free(struct result *r, unsigned n);
 void goals_evaluate(struct report *rep);
 

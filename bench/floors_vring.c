@@ -171,10 +171,8 @@ static void vref_device(void *p)
 	}
 }
 
-/* One run on one layout: batch 0 measures request/response (out[0] p50, out[1] p99, in ns),
- * else streaming (out[0] ops/s). Zeros when it could not run. */
-static void vref_measure(bool packed, unsigned ring, int a, int b, uint64_t dur_ns, unsigned batch,
-			 double out[2])
+void floors_vring_run(bool packed, unsigned ring, int a, int b, uint64_t dur_ns, unsigned batch,
+		      double out[2])
 {
 	out[0] = out[1] = 0;
 	struct vqs_gmem *gmem = NULL;
@@ -228,30 +226,4 @@ out:
 	if (gmem)
 		vqs_gmem_destroy(gmem);
 	free(v);
-}
-
-void floors_measure_vring(struct floors *f, unsigned ring, int a, int b, bool quick)
-{
-	if (ring < 2 || ring > VQS_VQ_MAX_SIZE)
-		ring = 256;
-	while (ring & (ring - 1)) /* split rings need a power of two */
-		ring &= ring - 1;
-	uint64_t ms = 1000000ull;
-	for (unsigned l = 0; l < 2; l++) {
-		double r[2];
-		vref_measure(l == 1, ring, a, b, (quick ? 60 : 200) * ms, 0, r);
-		f->vring_rr_p50_ns[l] = r[0];
-		f->vring_rr_p99_ns[l] = r[1];
-	}
-	/* the batch sizes of the minimal ring's stream, median of three as there */
-	for (unsigned l = 0; l < 2; l++)
-		for (unsigned i = 0; i < f->nbatch; i++) {
-			double ops[3], r[2];
-			for (int t = 0; t < 3; t++) {
-				vref_measure(l == 1, ring, a, b, (quick ? 20 : 60) * ms, f->batch[i],
-					     r);
-				ops[t] = r[0];
-			}
-			f->vring_stream_ops_per_s[l][i] = median3(ops[0], ops[1], ops[2]);
-		}
 }

@@ -53,18 +53,24 @@ static void print_floors(FILE *f, const struct floors *fl)
 		fprintf(f, "  minimal ring stream, batch %-3u %8s ops/s\n", fl->batch[i], r);
 	}
 	fprintf(f, "reference, not a floor: vqsched's rings alone (no scheduler):\n");
-	for (unsigned l = 0; l < 2; l++)
-		fprintf(f, "  %-6s ring request/response    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal ring)\n",
-			l ? "packed" : "split", fl->vring_rr_p50_ns[l], fl->vring_rr_p99_ns[l],
-			fl->ring_rr_p50_ns > 0 ? fl->vring_rr_p50_ns[l] / fl->ring_rr_p50_ns : 0);
+	fprintf(f, "  (over the minimal ring: the median and range of %d trials, each the minimal ring "
+		   "and both rings alone in turn)\n", FLOOR_TRIALS);
+	for (unsigned l = 0; l < 2; l++) {
+		const struct floor_x *x = &fl->vring_rr_x[l];
+		fprintf(f, "  %-6s ring request/response    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal "
+			   "ring, %.2f-%.2fx)\n",
+			l ? "packed" : "split", fl->vring_rr_p50_ns[l], fl->vring_rr_p99_ns[l], x->med,
+			x->lo, x->hi);
+	}
 	for (unsigned l = 0; l < 2; l++)
 		for (unsigned i = 0; i < fl->nbatch; i++) {
 			char r[32];
-			double ops = fl->vring_stream_ops_per_s[l][i];
-			fmt_rate(r, sizeof(r), ops);
-			fprintf(f, "  %-6s ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring)\n",
-				l ? "packed" : "split", fl->batch[i], r,
-				fl->ring_ops_per_s[i] > 0 ? 100 * ops / fl->ring_ops_per_s[i] : 0);
+			const struct floor_x *x = &fl->vring_stream_x[l][i];
+			fmt_rate(r, sizeof(r), fl->vring_stream_ops_per_s[l][i]);
+			fprintf(f, "  %-6s ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring, "
+				   "%.0f-%.0f%%)\n",
+				l ? "packed" : "split", fl->batch[i], r, 100 * x->med, 100 * x->lo,
+				100 * x->hi);
 		}
 }
 
@@ -219,6 +225,16 @@ static void json_machine(FILE *f, const struct report *rep)
 	fprintf(f, ", \"date_utc\": \"%s\"},\n", date);
 }
 
+/* A ratio over the floors' trials: {"median": M, "min": L, "max": H}. */
+static void json_floor_x(FILE *f, const struct floor_x *x)
+{
+	fprintf(f, "{\"median\": ");
+	json_write_num(f, x->med);
+	json_field(f, "min", x->lo);
+	json_field(f, "max", x->hi);
+	fputc('}', f);
+}
+
 static void json_floors(FILE *f, const struct floors *fl)
 {
 	fprintf(f, "  \"floors\": {\"measured\": %s, \"cpu_a\": %d, \"cpu_b\": %d, ",
@@ -240,12 +256,20 @@ static void json_floors(FILE *f, const struct floors *fl)
 	fprintf(f, "}, \"vring_rr_p99_ns\": {\"split\": ");
 	json_write_num(f, fl->vring_rr_p99_ns[0]);
 	json_field(f, "packed", fl->vring_rr_p99_ns[1]);
+	fprintf(f, "}, \"vring_rr_x_minimal\": {\"split\": ");
+	json_floor_x(f, &fl->vring_rr_x[0]);
+	fprintf(f, ", \"packed\": ");
+	json_floor_x(f, &fl->vring_rr_x[1]);
 	fprintf(f, "}");
 	fprintf(f, ", \"vring_stream\": [");
 	for (unsigned i = 0; i < fl->nbatch; i++) {
 		fprintf(f, "%s{\"batch\": %u, \"ops_per_s\": ", i ? ", " : "", fl->batch[i]);
 		json_write_num(f, fl->vring_stream_ops_per_s[0][i]);
 		json_field(f, "packed_ops_per_s", fl->vring_stream_ops_per_s[1][i]);
+		fprintf(f, ", \"x_minimal\": ");
+		json_floor_x(f, &fl->vring_stream_x[0][i]);
+		fprintf(f, ", \"packed_x_minimal\": ");
+		json_floor_x(f, &fl->vring_stream_x[1][i]);
 		fprintf(f, "}");
 	}
 	fprintf(f, "]");

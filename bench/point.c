@@ -89,6 +89,28 @@ static double median_sorted(double *v, unsigned k)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+struct floor_x trials_spread(const double *fig, unsigned n)
+{
+	double v[FLOOR_TRIALS];
+	unsigned k = 0;
+	for (unsigned t = 0; t < n && t < FLOOR_TRIALS; t++)
+		if (fig[t] > 0)
+			v[k++] = fig[t];
+	if (!k)
+		return (struct floor_x){0, 0, 0};
+	double med = median_sorted(v, k);
+	return (struct floor_x){med, v[0], v[k - 1]};
+}
+
+struct floor_x trials_ratio(const double *num, const double *den, unsigned n)
+{
+	double x[FLOOR_TRIALS];
+	unsigned k = 0;
+	for (unsigned t = 0; t < n && t < FLOOR_TRIALS; t++)
+		x[k++] = num[t] > 0 && den[t] > 0 ? num[t] / den[t] : 0;
+	return trials_spread(x, k);
+}
+
 int result_fold(struct result *r, const struct sample *s, unsigned n)
 {
 	point_key(&r->pt, r->key, sizeof(r->key));
