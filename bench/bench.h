@@ -93,6 +93,9 @@ struct sample {
 		unsigned run_seq; /* 1-based position of this window in the whole run's order */
 		double naps_per_op; /* the deferred re-poll's naps in the window, per operation */
 		double cost_reads_per_op; /* worker 0's cost model system calls, per operation */
+		/* the reference the goals divide this window's figure by (point_beside), measured
+		 * just before it on the floors' CPUs: ops/s or ns p50; 0 when none was */
+		double beside;
 		/* worker 0's counters and learned cost model at the window's end (adaptive) */
 		struct vqs_worker_stats w0;
 	} info;
@@ -199,6 +202,15 @@ struct inject {
 int workload_run(const struct point *pt, struct inject *inj, struct sample *out);
 /* Measure the machine's floors on CPUs a and b (a may equal b). quick shortens them. */
 void floors_measure(struct floors *f, unsigned ring, int cpu_a, int cpu_b, bool quick);
+/* What a goal line divides a point's figure by, measured beside each of its repeats
+ * (floors_beside), so that the ratio is of two runs a few milliseconds apart: busy-poll
+ * streaming one queue at batch 1 or 64 (poll-vs-rings-alone) against the rings alone at that
+ * batch, on the point's layout; busy-poll rr of one queue (poll-rr-vs-ring) against the
+ * minimal ring's rr p50. */
+enum beside { BESIDE_NONE, BESIDE_RINGS_ALONE, BESIDE_RING_RR };
+enum beside point_beside(const struct point *pt);
+/* One run of pt's reference (point_beside) on CPUs a and b of f: ops/s or ns; 0 when none. */
+double floors_beside(const struct floors *f, const struct point *pt, bool quick);
 /* Median of three figures. */
 double median3(double x, double y, double z);
 /* One run of the vring reference on one layout, its device on CPU a and its driver on b:
@@ -223,8 +235,8 @@ void floors_attach(const struct floors *f, struct result *r);
 void point_key(const struct point *pt, char *buf, size_t len);
 /* Fold n repeats into r (its pt set): key, medians, spreads, samples. 0 or -ENOMEM. */
 int result_fold(struct result *r, const struct sample *s, unsigned n);
-/* The median and range of n <= FLOOR_TRIALS trials' figures, leaving out those that did not
- * come (0). */
+/* The median and range of n trials' (or repeats') figures, leaving out those that did not come
+ * (0). */
 struct floor_x trials_spread(const double *fig, unsigned n);
 /* num[t] / den[t] trial by trial (a trial that lacks either figure left out), as trials_spread. */
 struct floor_x trials_ratio(const double *num, const double *den, unsigned n);

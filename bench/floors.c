@@ -224,6 +224,17 @@ double median3(double x, double y, double z)
 	return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
 }
 
+/* The minimal ring indexes with a mask (and split rings need a power of two): the largest power
+ * of two not above the queue size. */
+static unsigned ring_pow2(unsigned ring)
+{
+	if (ring < 2 || ring > VQS_VQ_MAX_SIZE)
+		ring = 256;
+	while (ring & (ring - 1))
+		ring &= ring - 1;
+	return ring;
+}
+
 void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 {
 	memset(f, 0, sizeof(*f));
@@ -262,17 +273,12 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	struct mring *mr = aligned_alloc(64, sizeof(*mr));
 	if (!mr)
 		return;
-	/* the minimal ring indexes with a mask: the largest power of two not above the queue size */
-	if (ring < 2 || ring > VQS_VQ_MAX_SIZE)
-		ring = 256;
-	while (ring & (ring - 1))
-		ring &= ring - 1;
-	mr->num = ring;
+	mr->num = ring = ring_pow2(ring);
 	/* Each trial runs the minimal ring, then vqsched's split and packed rings alone, in turn,
-	 * and a ratio divides figures of one trial. Measured phase after phase instead, the
-	 * minimal ring once read 3.2x its usual rate (495M ops/s at batch 64, rr 172 ns p50)
-	 * while the rings alone measured after it read theirs, and every ratio over it read
-	 * that window (docs/bench.md, "Trials side by side"). */
+	 * and a ratio divides figures of one trial: this VM's cache-line round trip moves between
+	 * ~450 and ~70 ns for minutes at a time, the minimal ring's rate with it by 2.6-3x and
+	 * the rings alone's by less (docs/bench.md, "Two machines in one"), so figures measured
+	 * apart may be of two machines. */
 	static const unsigned batches[] = {1, 4, 16, 64};
 	for (unsigned i = 0; i < sizeof(batches) / sizeof(batches[0]) && batches[i] <= ring; i++) {
 		double ops[FLOOR_TRIALS], vops[2][FLOOR_TRIALS], r[2];
@@ -315,6 +321,30 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	}
 	free(mr);
 	f->measured = true;
+}
+
+/* Shorter than a trial of the floors: it runs before every repeat of the points it serves. */
+#define BESIDE_MS 30u
+
+double floors_beside(const struct floors *f, const struct point *pt, bool quick)
+{
+	enum beside what = point_beside(pt);
+	if (!f->measured || what == BESIDE_NONE)
+		return 0;
+	unsigned ring = ring_pow2(pt->ring);
+	uint64_t ns = (quick ? BESIDE_MS / 2 : BESIDE_MS) * 1000000ull;
+	if (what == BESIDE_RINGS_ALONE) {
+		double r[2];
+		floors_vring_run(pt->packed, ring, f->cpu_a, f->cpu_b, ns, pt->batch_max, r);
+		return r[0];
+	}
+	struct mring *mr = aligned_alloc(64, sizeof(*mr));
+	if (!mr)
+		return 0;
+	mr->num = ring;
+	double p50 = mring_run(mr, f->cpu_a, f->cpu_b, 1, true, ns) ? 0 : hist_quantile(&mr->h, 0.5);
+	free(mr);
+	return p50;
 }
 
 void floors_attach(const struct floors *f, struct result *r)

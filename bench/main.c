@@ -148,8 +148,11 @@ static int run_plan(const struct opts *o, const struct preset *p, struct report 
 			point_key(&plan.pts[i], key, sizeof(key));
 			fprintf(stderr, tty ? "\r[%3u/%u] %-90.90s" : "[%3u/%u] %s\n", seq,
 				plan.n * repeat, key);
+			/* the goals' reference for this window, just before it */
+			double beside = floors_beside(&rep->floors, &plan.pts[i], o->quick);
 			struct sample x[2];
 			int e = workload_run(&plan.pts[i], &inject[i], x);
+			x[0].info.beside = x[1].info.beside = beside;
 			x[0].info.run_seq = x[1].info.run_seq = seq;
 			if (base) { /* x[0] the slices without the injection, x[1] those with it */
 				sb[(size_t)i * repeat + k] = x[0];

@@ -290,6 +290,14 @@ static void json_repeat_info(FILE *f, const struct result *r)
 	for (unsigned i = 0; i < r->nsamples; i++)
 		fprintf(f, "%s%u", i ? ", " : "", r->info[i].run_seq);
 	fputc(']', f);
+	if (point_beside(&r->pt) != BESIDE_NONE) {
+		fprintf(f, ", \"beside\": [");
+		for (unsigned i = 0; i < r->nsamples; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			json_write_num(f, r->info[i].beside);
+		}
+		fputc(']', f);
+	}
 	if (r->pt.policy != VQS_POLICY_ADAPTIVE)
 		return;
 	fprintf(f, ",\n     \"worker0\": [");

@@ -89,26 +89,42 @@ static double median_sorted(double *v, unsigned k)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+enum beside point_beside(const struct point *pt)
+{
+	if (pt->transport != TRANSPORT_DIRECT || pt->shared_cpu || pt->driver_block ||
+	    pt->handler_ns || pt->exit_ns || pt->touch != TOUCH_NONE || pt->poll_timeout_us ||
+	    pt->inject_pct || pt->interleave || pt->policy != VQS_POLICY_POLL || pt->streams != 1 ||
+	    pt->rate)
+		return BESIDE_NONE;
+	if (pt->workload == WL_STREAM && (pt->batch_max == 1 || pt->batch_max == 64))
+		return BESIDE_RINGS_ALONE;
+	return pt->workload == WL_RR ? BESIDE_RING_RR : BESIDE_NONE;
+}
+
 struct floor_x trials_spread(const double *fig, unsigned n)
 {
-	double v[FLOOR_TRIALS];
+	double *v = n ? malloc(n * sizeof(*v)) : NULL;
 	unsigned k = 0;
-	for (unsigned t = 0; t < n && t < FLOOR_TRIALS; t++)
+	for (unsigned t = 0; v && t < n; t++)
 		if (fig[t] > 0)
 			v[k++] = fig[t];
-	if (!k)
-		return (struct floor_x){0, 0, 0};
-	double med = median_sorted(v, k);
-	return (struct floor_x){med, v[0], v[k - 1]};
+	struct floor_x x = {0, 0, 0};
+	if (k) {
+		double med = median_sorted(v, k);
+		x = (struct floor_x){med, v[0], v[k - 1]};
+	}
+	free(v);
+	return x;
 }
 
 struct floor_x trials_ratio(const double *num, const double *den, unsigned n)
 {
-	double x[FLOOR_TRIALS];
-	unsigned k = 0;
-	for (unsigned t = 0; t < n && t < FLOOR_TRIALS; t++)
-		x[k++] = num[t] > 0 && den[t] > 0 ? num[t] / den[t] : 0;
-	return trials_spread(x, k);
+	double *x = n ? malloc(n * sizeof(*x)) : NULL;
+	for (unsigned t = 0; x && t < n; t++)
+		x[t] = num[t] > 0 && den[t] > 0 ? num[t] / den[t] : 0;
+	struct floor_x r = x ? trials_spread(x, n) : (struct floor_x){0, 0, 0};
+	free(x);
+	return r;
 }
 
 int result_fold(struct result *r, const struct sample *s, unsigned n)

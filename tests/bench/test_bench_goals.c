@@ -152,12 +152,63 @@ static void test_rings_alone_goal_pairs_the_trials(void **state)
 	assert_non_null(strstr(d, "packed batch 64: 0.43x (trials 0.42-0.44x"));
 }
 
+/* poll-rr-vs-ring over a busy-poll rr point whose repeats read these p50s (ns), with the
+ * minimal ring's rr p50 measured beside each (NULL: none), and floors whose rr p50 is floor. */
+static int poll_rr_goal(const double *p50, const double *beside, unsigned n, double floor,
+			char *detail, size_t len)
+{
+	struct result *res = calloc(1, sizeof(*res));
+	assert_non_null(res);
+	res->pt = (struct point){.workload = WL_RR, .policy = VQS_POLICY_POLL,
+				 .transport = TRANSPORT_DIRECT, .touch = TOUCH_NONE, .streams = 1,
+				 .batch_max = 64, .ring = 256, .outstanding = 1};
+	struct sample s[8];
+	memset(s, 0, sizeof(s));
+	for (unsigned k = 0; k < n; k++) {
+		s[k].fig[FIG_P50] = p50[k];
+		s[k].info.beside = beside ? beside[k] : 0;
+	}
+	assert_int_equal(result_fold(res, s, n), 0);
+	struct report rep = {.preset = "default", .results = res, .nresults = 1};
+	rep.floors.measured = true;
+	rep.floors.ring_rr_p50_ns = floor;
+	goals_evaluate(&rep);
+	int status = -2;
+	for (unsigned i = 0; i < rep.ngoals; i++)
+		if (!strcmp(rep.goals[i].name, "poll-rr-vs-ring")) {
+			status = rep.goals[i].status;
+			snprintf(detail, len, "%s", rep.goals[i].detail);
+		}
+	results_free(res, 1);
+	return status;
+}
+
+/* poll-rr-vs-ring divides each repeat's p50 by the minimal ring's measured beside it. In the run
+ * of 2026-12-06 03:04 the floors read the minimal ring at 148 ns; were the machine's cache-line
+ * round trip to go from 65 to 450 ns between the floors and the point, busy-poll's 700 ns would
+ * read 4.7x against the floors and 1.17x against the minimal ring beside it (600 ns). With
+ * references beside the repeats the goal judges those (here 1.17x, range 1.08-1.27x), and
+ * without, the floors' figure, saying so. */
+static void test_poll_rr_goal_divides_by_the_reference_beside(void **state)
+{
+	(void)state;
+	char d[400];
+	const double p50[] = {700, 680, 760}, beside[] = {600, 630, 600};
+	assert_int_equal(poll_rr_goal(p50, beside, 3, 148, d, sizeof(d)), 1);
+	assert_non_null(strstr(d, "1.17x (repeats 1.08-1.27x"));
+	assert_int_equal(poll_rr_goal(p50, NULL, 3, 148, d, sizeof(d)), 0);
+	assert_non_null(strstr(d, "(the floors')"));
+	const double slow[] = {900, 880, 960};
+	assert_int_equal(poll_rr_goal(slow, beside, 3, 148, d, sizeof(d)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kicks_goal_pairs_the_repeats),
 		cmocka_unit_test(test_kicks_goal_leaves_out_stalled_repeats),
 		cmocka_unit_test(test_rings_alone_goal_pairs_the_trials),
+		cmocka_unit_test(test_poll_rr_goal_divides_by_the_reference_beside),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
