@@ -258,8 +258,10 @@ struct vqs_ksim_seed2017_opts {
 	 * last loss (so a stall after a leak stays in the leaking side's slice; N must exceed
 	 * total_window, the packets in flight; the light row's slices without a loss end after
 	 * 20 ms too, so that a spell without CPUs is shared), A B B A, for
-	 * VQS_KSIM_SEED2017_PAIR_WINDOWS x cell_ms and until each side had two slices; each side's rate is its median slice's,
-	 * and the world's retransmits and leaks count for 4.13 b64 (only its handler leaks).
+	 * VQS_KSIM_SEED2017_PAIR_WINDOWS x cell_ms and until each side had two slices; each side's
+	 * rate is, in the light row, its goodput over the world (its deliveries over its slices'
+	 * time, what the light verdict judges), in the heavy row its median slice's, and the
+	 * world's retransmits and leaks count for 4.13 b64 (only its handler leaks).
 	 * Both then meet whatever other programs do at that moment alike. 0: a world per cell. */
 	uint32_t interleave;
 	/* Guest B's work per packet in the heavy row (the last of two rows or more), in place of
