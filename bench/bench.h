@@ -120,7 +120,7 @@ struct result {
 	double floor_value, floor_ratio;
 };
 
-/* A ratio over FLOOR_TRIALS trials: their median and range. */
+/* A figure over FLOOR_TRIALS trials (or over a point's repeats): their median and range. */
 #define FLOOR_TRIALS 3
 struct floor_x {
 	double med, lo, hi;

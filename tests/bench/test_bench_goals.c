@@ -14,6 +14,18 @@
 
 #include "bench.h"
 
+/* Evaluate rep's goals: the status of the one named (-2: none such), its line in detail. */
+static int goal_of(struct report *rep, const char *name, char *detail, size_t len)
+{
+	goals_evaluate(rep);
+	for (unsigned i = 0; i < rep->ngoals; i++)
+		if (!strcmp(rep->goals[i].name, name)) {
+			snprintf(detail, len, "%s", rep->goals[i].detail);
+			return rep->goals[i].status;
+		}
+	return -2;
+}
+
 /* A sweep point of one policy: 8 queues at 5k/s, its repeats' kicks per request, and their
  * p50 and p99 in us (NULL: p99 50 us, no p50). */
 static void sweep_point(struct result *r, enum vqs_policy pol, const double *kicks,
@@ -46,13 +58,7 @@ static int kicks_goal_lat(const double *ad, unsigned nad, const double *ded, uns
 	sweep_point(&res[1], VQS_POLICY_ADAPTIVE, ad, lat ? lat[0] : NULL, lat ? lat[1] : NULL,
 		    nad);
 	struct report rep = {.preset = "sweep", .results = res, .nresults = 2};
-	goals_evaluate(&rep);
-	int status = -2;
-	for (unsigned i = 0; i < rep.ngoals; i++)
-		if (!strcmp(rep.goals[i].name, "adaptive-kicks")) {
-			status = rep.goals[i].status;
-			snprintf(detail, len, "%s", rep.goals[i].detail);
-		}
+	int status = goal_of(&rep, "adaptive-kicks", detail, len);
 	results_free(res, 2);
 	return status;
 }
@@ -121,13 +127,7 @@ static int rings_alone_goal(const double *ring, const double *split, const doubl
 		f->vring_stream_ops_per_s[l][0] = trials_spread(v[l], FLOOR_TRIALS).med;
 		f->vring_stream_x[l][0] = trials_ratio(v[l], ring, FLOOR_TRIALS);
 	}
-	goals_evaluate(&rep);
-	for (unsigned i = 0; i < rep.ngoals; i++)
-		if (!strcmp(rep.goals[i].name, "rings-alone-vs-ring")) {
-			snprintf(detail, len, "%s", rep.goals[i].detail);
-			return rep.goals[i].status;
-		}
-	return -2;
+	return goal_of(&rep, "rings-alone-vs-ring", detail, len);
 }
 
 /* rings-alone-vs-ring judges the median of the trials' ratios (each trial the minimal ring,
@@ -172,13 +172,7 @@ static int poll_rr_goal(const double *p50, const double *beside, unsigned n, dou
 	struct report rep = {.preset = "default", .results = res, .nresults = 1};
 	rep.floors.measured = true;
 	rep.floors.ring_rr_p50_ns = floor;
-	goals_evaluate(&rep);
-	int status = -2;
-	for (unsigned i = 0; i < rep.ngoals; i++)
-		if (!strcmp(rep.goals[i].name, "poll-rr-vs-ring")) {
-			status = rep.goals[i].status;
-			snprintf(detail, len, "%s", rep.goals[i].detail);
-		}
+	int status = goal_of(&rep, "poll-rr-vs-ring", detail, len);
 	results_free(res, 1);
 	return status;
 }
