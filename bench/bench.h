@@ -211,8 +211,6 @@ enum beside { BESIDE_NONE, BESIDE_RINGS_ALONE, BESIDE_RING_RR };
 enum beside point_beside(const struct point *pt);
 /* One run of pt's reference (point_beside) on CPUs a and b of f: ops/s or ns; 0 when none. */
 double floors_beside(const struct floors *f, const struct point *pt, bool quick);
-/* Median of three figures. */
-double median3(double x, double y, double z);
 /* One run of the vring reference on one layout, its device on CPU a and its driver on b:
  * batch 0 measures request/response (out[0] p50, out[1] p99, in ns), else streaming (out[0]
  * ops/s). Zeros when it could not run. */
@@ -235,6 +233,8 @@ void floors_attach(const struct floors *f, struct result *r);
 void point_key(const struct point *pt, char *buf, size_t len);
 /* Fold n repeats into r (its pt set): key, medians, spreads, samples. 0 or -ENOMEM. */
 int result_fold(struct result *r, const struct sample *s, unsigned n);
+/* The median of v[0..k), k > 0; sorts v. */
+double median_sorted(double *v, unsigned k);
 /* The median and range of n trials' (or repeats') figures, leaving out those that did not come
  * (0). */
 struct floor_x trials_spread(const double *fig, unsigned n);

@@ -219,11 +219,6 @@ static double timed_sleep_ns(unsigned long slack, unsigned iters)
 	return p50;
 }
 
-double median3(double x, double y, double z)
-{
-	return x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
-}
-
 /* The minimal ring indexes with a mask (and split rings need a power of two): the largest power
  * of two not above the queue size. */
 static unsigned ring_pow2(unsigned ring)
@@ -249,7 +244,7 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 		cpu_run_pair(a, line_ping, b, line_pong, &l);
 		rtt[t] = (double)l.ns / (double)l.iters;
 	}
-	f->cacheline_rtt_ns = median3(rtt[0], rtt[1], rtt[2]);
+	f->cacheline_rtt_ns = median_sorted(rtt, 3);
 
 	struct efd_pair *e = calloc(1, sizeof(*e));
 	if (e) {

@@ -263,8 +263,7 @@ static double paired_excess(const struct result *ad, const struct result *x, enu
 		d[m++] = ad->samples[(size_t)k * FIG__COUNT + f] -
 			 x->samples[(size_t)k * FIG__COUNT + f];
 	}
-	qsort(d, m, sizeof(*d), cmp_double);
-	double med = !m ? NAN : m % 2 ? d[m / 2] : (d[m / 2 - 1] + d[m / 2]) / 2;
+	double med = m ? median_sorted(d, m) : NAN;
 	free(d);
 	return med;
 }

@@ -83,7 +83,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median_sorted(double *v, unsigned k)
+double median_sorted(double *v, unsigned k)
 {
 	qsort(v, k, sizeof(v[0]), cmp_double);
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
