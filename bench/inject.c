@@ -31,3 +31,16 @@ double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], dou
 	double cap = (1 + 2 * want) / 2 * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
 	return turns > cap ? cap : turns < 1 ? 1 : turns;
 }
+
+unsigned inject_slice_side(uint64_t seed, unsigned k)
+{
+	uint64_t pair = k / 2u;
+	if (!pair)
+		return k & 1u;
+	/* splitmix64's finalizer: every bit of (seed, pair) moves the top one */
+	uint64_t z = seed + pair * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (k & 1u) ^ (unsigned)(z >> 63);
+}

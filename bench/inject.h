@@ -59,4 +59,14 @@ static inline uint32_t inject_turns(uint32_t amount, uint32_t *carry)
 double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], double step,
 			    double *tpo_min, double ns_per_turn);
 
+/*
+ * --interleave: the side of slice k of a window (0: without the injection, 1: with it). Slices
+ * come in pairs, one of each side: the first pair 0 then 1, each later pair's order drawn from
+ * (seed, pair). A fixed order (A B B A A B B A ...) repeats every four slices, and a disturbance
+ * of that period lands on one side in every cycle: stream slices of 16384 requests at 15.7M
+ * requests/s made the cycle 4.17 ms, near the kernel's 4 ms tick (HZ 250). Threads: any (no
+ * shared state).
+ */
+unsigned inject_slice_side(uint64_t seed, unsigned k);
+
 #endif

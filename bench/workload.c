@@ -104,10 +104,11 @@ struct run {
 				    * a knob) */
 	atomic_int cal_side;      /* calibrating: 1 injection off, 2 on; 0 not calibrating */
 	/* --interleave: the side the current slice measures and the injection's amount on side 1;
-	 * driver 0 switches sides every interleave_reqs completions (relaxed: knobs) */
+	 * driver 0 switches sides every interleave_reqs completions (relaxed: knobs), in the order
+	 * inject_slice_side draws from slice_seed */
 	atomic_int side;
 	uint32_t side_amount;
-	uint64_t interleave_reqs;
+	uint64_t interleave_reqs, slice_seed;
 	struct stream *st;
 	struct driver *drv;
 	unsigned buf_len;
@@ -213,8 +214,9 @@ static void count_calls(struct run *r, int fd)
 
 /*
  * --interleave, on driver 0 as it reaps n requests in the window: after interleave_reqs of them,
- * the next slice, in the order A B B A A B B A ... (a trend over the window lands on both sides
- * alike); side 1 runs with the injected work, side 0 without. Slices count requests, not time:
+ * the next slice, in pairs of one slice each side (a trend over the window lands on both sides
+ * alike) in an order drawn per pair (inject_slice_side: a disturbance that recurs every few
+ * slices lands on both sides alike too); side 1 runs with the injected work, side 0 without. Slices count requests, not time:
  * when another program takes the CPU for milliseconds, no slice is left empty; neighbouring
  * slices share whatever the machine does (its load, where the host put the vCPUs), so a
  * difference between the sides is the injection's, not drift between runs or processes. The
@@ -228,7 +230,7 @@ static void interleave_step(struct driver *d, unsigned n)
 	d->slice_done = 0;
 	unsigned k = atomic_load_explicit(&d->slice, memory_order_relaxed) + 1;
 	atomic_store_explicit(&d->slice, k, memory_order_relaxed);
-	int side = (int)((k + 1) / 2 % 2);
+	int side = (int)inject_slice_side(r->slice_seed, k);
 	atomic_store_explicit(&r->inject_amount, side ? r->side_amount : 0, memory_order_relaxed);
 	atomic_store_explicit(&r->side, side, memory_order_relaxed);
 	atomic_store_explicit(&r->cal_side, 1 + side, memory_order_relaxed);
@@ -1001,6 +1003,7 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 		r.side_amount = amount;
 		r.interleave_reqs = (uint64_t)pt->interleave *
 				    (pt->workload == WL_RR ? pt->outstanding : pt->ring / 2) * pt->streams;
+		r.slice_seed = vqs_now_ns(); /* each window its own order */
 		atomic_store_explicit(&r.cal_side, 1, memory_order_relaxed);
 		amount = 0;
 	}
@@ -1012,7 +1015,7 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 	tpo_mark(&r, tpo_start);
 	atomic_store_explicit(&r.cal_side, 1, memory_order_relaxed);
 	sleep_ms(pt->duration_ms);
-	/* An interleaved window lasts until each side had two slices (A B B A), when other
+	/* An interleaved window lasts until each side had two slices (two pairs), when other
 	 * programs left the drivers too little of the CPU for that; at most 20 times longer. */
 	for (unsigned ms = 0; pt->interleave && pt->workload != WL_IDLE && ms < 20 * pt->duration_ms &&
 			      atomic_load_explicit(&r.drv[0].slice, memory_order_relaxed) < 4; ms++)
