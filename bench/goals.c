@@ -381,37 +381,131 @@ static double ratio_of(const struct result *ad, const struct result *x, enum fig
 	return x->med[f] > 0 ? ad->med[f] / x->med[f] : 0;
 }
 
+/* A figure of one side over the repeats a comparison keeps: their median and spread. */
+struct kept {
+	double med, spread;
+};
+
+static struct kept kept_of(double *v, unsigned k)
+{
+	double med = median_sorted(v, k); /* sorts: v[0] is the least, v[k - 1] the most */
+	return (struct kept){med, med > 0 ? (v[k - 1] - v[0]) / med : 0};
+}
+
+/* Figure f of ad and of x over the repeat pairs in which neither met a stall (stalled): the plan
+ * runs repeat k of every policy at a point back to back, so a pair shares what the machine did
+ * but a stall moves one side. Their medians and spreads in a and b; returns the pairs kept (0:
+ * none, the point cannot be judged). Unless both have a sample of every repeat, the points' own
+ * medians and spreads, and their repeats as kept. */
+static unsigned kept_pairs(const struct result *ad, const struct result *x, enum fig f,
+			   struct kept *a, struct kept *b)
+{
+	unsigned n = ad->nsamples, m = 0;
+	double *v = n && n == x->nsamples && ad->samples && x->samples ? malloc(2 * n * sizeof(*v))
+								       : NULL;
+	if (!v) {
+		*a = (struct kept){ad->med[f], spread(ad, f)};
+		*b = (struct kept){x->med[f], spread(x, f)};
+		return ad->repeats < x->repeats ? ad->repeats : x->repeats;
+	}
+	for (unsigned k = 0; k < n; k++)
+		if (!stalled(ad, k) && !stalled(x, k)) {
+			v[m] = ad->samples[(size_t)k * FIG__COUNT + f];
+			v[n + m++] = x->samples[(size_t)k * FIG__COUNT + f];
+		}
+	if (m) {
+		*a = kept_of(v, m);
+		*b = kept_of(v + n, m);
+	}
+	free(v);
+	return m;
+}
+
+/* The repeats of r that met a stall. */
+static unsigned stalls_of(const struct result *r)
+{
+	unsigned c = 0;
+	for (unsigned k = 0; r->samples && k < r->nsamples; k++)
+		c += stalled(r, k);
+	return c;
+}
+
+/* P(X >= k) for X binomial(n, p), 0 < p < 1. */
+static double binomial_tail(unsigned k, unsigned n, double p)
+{
+	double sum = 0;
+	for (unsigned i = k; i <= n; i++)
+		sum += exp(lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) + i * log(p) +
+			   (n - i) * log1p(-p));
+	return sum;
+}
+
 /* Adaptive's two regimes (issue 19): where its worker spins (>= 90% of the wall time on the CPU),
  * p50 and p99 within 1.2x of busy-poll's; where it sleeps between requests (>= 0.9 wake-ups per
  * request: nearly every request finds it asleep), p50 and p99 within 1.2x of dedicated's at no
  * more CPU per request. The bounds get the repeats' spread on top (1.2 + spread, 1 + spread), as
  * adaptive-undominated's 10% does. Points in neither regime (it spins part of the time) are
- * counted, not judged here: adaptive-undominated and adaptive-defer judge them. */
+ * counted, not judged here: adaptive-undominated and adaptive-defer judge them.
+ * A repeat pair with a stall of the machine's is left out, as adaptive-kicks leaves it: the
+ * sweeps of 2026-12-06 failed this line at 8 and 50 queues at 5k/s by p99s of 94 ms in 2 of
+ * adaptive's 3 repeats (881x and 1024x dedicated's), where such stalls met 8-16% of every
+ * policy's repeats (dedicated 3-10 of 63, pool 5-8, busy-poll 3-7, adaptive 6-8). So that a
+ * fault of the controller's that looks like a stall (a wake-up lost until the next event) is
+ * not left out with them, adaptive's stalled repeats over the sweep must be no more than the
+ * fixed policies' rate makes likely: the line fails where a binomial of that rate gives
+ * adaptive's count or more a chance under 1%. */
 static void goal_regimes(struct report *rep)
 {
 	struct goal *g = add(rep, "adaptive-regimes",
 			     "where adaptive spins >= 90% of the time, p50 and p99 within 1.2x of "
 			     "busy-poll's; where it sleeps (>= 0.9 wake-ups a request), within 1.2x "
-			     "of dedicated's at no more CPU per op (each plus the repeats' spread)");
-	unsigned spin = 0, sleep = 0, neither = 0, bad = 0;
+			     "of dedicated's at no more CPU per op (each plus the repeats' spread; "
+			     "repeats with a stall left out, if adaptive stalls no more often)");
+	unsigned spin = 0, sleep = 0, neither = 0, bad = 0, unjudged = 0;
+	unsigned ad_stalls = 0, ad_repeats = 0, fixed_stalls = 0, fixed_repeats = 0;
 	double worst = 0;
 	char example[160] = "";
+	static const enum vqs_policy fixed[] = {VQS_POLICY_DEDICATED, VQS_POLICY_POOL,
+						VQS_POLICY_POLL};
 	for (unsigned i = 0; i < rep->nresults; i++) {
 		const struct result *ad = &rep->results[i], *x;
 		if (!swept_adaptive(ad))
 			continue;
-		bool spins = ad->med[FIG_WUTIL] >= 0.9, sleeps = ad->med[FIG_WAKES] >= 0.9;
+		ad_stalls += stalls_of(ad);
+		ad_repeats += ad->samples ? ad->nsamples : 0;
+		for (unsigned f = 0; f < 3; f++)
+			if ((x = beside(rep, ad, fixed[f]))) {
+				fixed_stalls += stalls_of(x);
+				fixed_repeats += x->samples ? x->nsamples : 0;
+			}
+		const struct result *ded = beside(rep, ad, VQS_POLICY_DEDICATED);
+		struct kept util, wakes, other;
+		if (!ded || !kept_pairs(ad, ded, FIG_WUTIL, &util, &other) ||
+		    !kept_pairs(ad, ded, FIG_WAKES, &wakes, &other)) {
+			unjudged += ded != NULL;
+			continue;
+		}
+		bool spins = util.med >= 0.9, sleeps = wakes.med >= 0.9;
 		if (spins == sleeps) { /* neither, or a point that cannot tell */
 			neither++;
 			continue;
 		}
 		if (!(x = beside(rep, ad, spins ? VQS_POLICY_POLL : VQS_POLICY_DEDICATED)))
 			continue;
+		static const enum fig figs[] = {FIG_P50, FIG_P99, FIG_WCPU};
+		struct kept a[3], b[3];
+		unsigned k, nk = spins ? 2u : 3u;
+		for (k = 0; k < nk && kept_pairs(ad, x, figs[k], &a[k], &b[k]); k++)
+			;
+		if (k < nk) {
+			unjudged++;
+			continue;
+		}
 		spin += spins;
 		sleep += sleeps;
-		static const enum fig figs[] = {FIG_P50, FIG_P99, FIG_WCPU};
-		for (unsigned k = 0; k < (spins ? 2u : 3u); k++) {
-			double sp, r = ratio_of(ad, x, figs[k], &sp);
+		for (k = 0; k < nk; k++) {
+			double sp = a[k].spread > b[k].spread ? a[k].spread : b[k].spread;
+			double r = b[k].med > 0 ? a[k].med / b[k].med : 0;
 			double bound = (figs[k] == FIG_WCPU ? 1.0 : 1.2) + sp;
 			if (r <= bound)
 				continue;
@@ -426,17 +520,24 @@ static void goal_regimes(struct report *rep)
 			}
 		}
 	}
-	if (!spin && !sleep) {
-		if (neither)
+	/* the fixed policies' rate of stalls, with one more stalled and one more clean repeat so
+	 * that a sweep whose fixed policies met none does not forbid adaptive any */
+	double rate = (fixed_stalls + 1.0) / (fixed_repeats + 2.0);
+	double chance = ad_stalls ? binomial_tail(ad_stalls, ad_repeats, rate) : 1;
+	if (!spin && !sleep && chance >= 0.01) {
+		if (neither || unjudged)
 			snprintf(g->detail, sizeof(g->detail),
-				 "not judged: none of %u points in either regime", neither);
+				 "not judged: none of %u points in either regime, %u stalled in "
+				 "every repeat pair", neither, unjudged);
 		return;
 	}
-	g->status = !bad;
+	g->status = !bad && chance >= 0.01;
 	snprintf(g->detail, sizeof(g->detail),
-		 "%u spinning and %u sleeping points (%u in between, not judged here): %u figures "
-		 "out of bounds%s",
-		 spin, sleep, neither, bad, example);
+		 "%u spinning and %u sleeping points (%u in between, %u stalled in every pair: not "
+		 "judged here): %u figures out of bounds%s; stalled repeats (p99 over %.0fx p50) "
+		 "left out: adaptive %u of %u, fixed %u of %u (P(as many or more) %.2g%s)",
+		 spin, sleep, neither, unjudged, bad, example, STALL_P99_X, ad_stalls, ad_repeats,
+		 fixed_stalls, fixed_repeats, chance, chance < 0.01 ? ": X" : "");
 }
 
 /* Deferred re-polling's promise (issue 19, after NAPI's IRQ suspension): at 20k and 100k
