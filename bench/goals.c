@@ -530,15 +530,17 @@ static void goal_regimes(struct report *rep)
 	if (!spin && !sleep && chance >= 0.01) {
 		if (neither || unjudged)
 			snprintf(g->detail, sizeof(g->detail),
-				 "not judged: none of %u points in either regime, %u with under two "
-				 "repeat pairs without a stall", neither, unjudged);
+				 "not judged: none of %u points in either regime, %u with under "
+				 "two repeat pairs without a stall",
+				 neither, unjudged);
 		return;
 	}
 	g->status = !bad && chance >= 0.01;
 	snprintf(g->detail, sizeof(g->detail),
-		 "%u spinning and %u sleeping points (%u in between, %u with under two pairs without "
-		 "a stall: not judged here): %u figures out of bounds%s; stalled repeats (p99 over %.0fx p50) "
-		 "left out: adaptive %u of %u, fixed %u of %u (P(as many or more) %.2g%s)",
+		 "%u spinning and %u sleeping points (%u in between, %u with under two pairs "
+		 "without a stall: not judged here): %u figures out of bounds%s; stalled repeats "
+		 "(p99 over %.0fx p50) left out: adaptive %u of %u, fixed %u of %u (P(as many or "
+		 "more) %.2g%s)",
 		 spin, sleep, neither, unjudged, bad, example, STALL_P99_X, ad_stalls, ad_repeats,
 		 fixed_stalls, fixed_repeats, chance, chance < 0.01 ? ": X" : "");
 }

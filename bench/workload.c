@@ -216,11 +216,12 @@ static void count_calls(struct run *r, int fd)
  * --interleave, on driver 0 as it reaps n requests in the window: after interleave_reqs of them,
  * the next slice, in pairs of one slice each side (a trend over the window lands on both sides
  * alike) in an order drawn per pair (inject_slice_side: a disturbance that recurs every few
- * slices lands on both sides alike too); side 1 runs with the injected work, side 0 without. Slices count requests, not time:
- * when another program takes the CPU for milliseconds, no slice is left empty; neighbouring
- * slices share whatever the machine does (its load, where the host put the vCPUs), so a
- * difference between the sides is the injection's, not drift between runs or processes. The
- * requests in flight at a switch were worked on under the other side: a 1/N dilution.
+ * slices lands on both sides alike too); side 1 runs with the injected work, side 0 without.
+ * Slices count requests, not time: when another program takes the CPU for milliseconds, no
+ * slice is left empty; neighbouring slices share whatever the machine does (its load, where the
+ * host put the vCPUs), so a difference between the sides is the injection's, not drift between
+ * runs or processes. The requests in flight at a switch were worked on under the other side: a
+ * 1/N dilution.
  */
 static void interleave_step(struct driver *d, unsigned n)
 {

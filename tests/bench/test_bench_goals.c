@@ -171,8 +171,10 @@ static void test_regimes_goal_leaves_out_stalled_repeats(void **state)
 	(void)state;
 	char d[400];
 	const double stall = 94372;
-	const double lottery[4][4] = {
-		{stall, stall, 40, 40}, {40, 40, 40, 40}, {40, 40, 40, 40}, {stall, stall, stall, 60}};
+	const double lottery[4][4] = {{stall, stall, 40, 40},
+				      {40, 40, 40, 40},
+				      {40, 40, 40, 40},
+				      {stall, stall, stall, 60}};
 	const double others[4][4] = {
 		{40, 40, 40, 40}, {stall, 40, 40, 40}, {40, 40, 40, stall}, {40, 40, 40, 40}};
 	assert_int_equal(regimes_goal(lottery, others, d, sizeof(d)), 1);

@@ -175,8 +175,9 @@ static void test_slice_order_is_paired_and_not_periodic(void **state)
 				for (unsigned k = phase; k < 4096; k += p, hits++)
 					on1 += inject_slice_side(seed, k);
 				if (on1 * 10 < hits * 3 || on1 * 10 > hits * 7)
-					print_message("seed %u period %u phase %u: %u of %u on side 1\n", si, p,
-						      phase, on1, hits);
+					print_message("seed %u, period %u, phase %u: %u of %u "
+						      "on side 1\n",
+						      si, p, phase, on1, hits);
 				assert_true(on1 * 10 >= hits * 3 && on1 * 10 <= hits * 7);
 			}
 	}

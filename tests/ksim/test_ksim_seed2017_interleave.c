@@ -90,8 +90,9 @@ static void heavy_interleaved(void **state)
 }
 
 /*
- * The preset as `--quick` runs it (this VM's waits; the heavy row's receiver at the sender's pace, so that
- * the vhost RX thread and not guest B bounds 50 streams, as in the real commit's report): the
+ * The preset as `--quick` runs it (this VM's waits; the heavy row's receiver at the sender's
+ * pace, so that the vhost RX thread and not guest B bounds 50 streams, as in the real commit's
+ * report): the
  * model's 4.13 b64 must show its saving per CPU-second above what each variant reads against
  * itself, with that spread under 10%, so that it resolves the real commit's gain. With guest B
  * at 4000 ns a packet in this row too (the light row's receiver), guest B's thread took the most
