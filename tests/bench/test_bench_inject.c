@@ -147,13 +147,12 @@ static void test_rescale_bounds(void **state)
 	assert_true(tpo_min == 50);
 }
 
-/* The report of one run: the worker's and the driver's mean injected ns of its first run. */
 /*
  * The interleaved slices' order: pairs of one slice each side, the first 0 then 1, and a
  * disturbance that recurs every p slices (p 2 to 16, at each phase) lands on each side in 30-70%
  * of its occurrences over 4096 slices, for several seeds. The fixed order A B B A A B B A ...
  * put one of period 4 (or 8, 12, 16) on one side every time: a stream's slices of ~1 ms against
- * the kernel's 4 ms tick, and a false alarm on p99 in a self-check (docs/bench.md).
+ * the kernel's 4 ms tick.
  */
 static void test_slice_order_is_paired_and_not_periodic(void **state)
 {
@@ -184,6 +183,7 @@ static void test_slice_order_is_paired_and_not_periodic(void **state)
 	assert_true(differ > 0); /* each seed its own order */
 }
 
+/* The report of one run: the worker's and the driver's mean injected ns of its first run. */
 static void injected_sides(const char *json, double side[2])
 {
 	struct json doc;

@@ -92,16 +92,15 @@ static void heavy_interleaved(void **state)
 /*
  * The preset as `--quick` runs it (this VM's waits; the heavy row's receiver at the sender's
  * pace, so that the vhost RX thread and not guest B bounds 50 streams, as in the real commit's
- * report): the
- * model's 4.13 b64 must show its saving per CPU-second above what each variant reads against
- * itself, with that spread under 10%, so that it resolves the real commit's gain. With guest B
- * at 4000 ns a packet in this row too (the light row's receiver), guest B's thread took the most
- * CPU and the gain read 0.88-1.14x against spreads of 0.01-0.06: 4 runs of 10 held. The spread
- * is the widest of six self worlds and reached 0.055 at load average 7.5 (fixed b1 1.055x), so
- * it is bounded by what the verdict must resolve, not by what a quiet machine gives. Quick
- * cells (400 ms, against the full preset's 1000) resolve it as well: 1.33-1.51x against spreads
- * of 0.037-0.041 in three runs where the full preset read 1.29-1.40x against 0.035 (load
- * average ~1), in 40% of the time.
+ * report): the model's 4.13 b64 must show its saving per CPU-second above what each variant
+ * reads against itself, with that spread under 10%, so that it resolves the real commit's gain.
+ * With guest B at 4000 ns a packet in this row too (the light row's receiver), guest B's thread
+ * took the most CPU and the gain read 0.88-1.14x against spreads of 0.01-0.06: 4 runs of 10
+ * held. The spread is the widest of six self worlds and reached 0.055 at load average 7.5 (fixed
+ * b1 1.055x), so it is bounded by what the verdict must resolve, not by what a quiet machine
+ * gives. Quick cells (400 ms, against the full preset's 1000) resolve it as well: 1.33-1.51x
+ * against spreads of 0.037-0.041 in three runs where the full preset read 1.29-1.40x against
+ * 0.035 (load average ~1), in 40% of the time.
  */
 static void heavy_default_costs(void **state)
 {
