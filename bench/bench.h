@@ -98,6 +98,9 @@ struct sample {
 		double beside;
 		/* worker 0's counters and learned cost model at the window's end (adaptive) */
 		struct vqs_worker_stats w0;
+		/* page faults the process took in the window (minor and major): each stalls the
+		 * thread that takes it with the requests in flight */
+		uint64_t faults;
 	} info;
 };
 

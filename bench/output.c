@@ -290,6 +290,10 @@ static void json_repeat_info(FILE *f, const struct result *r)
 	for (unsigned i = 0; i < r->nsamples; i++)
 		fprintf(f, "%s%u", i ? ", " : "", r->info[i].run_seq);
 	fputc(']', f);
+	fprintf(f, ", \"window_faults\": [");
+	for (unsigned i = 0; i < r->nsamples; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)r->info[i].faults);
+	fputc(']', f);
 	if (point_beside(&r->pt) != BESIDE_NONE) {
 		fprintf(f, ", \"beside\": [");
 		for (unsigned i = 0; i < r->nsamples; i++) {

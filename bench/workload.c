@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -673,7 +674,7 @@ static void sleep_ms(unsigned ms)
 }
 
 struct window {
-	uint64_t t, wcpu, dcpu, done, kicks, calls;
+	uint64_t t, wcpu, dcpu, done, kicks, calls, faults;
 	/* from vqsched's stats */
 	uint64_t handler_calls, handler_reqs, rearms, wakeups, naps, batch_hist[BATCH_BUCKETS];
 	struct vqs_worker_stats w0;
@@ -714,6 +715,8 @@ static void window_mark(struct run *r, struct window *w)
 	w->done = drivers_sum(r, offsetof(struct driver, done));
 	w->kicks = drivers_sum(r, offsetof(struct driver, kicks));
 	w->calls = calls_now(r);
+	struct rusage ru;
+	w->faults = getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)(ru.ru_minflt + ru.ru_majflt);
 	queue_stats_sum(r, w);
 	for (unsigned i = 0; i < r->pt->streams; i++)
 		for (unsigned k = 0; k < 2; k++) {
@@ -862,9 +865,16 @@ static int start_drivers(struct run *r)
 		first += d->count;
 		d->cpu = pt->driver_cpus.n ? pt->driver_cpus.cpu[i % pt->driver_cpus.n] : 0;
 		/* time per request (FIG_NSPO, and the injection's calibration): closed loops */
-		for (unsigned k = 0; !pt->rate && k < 2; k++)
+		for (unsigned k = 0; !pt->rate && k < 2; k++) {
 			if (!(d->cal_tpo[k] = malloc(CAL_MAX * sizeof(uint64_t))))
 				return -ENOMEM;
+			/* Its pages faulted in now, not by the window's first entries: a fault
+			 * stalls the driver with its requests in flight, and malloc may hand one
+			 * side's ring back touched by an earlier run and the other's fresh, so the
+			 * faults fell on one side's slices (docs/bench.md, "page faults in the
+			 * calibration rings"). */
+			memset(d->cal_tpo[k], 0, CAL_MAX * sizeof(uint64_t));
+		}
 		if (pt->rate)
 			d->period_ns = (uint64_t)(1e9 * pt->drivers / (double)pt->rate);
 		if (pthread_create(&d->thread, NULL, driver_main, d))
@@ -896,6 +906,7 @@ static void collect(struct run *r, const struct window *a, const struct window *
 			(double)(b->w0.cost_reads - a->w0.cost_reads) / (double)ops;
 	}
 	out->info.w0 = b->w0;
+	out->info.faults = b->faults - a->faults;
 	for (unsigned k = 0; k < BATCH_BUCKETS; k++)
 		out->batch_hist[k] = b->batch_hist[k] - a->batch_hist[k];
 	if (b->handler_calls > a->handler_calls)
