@@ -26,15 +26,22 @@ static int goal_of(struct report *rep, const char *name, char *detail, size_t le
 	return -2;
 }
 
-/* A sweep point of one policy: 8 queues at 5k/s, its repeats' kicks per request, and their
- * p50 and p99 in us (NULL: p99 50 us, no p50). */
-static void sweep_point(struct result *r, enum vqs_policy pol, const double *kicks,
-			const double *p50, const double *p99, unsigned n)
+/* r: a sweep point of one policy, 8 queues at `rate`, folded from its n repeats' figures s. */
+static void sweep_fold(struct result *r, enum vqs_policy pol, uint64_t rate, const struct sample *s,
+		       unsigned n)
 {
 	memset(r, 0, sizeof(*r));
 	r->pt = (struct point){.workload = WL_SWEEP, .policy = pol, .transport = TRANSPORT_DIRECT,
 			       .touch = TOUCH_NONE, .streams = 8, .batch_max = 64, .ring = 256,
-			       .outstanding = 1, .rate = 5000};
+			       .outstanding = 1, .rate = rate};
+	assert_int_equal(result_fold(r, s, n), 0);
+}
+
+/* A sweep point of one policy at 5k/s: its repeats' kicks per request, and their p50 and p99
+ * in us (NULL: p99 50 us, no p50). */
+static void sweep_point(struct result *r, enum vqs_policy pol, const double *kicks,
+			const double *p50, const double *p99, unsigned n)
+{
 	struct sample s[8];
 	memset(s, 0, sizeof(s));
 	for (unsigned k = 0; k < n; k++) {
@@ -43,7 +50,7 @@ static void sweep_point(struct result *r, enum vqs_policy pol, const double *kic
 		s[k].fig[FIG_P99] = p99 ? 1000 * p99[k] : 50000;
 		s[k].fig[FIG_WCPU] = 2000;
 	}
-	assert_int_equal(result_fold(r, s, n), 0);
+	sweep_fold(r, pol, 5000, s, n);
 }
 
 /* The adaptive-kicks verdict; lat: p50 and p99 of adaptive's repeats then dedicated's (NULL:
@@ -111,16 +118,12 @@ static void test_kicks_goal_pairs_the_repeats(void **state)
 	assert_int_equal(kicks_goal(ad, 3, ded, 2), 0); /* medians 0.998 and 0.951 */
 }
 
-/* A sweep point of 8 queues at `rate` for adaptive-regimes: its repeats' p50 and p99 in us,
+/* A sweep point of one policy at `rate` for adaptive-regimes: its repeats' p50 and p99 in us,
  * worker CPU per request 2000 ns, each repeat sleeping for every request (1 wake-up a request,
  * 10% of a CPU) or spinning (no wake-up, the whole CPU). */
 static void regime_point(struct result *r, enum vqs_policy pol, uint64_t rate, bool spins,
 			 const double *p50, const double *p99, unsigned n)
 {
-	memset(r, 0, sizeof(*r));
-	r->pt = (struct point){.workload = WL_SWEEP, .policy = pol, .transport = TRANSPORT_DIRECT,
-			       .touch = TOUCH_NONE, .streams = 8, .batch_max = 64, .ring = 256,
-			       .outstanding = 1, .rate = rate};
 	struct sample s[8];
 	memset(s, 0, sizeof(s));
 	for (unsigned k = 0; k < n; k++) {
@@ -130,7 +133,7 @@ static void regime_point(struct result *r, enum vqs_policy pol, uint64_t rate, b
 		s[k].fig[FIG_WUTIL] = spins ? 1.0 : 0.1;
 		s[k].fig[FIG_WAKES] = spins ? 0 : 1.0;
 	}
-	assert_int_equal(result_fold(r, s, n), 0);
+	sweep_fold(r, pol, rate, s, n);
 }
 
 /* adaptive-regimes over sweep points at 5k, 20k, 100k and 400k/s, each policy's 4 repeats with
