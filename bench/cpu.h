@@ -23,12 +23,38 @@ int cpu_run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), v
 /* Burn ns nanoseconds of CPU on the calling thread (handler cost, guest-exit cost). */
 void cpu_spin_ns(uint64_t ns);
 
-/* Burn n turns of a loop the compiler must keep: finer than cpu_spin_ns, whose clock reads
- * alone cost tens of ns, and without its clock; its time per turn is the caller's to measure. */
+/* Wait until the loads and stores before it have completed, and start nothing after it until
+ * then: what cpu_busy_iters puts on both sides of its loop. */
+static inline void cpu_serialize(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_lfence();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("dsb sy\n\tisb" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/*
+ * Burn n turns of a loop the compiler must keep: finer than cpu_spin_ns, whose clock reads
+ * alone cost tens of ns, and without its clock; its time per turn is the caller's to measure.
+ * Fenced on both sides (n > 0), so that the turns add to the caller's path as work on the
+ * data would: an unfenced loop of a few dozen instructions executes out of order in the shadow
+ * of the cache misses around it (lines the other CPU wrote), and was hidden there or not
+ * depending on how slow the machine's cache-line transfers were at the time: at a fixed amount
+ * meant to slow a stream by 10%, 60 ms windows measured -11% to +41%. A fence waits for every
+ * miss before it, so a caller fences once per batch, not per request: per request, the fences
+ * alone slowed a stream by up to 80% at one turn (docs/bench.md, "the injection").
+ */
 static inline void cpu_busy_iters(uint32_t n)
 {
+	if (!n)
+		return;
+	cpu_serialize();
 	for (uint32_t i = 0; i < n; i++)
 		__asm__ __volatile__("" : "+r"(i));
+	cpu_serialize();
 }
 
 static inline void cpu_relax(void)

@@ -24,11 +24,12 @@ double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], dou
 	if (tpo[0] > 0 && (!*tpo_min || tpo[0] < *tpo_min))
 		*tpo_min = tpo[0];
 	double got = tpo[0] > 0 && tpo[1] > 0 ? tpo[1] / tpo[0] - 1 : 0, err = got - want;
-	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= 1 + 4 * want) {
-		double scale = got > want / 10 ? want / got : 2;
-		turns *= scale > step ? step : scale < 1 / step ? 1 / step : scale;
+	double most = tpo[0] > 0 ? 2 * turns * ns_per_turn / tpo[0] + want : 0;
+	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= most) {
+		double next = got > want / 10 ? turns - err * tpo[0] / 2 / ns_per_turn : 2 * turns;
+		turns = next > turns * step ? turns * step : next < turns / step ? turns / step : next;
 	}
-	double cap = (1 + 2 * want) / 2 * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
+	double cap = (1 + want) * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
 	return turns > cap ? cap : turns < 1 ? 1 : turns;
 }
 

@@ -32,29 +32,40 @@ bool inject_sizing_done(unsigned target_pct, double achieved_pct, unsigned *agre
  * saturated far above any request). Threads: any. */
 uint32_t inject_amount(double turns);
 
-/* The whole turns one request gets of `amount`. *carry is the fraction left over from the
- * requests before (0 to start, one per side of a queue: its owner's alone), so that k requests
- * get floor((carry + k amount) / INJECT_ONE) turns: the mean is the amount, whatever its
- * fraction, and amount 0 gives 0 and leaves *carry alone. Threads: the carry's owner. */
-static inline uint32_t inject_turns(uint32_t amount, uint32_t *carry)
+/* The whole turns n requests get of `amount` each, done in one block (one per batch: see
+ * cpu_busy_iters). *carry is the fraction left over from the requests before (0 to start, one
+ * per side of a queue: its owner's alone), so that k requests, in any number of calls, get
+ * floor((carry + k amount) / INJECT_ONE) turns: the mean is the amount, whatever its fraction,
+ * and amount 0 gives 0 and leaves *carry alone. Saturated at UINT32_MAX turns, far above any
+ * batch. Threads: the carry's owner. */
+static inline uint32_t inject_turns(uint32_t amount, unsigned n, uint32_t *carry)
 {
-	uint32_t t = *carry + amount;
-	*carry = t % INJECT_ONE;
-	return t / INJECT_ONE;
+	uint64_t t = *carry + (uint64_t)amount * n;
+	*carry = (uint32_t)(t % INJECT_ONE);
+	t /= INJECT_ONE;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
 /*
  * The turns for the next measurement after `turns` made times per request tpo[0] (without)
- * and tpo[1] (with), for a slowdown of pct %: unchanged when the slowdown measured is within a
- * fifth of the target or implausible (below -pct or above 1 + 4 pct: one side's median request
- * came after a stall, the machine made it, not the work), else scaled by wanted/achieved
- * (doubled when it achieved under a tenth of the target), by a factor within [1/step, step].
+ * and tpo[1] (with), for a slowdown of pct %. Unchanged when the slowdown measured is within a
+ * fifth of the target, or implausible: below -pct, or above what the work could add if both
+ * sides' share of it lay on the request's path (2 turns x ns_per_turn / tpo[0], plus pct): one
+ * side's median request came after a stall, the machine made it, not the work.
+ * The slowdown is not proportional to the work. A stream's driver and worker run at once, and
+ * work on a side that waits (for the other side, or for lines the other CPU wrote) fills the
+ * wait first: it adds nothing up to a knee, then about its own time (measured: an amount 1.25x
+ * another slowed a stream by 13% where the other slowed it by -2%). rr's one request in flight
+ * takes both sides' work, twice its time. So an amount that achieved under a tenth of the target
+ * is doubled (below the knee, or too small to see), and one on the slope moves by half the time
+ * missing (pct - achieved) x tpo[0]: rr's error is then corrected in one step, a stream's halved
+ * in each; a correction by the ratio wanted/achieved would leap across a stream's knee and back.
+ * Either by a factor within [1/step, step].
  * *tpo_min is the fastest request measured without the work (0: none yet), updated here; the
- * result is at least one turn and at most (1 + 2 pct)/2 of *tpo_min (1000 ns while unknown) in
- * turns of ns_per_turn: the work runs on both sides of a request, so neither needs more than
- * the wanted share of the fastest one, and a window starved on both sides (nothing achieved)
- * cannot double it again and again; even the cap then measures under 1 + 4 pct and is
- * corrected. Threads: any.
+ * result is at least one turn and at most (1 + pct) of *tpo_min (1000 ns while unknown) in turns
+ * of ns_per_turn: a side waits at most the whole request, and past its knee each nanosecond adds
+ * at least one; the cap keeps windows starved on both sides (nothing achieved) from doubling it
+ * again and again. Threads: any.
  */
 double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], double step,
 			    double *tpo_min, double ns_per_turn);

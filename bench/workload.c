@@ -119,15 +119,15 @@ struct run {
 
 /* ---- handler (worker side) ---- */
 
-/* The busy turns of one request on side k of stream s (0 the handler, 1 the driver's reap) for
+/* The busy turns of n requests on side k of stream s (0 the handler, 1 the driver's reap) for
  * the amount read now, counted for the run's report of what was injected. */
-static uint32_t inject_take(struct stream *s, int k, uint32_t amount)
+static uint32_t inject_take(struct stream *s, int k, uint32_t amount, unsigned n)
 {
-	if (!amount)
+	if (!amount || !n)
 		return 0;
 	struct inject_side *x = &s->inj[k];
-	uint32_t t = inject_turns(amount, &x->carry);
-	atomic_store_explicit(&x->reqs, atomic_load_explicit(&x->reqs, memory_order_relaxed) + 1,
+	uint32_t t = inject_turns(amount, n, &x->carry);
+	atomic_store_explicit(&x->reqs, atomic_load_explicit(&x->reqs, memory_order_relaxed) + n,
 			      memory_order_relaxed);
 	atomic_store_explicit(&x->turns, atomic_load_explicit(&x->turns, memory_order_relaxed) + t,
 			      memory_order_relaxed);
@@ -152,9 +152,9 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 		}
 		for (unsigned i = 0; i < n; i++) {
 			cpu_spin_ns(pt->handler_ns);
-			cpu_busy_iters(inject_take(s, 0, inject));
 			vqs_req_complete(reqs[i], 0);
 		}
+		cpu_busy_iters(inject_take(s, 0, inject, n));
 		return n;
 	}
 	/* The driver wrote every request's lines on the other CPU, so each first touch misses:
@@ -186,13 +186,15 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 				written = (uint32_t)cp;
 			}
 			cpu_spin_ns(pt->handler_ns);
-			cpu_busy_iters(inject_take(s, 0, inject));
 			memcpy(in->iov_base, out->iov_base, SEQ_BYTES);
 			if (written < SEQ_BYTES)
 				written = SEQ_BYTES;
 		}
 		vqs_req_complete(reqs[i], written);
 	}
+	/* --inject-slowdown-pct: the batch's work in one block, before the completions are
+	 * published (after the handler returns) */
+	cpu_busy_iters(inject_take(s, 0, inject, n));
 	return n;
 }
 
@@ -319,14 +321,13 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	d->corrupt += a.bad_len;
 	if (measuring)
 		lat_add(d, s, now - a.run_t, a.run_n);
-	/* --inject-slowdown-pct: the driver's share of the work per request, after the time stamp
-	 * (its cost lands in the next reap's interval). The handler does the same amount: in a
+	/* --inject-slowdown-pct: the driver's share of the work, for the requests reaped in one
+	 * block, after the time stamp (its cost lands in the next reap's interval). The handler does the same amount: in a
 	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
 	 * and which one it is changes with where the host puts the vCPUs, repeat by repeat; work on
 	 * both sides slows whichever it is by the same amount. */
 	uint32_t inject = n ? atomic_load_explicit(&s->run->inject_amount, memory_order_relaxed) : 0;
-	for (unsigned i = 0; inject && i < n; i++)
-		cpu_busy_iters(inject_take(s, 1, inject));
+	cpu_busy_iters(inject_take(s, 1, inject, n));
 	if (cal && n) {
 		unsigned i = atomic_load_explicit(&d->cal_n[cal - 1], memory_order_relaxed);
 		uint64_t per = (now - d->last_reap_ns) * 16 / n;
