@@ -27,7 +27,8 @@ double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], dou
 	double most = tpo[0] > 0 ? 2 * turns * ns_per_turn / tpo[0] + want : 0;
 	if ((err < 0 ? -err : err) > want / 5 && got >= -want && got <= most) {
 		double next = got > want / 10 ? turns - err * tpo[0] / 2 / ns_per_turn : 2 * turns;
-		turns = next > turns * step ? turns * step : next < turns / step ? turns / step : next;
+		double hi = turns * step, lo = turns / step;
+		turns = next > hi ? hi : next < lo ? lo : next;
 	}
 	double cap = (1 + want) * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
 	return turns > cap ? cap : turns < 1 ? 1 : turns;

@@ -321,11 +321,11 @@ static unsigned reap(struct driver *d, struct stream *s, bool measuring)
 	d->corrupt += a.bad_len;
 	if (measuring)
 		lat_add(d, s, now - a.run_t, a.run_n);
-	/* --inject-slowdown-pct: the driver's share of the work, for the requests reaped in one
-	 * block, after the time stamp (its cost lands in the next reap's interval). The handler does the same amount: in a
-	 * stream the slower of driver and worker sets the pace and the other's work is hidden,
-	 * and which one it is changes with where the host puts the vCPUs, repeat by repeat; work on
-	 * both sides slows whichever it is by the same amount. */
+	/* --inject-slowdown-pct: the driver's share of the work, for the requests reaped, in one
+	 * block after the time stamp (its cost lands in the next reap's interval). The handler
+	 * does the same amount: in a stream the slower of driver and worker sets the pace and the
+	 * other's work is hidden, and which one it is changes with where the host puts the vCPUs,
+	 * repeat by repeat; work on both sides slows whichever it is by the same amount. */
 	uint32_t inject = n ? atomic_load_explicit(&s->run->inject_amount, memory_order_relaxed) : 0;
 	cpu_busy_iters(inject_take(s, 1, inject, n));
 	if (cal && n) {
