@@ -45,7 +45,7 @@ static inline void cpu_serialize(void)
  * depending on how slow the machine's cache-line transfers were at the time: at a fixed amount
  * meant to slow a stream by 10%, 60 ms windows measured -11% to +41%. A fence waits for every
  * miss before it, so a caller fences once per batch, not per request: per request, the fences
- * alone slowed a stream by up to 80% at one turn (docs/bench.md, "the injection").
+ * alone slowed a stream by up to 80% at a few turns (docs/bench.md, "A calibrated regression").
  */
 static inline void cpu_busy_iters(uint32_t n)
 {

@@ -20,7 +20,7 @@ bool inject_sizing_done(unsigned target_pct, double achieved_pct, unsigned *agre
 
 /*
  * The amount per request is in turns of cpu_busy_iters (about 0.3 ns each here) in fixed point,
- * 1/INJECT_ONE of a turn. A stream's request needs 4-19 ns a side, a dozen to a few dozen
+ * 1/INJECT_ONE of a turn. A stream's request needs 3-30 ns a side, a dozen to a hundred
  * turns: an amount kept in whole turns loses up to a turn at every correction, and one
  * corrected by at most a quarter per repeat can only shrink below 4 turns (3 x 1.25 kept as 3),
  * down to 1, a third of a nanosecond.
