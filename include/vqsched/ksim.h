@@ -320,7 +320,8 @@ struct vqs_ksim_seed2017_result {
 				 * by more than the margin at 1 and at the most streams, over the
 				 * judged repeats */
 	/* Repeats judged for heavy_load_gain (of 4.13 b64 against fixed b1) and for the adaptive
-	 * column at the light and at the heavy row (against the repeat's best kernel column):
+	 * column at the light and at the heavy row (against the row's best kernel column, the
+	 * one with the highest median rate over the repeats that got its CPUs; repeat by repeat):
 	 * those in which both cells got VQS_KSIM_SEED2017_CPUS (cpus_used). With fewer, a cell's
 	 * rate follows the share of the CPUs other programs left it, cell by cell, not its code.
 	 * A verdict needs half the repeats or 3, whichever is fewer; else it is false and prints

@@ -202,6 +202,38 @@ static void test_seed2017_judges_adaptive_against_cells_alone(void **state)
 	}
 }
 
+/* The adaptive verdict holds adaptive to the row's best kernel column, the one with the best
+ * median, repeat by repeat: not to the best cell of each repeat, which of two columns that
+ * measure the same rate is the noise's high side. Here fixed b1 and fixed b64 read 1000 and
+ * 1150 Mbit/s by turns and adaptive 1000: 0.87x of each repeat's best, 1.0x of either
+ * column. A column 1.3x faster than adaptive still fails it. */
+static void test_seed2017_adaptive_against_the_best_column(void **state)
+{
+	(void)state;
+	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
+	for (int faster = 0; faster < 2; faster++) {
+		struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+		r.streams[0] = 1;
+		r.streams[last] = 50;
+		static const double b1[3] = {1000, 1150, 1000}, b64[3] = {1150, 1000, 1000};
+		for (unsigned row = 0; row <= last; row += last)
+			for (unsigned i = 0; i < 3; i++) {
+				cell_repeat(&r.cell[row][C413_B1], i, 500, 1.8);
+				cell_repeat(&r.cell[row][C413_B64], i, 500, 1.8);
+				cell_repeat(&r.cell[row][FIXED_B1], i, b1[i], 1.8);
+				cell_repeat(&r.cell[row][FIXED_B64], i, faster ? 1300 : b64[i], 1.8);
+				cell_repeat(&r.cell[row][ADAPTIVE], i, 1000, 1.8);
+			}
+		vqs_ksim_seed2017_judge(&r);
+		for (unsigned end = 0; end < 2; end++) {
+			assert_int_equal(r.adaptive_judged[end], 3);
+			double off = r.adaptive_ratio[end] - (faster ? 1000.0 / 1300 : 1.0);
+			assert_true(off < 1e-9 && off > -1e-9);
+		}
+		assert_true(r.adaptive_no_loss == !faster);
+	}
+}
+
 static void test_seed2017_rejects_bad_options(void **state)
 {
 	struct vqs_ksim_seed2017_opts o;
@@ -343,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_seed2017_rejects_bad_options),
 		cmocka_unit_test(test_seed2017_judges_repeats_with_their_cpus),
 		cmocka_unit_test(test_seed2017_judges_adaptive_against_cells_alone),
+		cmocka_unit_test(test_seed2017_adaptive_against_the_best_column),
 		cmocka_unit_test(test_seed2023_judges_auto_by_its_own_cpus),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
