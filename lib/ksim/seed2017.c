@@ -350,10 +350,9 @@ static void adaptive_row(const struct vqs_ksim_seed2017_result *r, unsigned row,
 }
 
 /* The best kernel-model column of a row: the highest median rate over the repeats in which it
- * got VQS_KSIM_SEED2017_CPUS. Not the best cell of each repeat: the larger of two or more
- * cells that measure the same rate is the noise's high side (two lossless fixed columns at one
- * stream read within a few percent of each other), and adaptive, one cell, would be held to it.
- * The first column wins a tie; none judged: column 0. */
+ * got VQS_KSIM_SEED2017_CPUS. Not the best cell of each repeat: where two columns measure about
+ * the same rate, the larger of the two in each repeat is the noise's high side, and adaptive,
+ * one cell, would be held to it. The first column wins a tie; none judged: column 0. */
 static unsigned best_kernel_col(const struct vqs_ksim_cell *row)
 {
 	unsigned best = 0;
