@@ -99,7 +99,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	uint64_t now = vqs_now_ns();
 	w->now_ns = now;
 	uint64_t slept = now - t;
-	w->awake_ns = sched_awake_after_sleep(w->awake_ns, t, now);
+	w->awake_ns = sched_awake_after_sleep(w->awake_ns, t, now, timeout_ns >= 0);
 	atomic_fetch_sub(&g->sleepers, 1);
 	stat_add(&w->c.idle_ns, slept);
 	stat_add(&w->c.wakeups, 1);

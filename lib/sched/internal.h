@@ -230,7 +230,7 @@ struct sched_worker {
 	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
-	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (see
+	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile, naps not (see
 	 * sched_worker_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
@@ -312,8 +312,10 @@ struct sched_policy {
 };
 const struct sched_policy *sched_policy_get(enum vqs_policy p);
 /* The start of a worker's awake span (sched_worker.awake_ns) after a sleep from asleep_ns to
- * now_ns: the adaptive hold's measure of sustained load (policy.c, (c)). */
-uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns);
+ * now_ns, or a nap (the deferred re-poll, which the span goes on through): the adaptive hold's
+ * measure of sustained load (policy.c, (c)). */
+uint64_t sched_awake_after_sleep(uint64_t awake_ns, uint64_t asleep_ns, uint64_t now_ns,
+				 bool nap);
 /* Seed w's learned costs from the scheduler's creation-time measurement. Owner of w. */
 void sched_cost_init(struct sched_worker *w);
 /* w asked to sleep asked_ns and slept slept_ns, then waited queued_ns on a run queue

@@ -310,7 +310,7 @@ static void adaptive_sleep_shortens_the_hold_span(void **state)
 	uint64_t last = stream_10us(f, 1 * MS, 100 * MS);
 	uint64_t asleep = last + 6250 * US, woke = last + 8 * MS;
 	assert_false(polled(f, 0, asleep));
-	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke);
+	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke, false);
 	assert_int_equal(woke - f->w.awake_ns, (asleep - 1 * MS) - (woke - asleep));
 	last = stream_10us(f, woke, 1 * MS);
 	assert_true(polled(f, 0, last + 1 * MS));
@@ -318,10 +318,28 @@ static void adaptive_sleep_shortens_the_hold_span(void **state)
 	asleep = last + 7 * MS;
 	assert_false(polled(f, 0, asleep));
 	woke = asleep + 200 * MS;
-	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke);
+	f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke, false);
 	assert_int_equal(f->w.awake_ns, woke);
 	last = stream_10us(f, woke, 100 * US);
 	assert_false(polled(f, 0, last + 1 * MS));
+	free(f);
+}
+
+/* A nap is no sleep for the hold: its queues stay polled. After 10 ms of stream, 100 rounds
+ * of 20 us of requests and an 80 us nap leave the worker awake 20 ms (a hold of 1.25 ms), so a
+ * 500 us pause is ridden out. Had each nap shortened the span as a sleep does, the rounds would
+ * have taken 6 ms off it (a hold of 250 us), and the worker would re-arm in the pause. */
+static void adaptive_nap_keeps_the_hold_span(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 1 * MS);
+	uint64_t last = stream_10us(f, 1 * MS, 10 * MS);
+	for (unsigned i = 0; i < 100; i++) {
+		uint64_t asleep = last + 10 * US, woke = asleep + 80 * US;
+		f->w.awake_ns = sched_awake_after_sleep(f->w.awake_ns, asleep, woke, true);
+		last = stream_10us(f, woke, 20 * US);
+	}
+	assert_int_equal(f->w.awake_ns, 1 * MS);
+	assert_true(polled(f, 0, last + 500 * US));
 	free(f);
 }
 
@@ -1038,6 +1056,7 @@ int main(void)
 		cmocka_unit_test(adaptive_hold_not_after_a_short_burst),
 		cmocka_unit_test(adaptive_hold_ends_at_its_cap_after_the_stream),
 		cmocka_unit_test(adaptive_sleep_shortens_the_hold_span),
+		cmocka_unit_test(adaptive_nap_keeps_the_hold_span),
 		cmocka_unit_test(adaptive_thresholds_follow_the_wake_cost_and_the_knob),
 		cmocka_unit_test(adaptive_naps_between_spin_and_sleep),
 		cmocka_unit_test(adaptive_work_found_together_is_one_arrival),
