@@ -230,8 +230,8 @@ struct sched_worker {
 	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
-	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile, naps not (see
-	 * sched_worker_sleep); the adaptive policy's hold is a share of it. */
+	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (naps
+	 * count as awake: sched_awake_after_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
 	/* The arrivals of all its queues together (adaptive; written by its turns): whether the
 	 * worker has work, where a queue's own gap only says how often that queue has some. */
