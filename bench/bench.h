@@ -93,6 +93,9 @@ struct sample {
 		unsigned run_seq; /* 1-based position of this window in the whole run's order */
 		double naps_per_op; /* the deferred re-poll's naps in the window, per operation */
 		double cost_reads_per_op; /* worker 0's cost model system calls, per operation */
+		/* worker 0's polling decisions in the window (vqs_worker_stats: mode_changes,
+		 * polling_ends, rent_naps, late_naps), counts */
+		uint64_t mode_changes, polling_ends, rent_naps, late_naps;
 		/* the reference the goals divide this window's figure by (point_beside), measured
 		 * just before it on the floors' CPUs: ops/s or ns p50; 0 when none was */
 		double beside;

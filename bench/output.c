@@ -314,11 +314,14 @@ static void json_repeat_info(FILE *f, const struct result *r)
 		json_write_num(f, x->cost_reads_per_op);
 		fprintf(f, ", \"wake_ns\": %llu, \"timer_ns\": %llu, \"nap_cpu_ns\": %llu, "
 			   "\"sleep_cpu_ns\": %llu, \"spin_max_ns\": %llu, \"poll_max_ns\": %llu, "
-			   "\"stall_ns\": %llu, \"stall_tail_ns\": %llu}",
+			   "\"stall_ns\": %llu, \"stall_tail_ns\": %llu, \"mode_changes\": %llu, "
+			   "\"polling_ends\": %llu, \"rent_naps\": %llu, \"late_naps\": %llu}",
 			(unsigned long long)w->wake_ns, (unsigned long long)w->timer_ns,
 			(unsigned long long)w->nap_cpu_ns, (unsigned long long)w->sleep_cpu_ns,
 			(unsigned long long)w->spin_max_ns, (unsigned long long)w->poll_max_ns,
-			(unsigned long long)w->stall_ns, (unsigned long long)w->stall_tail_ns);
+			(unsigned long long)w->stall_ns, (unsigned long long)w->stall_tail_ns,
+			(unsigned long long)x->mode_changes, (unsigned long long)x->polling_ends,
+			(unsigned long long)x->rent_naps, (unsigned long long)x->late_naps);
 	}
 	fputc(']', f);
 }

@@ -907,6 +907,10 @@ static void collect(struct run *r, const struct window *a, const struct window *
 			(double)(b->w0.cost_reads - a->w0.cost_reads) / (double)ops;
 	}
 	out->info.w0 = b->w0;
+	out->info.mode_changes = b->w0.mode_changes - a->w0.mode_changes;
+	out->info.polling_ends = b->w0.polling_ends - a->w0.polling_ends;
+	out->info.rent_naps = b->w0.rent_naps - a->w0.rent_naps;
+	out->info.late_naps = b->w0.late_naps - a->w0.late_naps;
 	out->info.faults = b->faults - a->faults;
 	for (unsigned k = 0; k < BATCH_BUCKETS; k++)
 		out->batch_hist[k] = b->batch_hist[k] - a->batch_hist[k];

@@ -76,8 +76,15 @@ struct vqs_worker_stats {
 		stall_tail_ns;
 	/* System calls the adaptive cost model made to measure those (its thread's CPU clock, its
 	 * schedstat), around sleeps and naps and while spinning: what it costs beyond the sleeps
-	 * dedicated also makes. Last: a caller's older, shorter size copies a prefix. */
+	 * dedicated also makes. */
 	uint64_t cost_reads;
+	/* What the adaptive policy's polling decided (docs/sched.md, "Cost model"): how often the
+	 * worker's mode by its arrival rate (spin, nap, sleep) changed; how often a silence of its
+	 * queues outlasted the polling their rate earned, so they re-armed and it slept; the naps
+	 * it took past its windows because re-arming many queues would cost more (the rent); and
+	 * the naps whose timer woke it more than 100 us later than asked. Last: a caller's older,
+	 * shorter size copies a prefix. */
+	uint64_t mode_changes, polling_ends, rent_naps, late_naps;
 };
 
 struct vqs_sched;

@@ -137,6 +137,8 @@ void sched_worker_sleep(struct sched_worker *w)
 void sched_worker_nap(struct sched_worker *w, uint64_t ns)
 {
 	stat_add(&w->c.naps, 1);
+	if (w->renting)
+		stat_add(&w->c.rent_naps, 1);
 	wait_events(w, (int64_t)ns);
 }
 

@@ -102,6 +102,8 @@ struct w_counters {
 	_Atomic uint64_t wakeups, turns, polls, empty_polls, idle_ns, naps;
 	/* system calls the adaptive cost model made to measure (thread CPU clock, schedstat) */
 	_Atomic uint64_t cost_reads;
+	/* adaptive: what its polling decided (vqs_worker_stats) */
+	_Atomic uint64_t mode_changes, polling_ends, rent_naps, late_naps;
 	/* sched_worker's cost model inputs and thresholds, published for the stats */
 	_Atomic uint64_t wake_ns, timer_ns, nap_cpu_ns, spin_max_ns, poll_max_ns, stall_ns,
 		sleep_cpu_ns, stall_tail_ns;
@@ -242,6 +244,10 @@ struct sched_worker {
 	uint64_t gap_var;
 	unsigned rate_mode;
 	uint64_t mode_since_ns;
+	/* The mode its last decision took (policy.c, worker_mode), and whether by the rent ((d)):
+	 * the stats count the ends of polling and the naps the rent bought. */
+	unsigned poll_mode;
+	bool renting;
 	/* Its arrivals so far, and how many queues share them, x 16 (policy.c, (d)). */
 	uint64_t arrivals, queues_x16;
 	/* Its wake-ups so far; since the last one, until the queues listed then are served
@@ -445,6 +451,10 @@ void sched_poll_held(struct sched_worker *w);
 #define SCHED_WAKE_DEFAULT_NS 50000u
 #define SCHED_WAKE_MIN_NS 2000u
 #define SCHED_WAKE_MAX_NS 200000u
+/* A nap's timer wake-up this much later than asked is counted (vqs_worker_stats.late_naps): a
+ * request that arrived meanwhile waits it, longer than a spinning worker's tail here (busy-poll's
+ * p99 2-40 us at 100k-400k requests/s in the sweeps). */
+#define SCHED_NAP_LATE_NS 100000u
 /* The calling thread's /proc/thread-self/schedstat, -1 where there is none (no
  * CONFIG_SCHED_INFO). Threads: the thread whose queue waits it reads. */
 int sched_queued_open(void);

@@ -335,6 +335,8 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 	w->nap_timed = true;
 	learn_queued(w, queued_ns);
 	uint64_t over = slept_ns - asked_ns;
+	if (over > SCHED_NAP_LATE_NS)
+		stat_add(&w->c.late_naps, 1);
 	if (over > SCHED_WAKE_MAX_NS)
 		over = SCHED_WAKE_MAX_NS; /* preempted meanwhile: a stall, not a wake-up */
 	w->timer_ns = ewma(w->timer_ns, over, ADAPT_COST_SHIFT);
@@ -655,6 +657,7 @@ static void rate_mode_update(struct sched_worker *w, uint64_t now)
 		return;
 	w->rate_mode = want;
 	w->mode_since_ns = now;
+	stat_add(&w->c.mode_changes, 1);
 }
 
 /* What the worker measures around a sleep or nap (events.c): the thread's CPU clock before and
@@ -695,10 +698,11 @@ static uint64_t rent(const struct vqs_sched *s, const struct sched_worker *w)
 }
 
 /* How the worker's arrivals are best kept polled at `now`, by (a) the cost model and (b), (c),
- * (d) its windows. */
+ * (d) its windows; *rented: by (d). */
 static enum poll_mode worker_mode(const struct vqs_sched *s, const struct sched_worker *w,
-				  uint64_t now)
+				  uint64_t now, bool *rented)
 {
+	*rented = false;
 	const struct adapt_arrivals *a = &w->ad;
 	uint64_t awake = w->awake_ns;
 	if (!a->last_arrival_ns)
@@ -718,7 +722,8 @@ static enum poll_mode worker_mode(const struct vqs_sched *s, const struct sched_
 	uint64_t silent = now - a->last_arrival_ns;
 	if (silent < (window > hold ? window : hold))
 		return m;
-	return silent < rent(s, w) ? MODE_NAP : MODE_SLEEP;
+	*rented = silent < rent(s, w);
+	return *rented ? MODE_NAP : MODE_SLEEP;
 }
 
 /* The awake span so far less the time slept, so that one stall of the drivers shortens it
@@ -818,7 +823,11 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
 	if (!atomic_load_explicit(&g->nready, memory_order_relaxed))
 		w->woken = false;
-	enum poll_mode m = worker_mode(s, w, now);
+	enum poll_mode m = worker_mode(s, w, now, &w->renting);
+	/* a silence outlasted what its rate earned: its queues re-arm, and it sleeps */
+	if (m == MODE_SLEEP && w->poll_mode != MODE_SLEEP && w->rate_mode != MODE_SLEEP)
+		stat_add(&w->c.polling_ends, 1);
+	w->poll_mode = m;
 	/* Awake after a sleep it did not measure: the stall's samples start here, once it polls. */
 	if (m != MODE_SLEEP && !w->mark_ns)
 		sched_cost_sample(w, now, sched_worker_cpu_ns(w));

@@ -75,6 +75,10 @@ static void worker_snapshot(struct sched_worker *w, struct vqs_worker_stats *st)
 	st->sleep_cpu_ns = LOAD(w->c.sleep_cpu_ns);
 	st->stall_tail_ns = LOAD(w->c.stall_tail_ns);
 	st->cost_reads = LOAD(w->c.cost_reads);
+	st->mode_changes = LOAD(w->c.mode_changes);
+	st->polling_ends = LOAD(w->c.polling_ends);
+	st->rent_naps = LOAD(w->c.rent_naps);
+	st->late_naps = LOAD(w->c.late_naps);
 	clockid_t cid;
 	struct timespec ts;
 	if (!pthread_getcpuclockid(w->th, &cid) && !clock_gettime(cid, &ts))
@@ -170,6 +174,10 @@ int vqs_sched_stats_json(struct vqs_sched *s, char *buf, size_t len)
 		PUT_U64(&o, &w, sleep_cpu_ns);
 		PUT_U64(&o, &w, stall_tail_ns);
 		PUT_U64(&o, &w, cost_reads);
+		PUT_U64(&o, &w, mode_changes);
+		PUT_U64(&o, &w, polling_ends);
+		PUT_U64(&o, &w, rent_naps);
+		PUT_U64(&o, &w, late_naps);
 		put(&o, "}");
 	}
 	put(&o, "],\"queues\":[");

@@ -140,9 +140,15 @@ static void test_naps_and_rearms_strand_nothing(void **state)
 	assert_int_equal(vqs_worker_stats_get(sv.sched, 0, &st), 0);
 	assert_int_equal(vqs_queue_stats_get(sv.q, &qs), 0);
 	assert_int_equal(qs.reqs, 1000);
-	printf("1000 requests: %llu naps, %llu kicks, %llu re-arms, learned round trip %llu ns\n",
-	       (unsigned long long)st.naps, (unsigned long long)qs.kicks,
-	       (unsigned long long)qs.rearms, (unsigned long long)st.wake_ns);
+	printf("1000 requests: %llu naps (%llu by the rent, %llu over 100 us late), %llu kicks, "
+	       "%llu re-arms, %llu ends of polling, %llu mode changes, learned round trip %llu ns\n",
+	       (unsigned long long)st.naps, (unsigned long long)st.rent_naps,
+	       (unsigned long long)st.late_naps, (unsigned long long)qs.kicks,
+	       (unsigned long long)qs.rearms, (unsigned long long)st.polling_ends,
+	       (unsigned long long)st.mode_changes, (unsigned long long)st.wake_ns);
+	/* the decisions' counters come through the public stats, each naps a subset of the naps */
+	assert_true(st.rent_naps <= st.naps && st.late_naps <= st.naps);
+	assert_true(st.polling_ends <= st.wakeups + 1);
 	assert_int_equal(vqs_served_pair_fini(&sv), 0);
 }
 

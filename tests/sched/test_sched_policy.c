@@ -217,6 +217,46 @@ static void adaptive_many_queues_nap_through_a_driver_stall(void **state)
 	stall_of_many(70 * US);
 }
 
+/*
+ * What the worker's polling decided, counted for its stats (vqs_worker_stats): 50 queues at 20 us
+ * gaps take the worker's mode from sleeping (its first arrival is taken as sparse) through
+ * napping to spinning as its gap estimate falls, two changes; past its
+ * windows the rent keeps them polled by naps (each nap taken then counts as the rent's); past the
+ * rent they re-arm, one end of polling for the worker however many queues look. A nap's timer
+ * that wakes it more than 100 us late is counted, one that is 50 us late is not.
+ */
+static void adaptive_counts_its_polling_decisions(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	uint64_t t = 0;
+	for (unsigned round = 0; round < 6; round++)
+		for (unsigned i = 0; i < NQ; i++) {
+			t += 20 * US;
+			arrive(f, i, t);
+		}
+	assert_int_equal(f->w.rate_mode, SPIN);
+	assert_int_equal(atomic_load(&f->w.c.mode_changes), 2);
+	for (unsigned i = 0; i < NQ; i++) {
+		assert_int_equal(mode(f, i, t + 3 * MS), NAP);
+		assert_true(f->w.renting);
+	}
+	for (unsigned i = 0; i < NQ; i++)
+		assert_int_equal(mode(f, i, t + 10 * MS), SLEEP);
+	assert_false(f->w.renting);
+	assert_int_equal(atomic_load(&f->w.c.polling_ends), 1);
+	t += 10 * MS;
+	arrive(f, 0, t + 20 * US);
+	assert_int_not_equal(mode(f, 0, t + 30 * US), SLEEP);
+	assert_false(f->w.renting);
+	assert_int_equal(mode(f, 0, t + 20 * MS), SLEEP);
+	assert_int_equal(atomic_load(&f->w.c.polling_ends), 2);
+	sched_cost_timed_wake(&f->w, 10 * US, 60 * US, SCHED_QUEUED_UNKNOWN);
+	assert_int_equal(atomic_load(&f->w.c.late_naps), 0);
+	sched_cost_timed_wake(&f->w, 10 * US, 150 * US, SCHED_QUEUED_UNKNOWN);
+	assert_int_equal(atomic_load(&f->w.c.late_naps), 1);
+	free(f);
+}
+
 /* A single queue is its worker's whole load: its own rate decides, as before. A request every
  * 500 us (sparser than two wake-ups) sleeps; one every 10 us polls through a short gap. */
 static void adaptive_single_queue_follows_its_rate(void **state)
@@ -1051,6 +1091,7 @@ int main(void)
 		cmocka_unit_test(adaptive_quiet_queue_on_a_busy_worker_rearms),
 		cmocka_unit_test(adaptive_queues_stay_polled_while_their_worker_polls),
 		cmocka_unit_test(adaptive_many_queues_nap_through_a_driver_stall),
+		cmocka_unit_test(adaptive_counts_its_polling_decisions),
 		cmocka_unit_test(adaptive_single_queue_follows_its_rate),
 		cmocka_unit_test(adaptive_hold_rides_out_a_pause_after_a_long_stream),
 		cmocka_unit_test(adaptive_hold_not_after_a_short_burst),
