@@ -305,6 +305,25 @@ struct vqs_ksim_seed2017_pair {
 	double spread;
 };
 
+/*
+ * vqsched adaptive against fixed b64 in one world per repeat (opts.interleave, two rows or
+ * more), for the adaptive verdict. Both nics' queues are handed between the library's scheduler
+ * and the kernel model's worker, each parked while the other serves and alive through the world
+ * (so what the scheduler learned stays), switched every opts.interleave packets delivered (the
+ * light row's slices end after 20 ms too), A B B A, for VQS_KSIM_SEED2017_PAIR_WINDOWS x
+ * cell_ms. Worlds of their own, seconds apart, read adaptive / fixed b64 at one stream anywhere
+ * from 0.69x to 1.35x on the development VM (quartiles 0.89-1.08x, 30 repeats): each world
+ * measures where its threads landed on the CPUs as much as the code.
+ * - ratio[i]: adaptive over fixed b64 in repeat i's world, the median over its A B B A rounds
+ *   of each round's ratio of goodput (deliveries over the slices' wall time).
+ * - cpus[s][i]: the CPUs the model used over side s's slices (0 adaptive, 1 fixed b64).
+ */
+struct vqs_ksim_seed2017_adaptive_pair {
+	double ratio[VQS_KSIM_MAX_REPEATS];
+	double cpus[2][VQS_KSIM_MAX_REPEATS];
+	unsigned runs;
+};
+
 struct vqs_ksim_seed2017_result {
 	uint32_t size;              /* sizeof(struct vqs_ksim_seed2017_result), set by the caller */
 	unsigned streams[VQS_KSIM_SEED2017_ROWS];
@@ -351,6 +370,12 @@ struct vqs_ksim_seed2017_result {
 	 * the other variant left queued, and at 50 streams 4.13 b64's read 1.1-1.3x its rate
 	 * in a world of its own (docs/bench.md). repeats 0: not measured; cell[][] stands. */
 	struct vqs_ksim_cell alone[2][2];
+	/* Interleaved with two rows or more: adaptive against fixed b64 in one world per repeat,
+	 * [0] the light row, [1] the heavy row. Where fixed b64 is the row's best kernel column
+	 * (adaptive_interleaved[end]), adaptive_no_loss judges these ratios, over the repeats in
+	 * which both sides got VQS_KSIM_SEED2017_CPUS, instead of the cells' of separate worlds. */
+	struct vqs_ksim_seed2017_adaptive_pair adaptive_pair[2];
+	bool adaptive_interleaved[2];
 };
 /* How many cell_ms each interleaved world of a judged row measures: the self-comparisons'
  * spread falls with the rounds a world holds, and the light row's loss comes in leaks at most

@@ -23,7 +23,8 @@ int ksim_peer_init(struct ksim_peer *p, struct ksim_nic *nic, enum ksim_peer_mod
 		ksim_park_fini(&p->park);
 		return rc;
 	}
-	ksim_tun_set_notify(&p->in, peer_in_ready, &p->park);
+	p->in_ready = (struct ksim_tun_notify){peer_in_ready, &p->park};
+	ksim_tun_set_notify(&p->in, &p->in_ready);
 	nic->tx_dst = &p->in;
 	return 0;
 }

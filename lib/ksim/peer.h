@@ -18,6 +18,7 @@ struct ksim_peer {
 	enum ksim_peer_mode mode;
 	int cpu;              /* -1: float */
 	struct ksim_tun in;   /* the guest's TX lands here (nic->tx_dst) */
+	struct ksim_tun_notify in_ready; /* in's readiness: unparks the peer */
 	struct ksim_park park;
 	pthread_t thread;
 	_Atomic uint64_t transactions;

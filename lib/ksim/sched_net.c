@@ -10,6 +10,7 @@ struct ksim_snet {
 	struct ksim_nic *nic;
 	struct vqs_sched *sched;
 	struct vqs_queue *q[2];
+	struct ksim_tun_notify rx_ready; /* the tun ring's readiness: wakes the RX queue */
 };
 
 static unsigned tx_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
@@ -82,7 +83,38 @@ int ksim_snet_start(struct ksim_nic *n, const struct vqs_sched_opts *opts)
 			return rc;
 		}
 	}
-	ksim_tun_set_notify(&n->rx_tun, rx_tun_ready, s);
+	s->rx_ready = (struct ksim_tun_notify){rx_tun_ready, s};
+	ksim_tun_set_notify(&n->rx_tun, &s->rx_ready);
+	vqs_queue_wake(s->q[KSIM_RXQ]);
+	return 0;
+}
+
+int ksim_snet_park(struct ksim_nic *n)
+{
+	struct ksim_snet *s = n->backend;
+	for (unsigned i = 0; i < 2; i++) {
+		vqs_queue_pause(s->q[i]);
+		/* no kick fd: the other backend reads the kicks, and this worker sleeps through
+		 * them */
+		int rc = vqs_queue_set_fds(s->q[i], -1, n->irq.efd);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int ksim_snet_unpark(struct ksim_nic *n)
+{
+	struct ksim_snet *s = n->backend;
+	ksim_tun_set_notify(&n->rx_tun, &s->rx_ready);
+	for (unsigned i = 0; i < 2; i++) {
+		int rc = vqs_queue_set_fds(s->q[i], n->kick[i], n->irq.efd);
+		/* a resumed queue has a turn whatever came meanwhile */
+		if (rc || (rc = vqs_queue_resume(s->q[i])))
+			return rc;
+	}
+	/* RX may have given its buffers back before the pause, to wait for the tun ring's
+	 * readiness, which the other backend has had since: look again */
 	vqs_queue_wake(s->q[KSIM_RXQ]);
 	return 0;
 }

@@ -16,6 +16,12 @@
 int ksim_snet_start(struct ksim_nic *n, const struct vqs_sched_opts *opts);
 /* Detach and destroy. Whatever produces into n->rx_tun must have stopped before. */
 void ksim_snet_stop(struct ksim_nic *n);
+/* Stop serving the nic, keeping the scheduler and what its workers learned (its queues pause,
+ * their kick fds detached; returns once no handler runs), and serve it again (each queue gets a
+ * turn): a world whose queues are handed between this backend and the kernel model's
+ * (ksim_vnet_park). n->backend must be this one's. Threads: control. */
+int ksim_snet_park(struct ksim_nic *n);
+int ksim_snet_unpark(struct ksim_nic *n);
 /* CPU mask of the worker serving the nic. */
 int ksim_snet_worker_cpus(struct ksim_nic *n, cpu_set_t *cpus);
 

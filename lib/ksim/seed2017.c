@@ -85,6 +85,41 @@ static void backend_stop(struct ksim_nic *n, unsigned col)
 		ksim_vnet_stop(n);
 }
 
+/* The two backends of a world whose queues are handed between vqsched adaptive (side 0) and a
+ * kernel column (side 1): be[nic][side], the unparked one also in nic->backend. */
+struct duo {
+	struct ksim_nic *nic;
+	unsigned col[2];
+	void *be[2][2];
+	unsigned active;
+};
+
+/* ksim_interleave.set_side: park the serving side on both nics, then unpark the other. */
+static int set_backend(void *opaque, unsigned side)
+{
+	struct duo *d = opaque;
+	if (side == d->active)
+		return 0;
+	for (unsigned i = 0; i < 2; i++) {
+		int rc = 0;
+		if (d->col[d->active] == COL_ADAPTIVE)
+			rc = ksim_snet_park(&d->nic[i]);
+		else
+			ksim_vnet_park(&d->nic[i]);
+		if (rc)
+			return rc;
+	}
+	d->active = side;
+	for (unsigned i = 0; i < 2; i++) {
+		d->nic[i].backend = d->be[i][side];
+		int rc = d->col[side] == COL_ADAPTIVE ? ksim_snet_unpark(&d->nic[i])
+						      : ksim_vnet_unpark(&d->nic[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* What a cell needs besides the options. */
 struct cell_ctx {
 	const struct vqs_ksim_seed2017_opts *o;
@@ -96,6 +131,8 @@ struct cell_ctx {
 	struct vqs_ksim_cell *paired;
 	struct vqs_ksim_seed2017_pair *pair; /* [0] light, [1] heavy: appended per repeat */
 	struct vqs_ksim_cell (*alone)[2];    /* result.alone: appended per repeat, or NULL */
+	/* result.adaptive_pair: appended per repeat, or NULL */
+	struct vqs_ksim_seed2017_adaptive_pair *adapt;
 };
 
 /* Which judged row `row` is, interleaved: 0 light, 1 heavy; -1 neither. */
@@ -147,14 +184,32 @@ static int set_self_b64(void *opaque, unsigned side)
 	return set_self(opaque, VQS_KSIM_RX_413, VQS_KSIM_NET_BATCH);
 }
 
-enum world { WORLD_CELL, WORLD_PAIR, WORLD_SELF_B1, WORLD_SELF_B64 };
+enum world { WORLD_CELL, WORLD_PAIR, WORLD_SELF_B1, WORLD_SELF_B64, WORLD_ADAPT };
 
 /* One world of the row's streams served by col's handlers: a cell, the interleaved pair (the
- * fixed b1 side goes to ctx->paired), or the self-comparison (out[0] and out[1] its sides);
+ * fixed b1 side goes to ctx->paired), the self-comparison, or vqsched adaptive against col
+ * (these two: out[0] and out[1] their sides);
  * ratio gets an interleaved world's ratio of its sides as the row's verdict judges it ([0])
  * and by goodput over its rounds ([1]): struct vqs_ksim_seed2017_pair. */
 static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enum world kind,
 		     struct vqs_ksim_cell *out, double ratio[2]);
+
+/* This repeat's world of vqsched adaptive against fixed b64 (result.adaptive_pair); a world that
+ * fails adds no repeat. */
+static void adaptive_pair_run(const struct cell_ctx *ctx, unsigned row,
+			      struct vqs_ksim_seed2017_adaptive_pair *p)
+{
+	struct vqs_ksim_cell side[2] = {{0}};
+	double ratio[2] = {0, 0};
+	unsigned k = p->runs;
+	if (k >= VQS_KSIM_MAX_REPEATS ||
+	    run_world(ctx, row, COL_FIXED_B64, WORLD_ADAPT, side, ratio))
+		return;
+	p->ratio[k] = ratio[1];
+	for (unsigned s = 0; s < 2; s++)
+		p->cpus[s][k] = side[s].cpus_used;
+	p->runs = k + 1;
+}
 
 static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_ksim_cell *out)
 {
@@ -166,8 +221,12 @@ static int run_cell(const void *opaque, unsigned row, unsigned col, struct vqs_k
 		*out = *ctx->paired;
 		return out->err;
 	}
-	if (end < 0 || col != COL_413_B64)
-		return run_world(ctx, row, col, WORLD_CELL, out, NULL);
+	if (end < 0 || col != COL_413_B64) {
+		int rc = run_world(ctx, row, col, WORLD_CELL, out, NULL);
+		if (!rc && end >= 0 && col == COL_ADAPTIVE && ctx->adapt)
+			adaptive_pair_run(ctx, row, &ctx->adapt[end]);
+		return rc;
+	}
 	struct vqs_ksim_seed2017_pair *p = &ctx->pair[end];
 	unsigned k = p->runs;
 	double pair[2] = {0, 0};
@@ -223,7 +282,9 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 	struct ksim_guest *g = calloc(2, sizeof(*g));
 	struct ksim_flow *flows = calloc(streams, sizeof(*flows));
 	int rc = -ENOMEM;
-	bool started[2] = {false, false}, running[2] = {false, false};
+	bool running[2] = {false, false};
+	/* WORLD_ADAPT: vqsched adaptive is side 0, col side 1, which serves first */
+	struct duo duo = {.nic = nic, .col = {COL_ADAPTIVE, col}, .active = 1};
 	if (!w || !nic || !g || !flows)
 		goto out;
 	w->costs = o->costs;
@@ -240,9 +301,18 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 		ksim_flow_init(&flows[i], rwnd, o->costs.loss_recovery_us, o->costs.rto_us,
 			       &nic[0].irq);
 	for (unsigned i = 2; i-- > 0;) {
+		if (kind == WORLD_ADAPT) {
+			if ((rc = backend_start(&nic[i], COL_ADAPTIVE)))
+				goto out;
+			duo.be[i][0] = nic[i].backend;
+			rc = ksim_snet_park(&nic[i]);
+			nic[i].backend = NULL; /* parked: stopped through duo.be */
+			if (rc)
+				goto out;
+		}
 		if ((rc = backend_start(&nic[i], col)))
 			goto out;
-		started[i] = true;
+		duo.be[i][1] = nic[i].backend;
 	}
 	if ((rc = ksim_guest_start(&g[1], &nic[1], KSIM_GUEST_RECEIVER, -1)))
 		goto out;
@@ -254,12 +324,14 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 	if (pair) {
 		bool light = !judged_end(ctx, row);
 		struct vqs_ksim_cell side[2] = {{0}};
+		void *opaque = kind == WORLD_ADAPT ? (void *)&duo : (void *)nic;
 		struct ksim_interleave il = {.slice = o->interleave,
 					     .cell_ms = o->cell_ms * VQS_KSIM_SEED2017_PAIR_WINDOWS,
 					     .set_side = kind == WORLD_PAIR    ? set_variant
 							 : kind == WORLD_SELF_B1 ? set_self_b1
+							 : kind == WORLD_ADAPT	 ? set_backend
 										 : set_self_b64,
-					     .opaque = nic,
+					     .opaque = opaque,
 					     .loss_restarts = true,
 					     .slice_max_ms = light ? LIGHT_SLICE_MS : 0};
 		double rounds[2] = {0, 0};
@@ -268,7 +340,7 @@ static int run_world(const struct cell_ctx *ctx, unsigned row, unsigned col, enu
 		 * CPU-second over its rounds: struct vqs_ksim_seed2017_pair */
 		ratio[0] = light ? window_ratio(side) : rounds[1];
 		ratio[1] = rounds[0];
-		if (kind != WORLD_PAIR) { /* a self world: out has room for both sides */
+		if (kind != WORLD_PAIR) { /* a self or adaptive world: out has both sides */
 			out[0] = side[0];
 			out[1] = side[1];
 			goto out;
@@ -302,9 +374,12 @@ out:
 		if (running[i])
 			ksim_guest_join(&g[i]);
 	/* Sender side first: its TX handler produces into the receiver's tun ring. */
-	for (unsigned i = 0; i < 2; i++)
-		if (started[i])
-			backend_stop(&nic[i], col);
+	for (unsigned i = 0; nic && i < 2; i++)
+		for (unsigned s = 0; s < 2; s++)
+			if (duo.be[i][s]) {
+				nic[i].backend = duo.be[i][s];
+				backend_stop(&nic[i], duo.col[s]);
+			}
 	if (nic) {
 		ksim_nic_fini(&nic[0]);
 		ksim_nic_fini(&nic[1]);
@@ -383,6 +458,25 @@ static double adaptive_ratio(const struct vqs_ksim_cell *row, unsigned *judged)
 		if (ad->run_cpus[i] >= VQS_KSIM_SEED2017_CPUS &&
 		    best->run_cpus[i] >= VQS_KSIM_SEED2017_CPUS)
 			v[k++] = ksim_ratio(ad->run_rate[i], best->run_rate[i]);
+	*judged = k;
+	return ksim_median(v, k);
+}
+
+/* Whether repeat i of an adaptive pair world is judged: both sides got VQS_KSIM_SEED2017_CPUS. */
+static bool adaptive_pair_judged(const struct vqs_ksim_seed2017_adaptive_pair *p, unsigned i)
+{
+	return p->cpus[0][i] >= VQS_KSIM_SEED2017_CPUS && p->cpus[1][i] >= VQS_KSIM_SEED2017_CPUS;
+}
+
+/* adaptive_ratio from the worlds that interleaved adaptive with fixed b64. */
+static double adaptive_pair_ratio(const struct vqs_ksim_seed2017_adaptive_pair *p,
+				  unsigned *judged)
+{
+	double v[VQS_KSIM_MAX_REPEATS];
+	unsigned k = 0;
+	for (unsigned i = 0; i < p->runs && i < VQS_KSIM_MAX_REPEATS; i++)
+		if (adaptive_pair_judged(p, i))
+			v[k++] = p->ratio[i];
 	*judged = k;
 	return ksim_median(v, k);
 }
@@ -488,7 +582,15 @@ void vqs_ksim_seed2017_judge(struct vqs_ksim_seed2017_result *r)
 			unsigned end = row != first;
 			struct vqs_ksim_cell judged[VQS_KSIM_SEED2017_COLS];
 			adaptive_row(r, row, end, judged);
-			r->adaptive_ratio[end] = adaptive_ratio(judged, &r->adaptive_judged[end]);
+			/* In one world where its column is the best: the cells of separate
+			 * worlds stand only for the other columns. */
+			const struct vqs_ksim_seed2017_adaptive_pair *p = &r->adaptive_pair[end];
+			r->adaptive_interleaved[end] =
+				p->runs && best_kernel_col(judged) == COL_FIXED_B64;
+			r->adaptive_ratio[end] =
+				r->adaptive_interleaved[end]
+					? adaptive_pair_ratio(p, &r->adaptive_judged[end])
+					: adaptive_ratio(judged, &r->adaptive_judged[end]);
 			ok &= r->adaptive_judged[end] >= judged_min(c[COL_ADAPTIVE].repeats) &&
 			      r->adaptive_ratio[end] >= 1 - VQS_KSIM_VERDICT_MARGIN;
 		}
@@ -532,6 +634,7 @@ int vqs_ksim_seed2017_run(const struct vqs_ksim_seed2017_opts *o,
 		ctx.judged_row[1] = o->streams[row] ? row : ctx.judged_row[1];
 	/* the adaptive verdict's kernel cells alone: only with both of its rows */
 	ctx.alone = rows > 1 ? r->alone : NULL;
+	ctx.adapt = rows > 1 && o->interleave ? r->adaptive_pair : NULL;
 	ksim_table_run(run_cell, &ctx, VQS_KSIM_SEED2017_ROWS, VQS_KSIM_SEED2017_COLS, o->repeats,
 		       &r->cell[0][0]);
 	r->interleaved = o->interleave != 0;
@@ -698,6 +801,9 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 		else
 			fprintf(f, "%.2fx, %u of %u judged", r->adaptive_ratio[i],
 				r->adaptive_judged[i], n);
+		if (r->adaptive_interleaved[i])
+			fprintf(f, " (against fixed b64 in one world, queues handed between "
+				   "the two)");
 		judged &= r->adaptive_judged[i] >= need;
 	}
 	fprintf(f, ")%s: %s%s\n", partial,
@@ -726,13 +832,19 @@ void vqs_ksim_seed2017_print(FILE *f, const struct vqs_ksim_seed2017_opts *o,
 			double rate_ratio = r->interleaved && x < pair_runs(&r->pair[i])
 						    ? r->pair[i].ratio[x]
 						    : ksim_ratio(b->run_rate[x], fx->run_rate[x]);
+			/* interleaved with its column: that world's ratio and sides' CPUs */
+			const struct vqs_ksim_seed2017_adaptive_pair *p = &r->adaptive_pair[i];
+			bool inter = r->adaptive_interleaved[i] && x < p->runs;
+			double ad_cpus = inter ? p->cpus[0][x] : ad->run_cpus[x],
+			       best_cpus = inter ? p->cpus[1][x] : adj[best].run_cpus[x];
 			fprintf(f, " %.2f%s %.2f %.2f%s (%.1f, %.1f, %.1f, %.1f)", rate_ratio,
 				i && b->run_cpus[x] >= need && fx->run_cpus[x] >= need ? "*" : "",
 				ksim_ratio(ksim_ratio(b->run_cpus[x], b->run_rate[x]),
 					   ksim_ratio(fx->run_cpus[x], fx->run_rate[x])),
-				ksim_ratio(ad->run_rate[x], adj[best].run_rate[x]),
-				ad->run_cpus[x] >= need && adj[best].run_cpus[x] >= need ? "*" : "",
-				b->run_cpus[x], fx->run_cpus[x], ad->run_cpus[x], adj[best].run_cpus[x]);
+				inter ? p->ratio[x]
+				      : ksim_ratio(ad->run_rate[x], adj[best].run_rate[x]),
+				ad_cpus >= need && best_cpus >= need ? "*" : "", b->run_cpus[x],
+				fx->run_cpus[x], ad_cpus, best_cpus);
 			if (alone)
 				fprintf(f, " [%.0f, %.0f]", adj[COL_413_B64].run_rate[x],
 					adj[COL_FIXED_B1].run_rate[x]);

@@ -14,8 +14,7 @@ int ksim_tun_init(struct ksim_tun *t, unsigned size, uint32_t lock_ns)
 	t->prod = t->cons = 0;
 	t->lock_ns = lock_ns;
 	atomic_init(&t->armed, 0);
-	t->notify = NULL;
-	t->notify_opaque = NULL;
+	atomic_init(&t->notify, NULL);
 	pthread_mutex_init(&t->prod_lock, NULL);
 	pthread_mutex_init(&t->cons_lock, NULL);
 	return 0;
@@ -33,10 +32,10 @@ void ksim_tun_fini(struct ksim_tun *t)
 	pthread_mutex_destroy(&t->cons_lock);
 }
 
-void ksim_tun_set_notify(struct ksim_tun *t, void (*notify)(void *), void *opaque)
+void ksim_tun_set_notify(struct ksim_tun *t, const struct ksim_tun_notify *n)
 {
-	t->notify = notify;
-	t->notify_opaque = opaque;
+	/* release: pairs with ksim_tun_produce's acquire load; the callback's fields are set. */
+	atomic_store_explicit(&t->notify, n, memory_order_release);
 }
 
 int ksim_tun_produce(struct ksim_tun *t, struct ksim_skb *skb)
@@ -54,9 +53,13 @@ int ksim_tun_produce(struct ksim_tun *t, struct ksim_skb *skb)
 	/* seq_cst fence then load of armed: pairs with ksim_tun_arm's seq_cst store and the
 	 * consumer's re-check, so either it sees this packet or this sees it armed. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&t->armed, memory_order_relaxed) && atomic_exchange(&t->armed, 0) &&
-	    t->notify)
-		t->notify(t->notify_opaque);
+	if (atomic_load_explicit(&t->armed, memory_order_relaxed) &&
+	    atomic_exchange(&t->armed, 0)) {
+		const struct ksim_tun_notify *n =
+			atomic_load_explicit(&t->notify, memory_order_acquire);
+		if (n)
+			n->fn(n->opaque);
+	}
 	return 0;
 }
 

@@ -27,6 +27,12 @@ struct ksim_pkt_tag {
 	uint32_t seq;
 };
 
+/* A consumer's readiness callback (its owner keeps it alive while set). */
+struct ksim_tun_notify {
+	void (*fn)(void *opaque);
+	void *opaque;
+};
+
 struct ksim_tun {
 	unsigned size;
 	struct ksim_skb *_Atomic *slots;
@@ -35,15 +41,15 @@ struct ksim_tun {
 	unsigned prod, cons; /* under their locks */
 	uint32_t lock_ns;    /* modelled cost of one consumer lock round */
 	atomic_int armed;
-	void (*notify)(void *opaque);
-	void *notify_opaque;
+	_Atomic(const struct ksim_tun_notify *) notify;
 };
 
 int ksim_tun_init(struct ksim_tun *t, unsigned size, uint32_t lock_ns);
 /* Frees packets still queued. */
 void ksim_tun_fini(struct ksim_tun *t);
-/* Set the readiness callback (before traffic starts). */
-void ksim_tun_set_notify(struct ksim_tun *t, void (*notify)(void *), void *opaque);
+/* Set the readiness callback (NULL: none). Threads: any, also while packets flow (a world
+ * whose consumer is switched between two backends); a produce calls the one it loads. */
+void ksim_tun_set_notify(struct ksim_tun *t, const struct ksim_tun_notify *n);
 /* 0, or -ENOSPC when full (the caller drops). Threads: any producer. */
 int ksim_tun_produce(struct ksim_tun *t, struct ksim_skb *skb);
 /* Take up to max packets in one lock round. Threads: any consumer. */

@@ -20,6 +20,9 @@ struct ksim_vnet {
 	 * place (left_413_ns: when it took over, 0 never), so that in a world switched between
 	 * the two the gap counts the 4.13 handler's time as it does in a world of its own */
 	uint64_t last_leak_ns, left_413_ns;
+	/* ksim_vnet_park: its handlers return at once (a requeued one may still run) */
+	atomic_bool parked;
+	struct ksim_tun_notify rx_ready; /* the tun ring's readiness: queues rx_work */
 	/* ksim_vnet_set_rx: the RX handler asked for (variant << 8 | batch), 0 none; the worker
 	 * adopts it into cfg between rounds, once the 4.13 private batch is empty */
 	atomic_uint rx_next;
@@ -60,6 +63,8 @@ static void handle_tx(struct vqs_ksim_work *w)
 	struct vqs_vq *vq = n->vq[KSIM_TXQ];
 	unsigned pkts = 0, pending = 0;
 	uint64_t bytes = 0;
+	if (atomic_load_explicit(&v->parked, memory_order_acquire))
+		return;
 	vqs_mem_read_lock();
 	vqs_vq_disable_notify(vq);
 	for (;;) {
@@ -222,6 +227,8 @@ static void handle_rx(struct vqs_ksim_work *w)
 	struct ksim_nic *n = v->nic;
 	unsigned pkts = 0;
 	uint64_t bytes = 0;
+	if (atomic_load_explicit(&v->parked, memory_order_acquire))
+		return;
 	vqs_mem_read_lock();
 	vqs_vq_disable_notify(n->vq[KSIM_RXQ]);
 	for (;;) {
@@ -270,14 +277,37 @@ int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg)
 		return rc;
 	}
 	n->backend = v;
-	ksim_tun_set_notify(&n->rx_tun, rx_tun_ready, v);
-	if ((rc = vqs_ksim_poll_start(v->dev, KSIM_TXQ, n->kick[KSIM_TXQ], &v->tx_work)) ||
-	    (rc = vqs_ksim_poll_start(v->dev, KSIM_RXQ, n->kick[KSIM_RXQ], &v->rx_work))) {
+	v->rx_ready = (struct ksim_tun_notify){rx_tun_ready, v};
+	if ((rc = ksim_vnet_unpark(n)))
 		ksim_vnet_stop(n);
+	return rc;
+}
+
+void ksim_vnet_park(struct ksim_nic *n)
+{
+	struct ksim_vnet *v = n->backend;
+	/* release: pairs with the handlers' acquire load; what ran before is the other side's */
+	atomic_store_explicit(&v->parked, true, memory_order_release);
+	for (unsigned q = 0; q < 2; q++)
+		vqs_ksim_poll_stop(v->dev, q);
+	/* the handler running now, and those queued, end before the other backend starts */
+	vqs_ksim_dev_flush(v->dev);
+}
+
+int ksim_vnet_unpark(struct ksim_nic *n)
+{
+	struct ksim_vnet *v = n->backend;
+	atomic_store_explicit(&v->parked, false, memory_order_release);
+	ksim_tun_set_notify(&n->rx_tun, &v->rx_ready);
+	int rc;
+	if ((rc = vqs_ksim_poll_start(v->dev, KSIM_TXQ, n->kick[KSIM_TXQ], &v->tx_work)) ||
+	    (rc = vqs_ksim_poll_start(v->dev, KSIM_RXQ, n->kick[KSIM_RXQ], &v->rx_work)))
 		return rc;
-	}
-	/* Packets may already wait: look once, as vhost_net_enable_vq's first poll does. */
+	/* Work may already wait, with no kick or readiness to come for it (another backend
+	 * served the queues, notifications off): look once at each, as vhost_net_enable_vq's
+	 * first poll does. */
 	vqs_ksim_vq_work_queue(v->dev, KSIM_RXQ, &v->rx_work);
+	vqs_ksim_vq_work_queue(v->dev, KSIM_TXQ, &v->tx_work);
 	return 0;
 }
 

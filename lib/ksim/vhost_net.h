@@ -20,6 +20,12 @@ struct ksim_vnet_cfg {
 int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg);
 /* Stop polls and workers. Whatever produces into n->rx_tun must have stopped before. */
 void ksim_vnet_stop(struct ksim_nic *n);
+/* Stop serving the nic without tearing the device down (its kicks and its tun ring's readiness
+ * go unheeded; returns once no handler runs), and serve it again, first looking at both queues:
+ * a world whose queues are handed between this backend and another (ksim_snet_park). Only one
+ * backend of a nic may be unparked; n->backend must be this one's. Threads: control. */
+void ksim_vnet_park(struct ksim_nic *n);
+int ksim_vnet_unpark(struct ksim_nic *n);
 /* Switch the RX handler to variant and batch (1..VQS_KSIM_NET_BATCH) while traffic flows: the
  * worker takes the change at its next round with no packet held in a 4.13 batch. -EINVAL for a
  * bad batch or a nic without a kernel-model backend. Threads: control. */

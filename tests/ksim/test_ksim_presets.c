@@ -234,6 +234,49 @@ static void test_seed2017_adaptive_against_the_best_column(void **state)
 	}
 }
 
+/* Where adaptive was interleaved with fixed b64 in one world (result.adaptive_pair) and fixed
+ * b64 is the row's best column, the verdict judges that world's ratios, over the repeats in
+ * which both sides got their CPUs: here the separate cells read adaptive at 0.8x fixed b64 (a
+ * world that landed badly) and the one-world ratios 0.97x, 0.95x and, starved, 0.5x: it holds
+ * at 0.96x, the median of the two judged repeats (a verdict needs 2 of 3). Where another column
+ * is the best (fixed b1 at 1300), the pair's ratio against fixed b64 says nothing of it: the
+ * cells decide, and adaptive at 1000 fails. */
+static void test_seed2017_adaptive_judged_in_one_world(void **state)
+{
+	(void)state;
+	const unsigned last = VQS_KSIM_SEED2017_ROWS - 1;
+	for (int b1_best = 0; b1_best < 2; b1_best++) {
+		struct vqs_ksim_seed2017_result r = {.size = sizeof(r)};
+		r.streams[0] = 1;
+		r.streams[last] = 50;
+		r.interleaved = true;
+		static const double ratio[3] = {0.97, 0.95, 0.5}, cpus[3] = {1.8, 1.9, 1.0};
+		for (unsigned row = 0; row <= last; row += last) {
+			unsigned end = row == last;
+			for (unsigned i = 0; i < 3; i++) {
+				cell_repeat(&r.cell[row][C413_B1], i, 500, 1.8);
+				cell_repeat(&r.cell[row][C413_B64], i, 500, 1.8);
+				cell_repeat(&r.cell[row][FIXED_B1], i, b1_best ? 1300 : 800, 1.8);
+				cell_repeat(&r.cell[row][FIXED_B64], i, 1250, 1.8);
+				cell_repeat(&r.cell[row][ADAPTIVE], i, 1000, 1.8);
+				r.adaptive_pair[end].ratio[i] = ratio[i];
+				r.adaptive_pair[end].cpus[0][i] = cpus[i];
+				r.adaptive_pair[end].cpus[1][i] = 1.8;
+			}
+			r.adaptive_pair[end].runs = 3;
+		}
+		vqs_ksim_seed2017_judge(&r);
+		for (unsigned end = 0; end < 2; end++) {
+			assert_true(r.adaptive_interleaved[end] == !b1_best);
+			assert_int_equal(r.adaptive_judged[end], b1_best ? 3 : 2);
+			double want = b1_best ? 1000.0 / 1300 : 0.96;
+			double off = r.adaptive_ratio[end] - want;
+			assert_true(off < 1e-9 && off > -1e-9);
+		}
+		assert_true(r.adaptive_no_loss == !b1_best);
+	}
+}
+
 static void test_seed2017_rejects_bad_options(void **state)
 {
 	struct vqs_ksim_seed2017_opts o;
@@ -376,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_seed2017_judges_repeats_with_their_cpus),
 		cmocka_unit_test(test_seed2017_judges_adaptive_against_cells_alone),
 		cmocka_unit_test(test_seed2017_adaptive_against_the_best_column),
+		cmocka_unit_test(test_seed2017_adaptive_judged_in_one_world),
 		cmocka_unit_test(test_seed2023_judges_auto_by_its_own_cpus),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),

@@ -141,7 +141,8 @@ static void test_naps_and_rearms_strand_nothing(void **state)
 	assert_int_equal(vqs_queue_stats_get(sv.q, &qs), 0);
 	assert_int_equal(qs.reqs, 1000);
 	printf("1000 requests: %llu naps (%llu by the rent, %llu over 100 us late), %llu kicks, "
-	       "%llu re-arms, %llu ends of polling, %llu mode changes, learned round trip %llu ns\n",
+	       "%llu re-arms, %llu ends of polling, %llu mode changes, "
+	       "learned round trip %llu ns\n",
 	       (unsigned long long)st.naps, (unsigned long long)st.rent_naps,
 	       (unsigned long long)st.late_naps, (unsigned long long)qs.kicks,
 	       (unsigned long long)qs.rearms, (unsigned long long)st.polling_ends,
