@@ -286,7 +286,8 @@ int ksim_vnet_start(struct ksim_nic *n, const struct ksim_vnet_cfg *cfg)
 void ksim_vnet_park(struct ksim_nic *n)
 {
 	struct ksim_vnet *v = n->backend;
-	/* release: pairs with the handlers' acquire load; what ran before is the other side's */
+	/* release: pairs with the handlers' acquire load: one that runs after the flush below
+	 * (requeued by its budget meanwhile) sees it and leaves the queues to the other backend */
 	atomic_store_explicit(&v->parked, true, memory_order_release);
 	for (unsigned q = 0; q < 2; q++)
 		vqs_ksim_poll_stop(v->dev, q);

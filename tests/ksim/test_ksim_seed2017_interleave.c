@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * seed-2017's judged rows interleaved (opts.interleave): 4.13 b64 and fixed b1 measured in one
- * world whose RX handlers are switched every N packets, at light load and at heavy load. Spins
- * modelled threads: RUN_SERIAL.
+ * world whose RX handlers are switched every N packets, at light load and at heavy load, and
+ * vqsched adaptive against fixed b64 in one world whose queues are handed between the two
+ * backends. Spins modelled threads: RUN_SERIAL.
  */
 #include <math.h>
 #include <setjmp.h>
