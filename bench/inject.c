@@ -31,7 +31,10 @@ double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], dou
 		turns = next > hi ? hi : next < lo ? lo : next;
 	}
 	double cap = (1 + want) * (*tpo_min > 0 ? *tpo_min : 1000) / ns_per_turn + 1;
-	return turns > cap ? cap : turns < 1 ? 1 : turns;
+	double floor = want * *tpo_min / ns_per_turn / 4;
+	if (floor < 1)
+		floor = 1;
+	return turns > cap ? cap : turns < floor ? floor : turns;
 }
 
 unsigned inject_slice_side(uint64_t seed, unsigned k)

@@ -115,25 +115,44 @@ static void test_zero_injects_nothing(void **state)
 }
 
 /* A small amount corrected by at most a quarter per repeat, each repeat measuring half the
- * target, grows every time, as a large one does (kept in whole turns, 3 x 1.25 stayed 3). */
+ * target, grows every time, as a large one does (kept in whole turns, 3 x 1.25 stayed 3); from
+ * 5 turns, just over the floor (a quarter of 10% of the 65 ns request, 4.9 turns of 0.33 ns). */
 static void test_small_amount_grows_by_the_quarter(void **state)
 {
 	(void)state;
-	double tpo_min = 0, turns = 1;
+	double tpo_min = 0, turns = 5;
 	const double half[2] = {65, 65 * 1.05}; /* 5% measured, 10% wanted */
 	uint32_t last = inject_amount(turns);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 6; i++) {
 		turns = inject_rescale_turns(10, turns, half, 1.25, &tpo_min, 0.33);
 		assert_true(inject_amount(turns) > last);
 		last = inject_amount(turns);
 	}
-	/* 1.25^8 turns, within the rounding of the fixed point */
-	assert_true(last >= inject_amount(5.96) && last <= inject_amount(5.97));
-	/* and shrinks without losing its fraction: 3 turns at 12.5% of 10% go to 2.4 */
+	/* 5 x 1.25^6 turns, within the rounding of the fixed point */
+	assert_true(last >= inject_amount(19.07) && last <= inject_amount(19.08));
+	/* and shrinks without losing its fraction: 30 turns at 12.5% of 10% go by half the
+	 * time missing, 0.025 x 65 / 2 / 0.33 */
 	tpo_min = 0;
 	const double over[2] = {65, 65 * 1.125};
-	assert_int_equal(inject_amount(inject_rescale_turns(10, 3, over, 1.25, &tpo_min, 0.33)),
-			 inject_amount(2.4));
+	assert_int_equal(inject_amount(inject_rescale_turns(10, 30, over, 1.25, &tpo_min, 0.33)),
+			 inject_amount(30 - 0.025 * 65 / 2 / 0.33));
+}
+
+/* Windows that each read the slowdown at the most the work could add (both sides' share on the
+ * path, plus the target: noise the rescale must take as a measurement), one after another,
+ * shrink the amount step by step, but not under a quarter of the target's share of the request
+ * (1000 ns requests, 10% wanted, 1 ns a turn: 25 turns, where rr took about 100). The old
+ * rescale went 100, 25, 6.25, 1.6, 1: a guard trial's rr ended at 3.5 ns on 1150 ns requests,
+ * achieved -11%, and its 10% was not flagged. */
+static void test_noise_cannot_shrink_the_amount_to_nothing(void **state)
+{
+	(void)state;
+	double tpo_min = 0, turns = 100;
+	for (int i = 0; i < 4; i++) {
+		const double noisy[2] = {1000, 1000 * (1.1 + 2 * turns / 1000) - 0.01};
+		turns = inject_rescale_turns(10, turns, noisy, 4, &tpo_min, 1);
+	}
+	assert_true(turns > 25 - 1e-9 && turns < 25 + 1e-9);
 }
 
 /* The rescale's bounds: within a fifth of the target or implausible (more than both sides'
@@ -151,11 +170,14 @@ static void test_rescale_bounds(void **state)
 	assert_true(inject_rescale_turns(10, 20.5, none, 4, &tpo_min, 0.5) == 41);
 	double capped = inject_rescale_turns(10, 150, none, 4, &tpo_min, 0.5);
 	assert_true(capped > 221 - 1e-9 && capped < 221 + 1e-9);
-	/* 50% from 0.1 ns a side on 50 ns requests: a stall, unchanged but for the floor of one
-	 * turn; a faster request lowers the cap */
+	/* 50% from 0.1 ns a side on 50 ns requests: a stall, unchanged but for the floor, a
+	 * quarter of 10% of the fastest request (2.5 turns of 0.5 ns; at least one turn); a faster
+	 * request lowers the cap */
 	const double slow[2] = {50, 50 * 1.5};
-	assert_true(inject_rescale_turns(10, 0.2, slow, 4, &tpo_min, 0.5) == 1);
+	assert_true(inject_rescale_turns(10, 0.2, slow, 4, &tpo_min, 0.5) == 2.5);
 	assert_true(tpo_min == 50);
+	tpo_min = 0;
+	assert_true(inject_rescale_turns(10, 0.2, slow, 4, &tpo_min, 5) == 1);
 }
 
 /* A stream as measured: the work a side gets is absorbed until it fills that side's wait (a
@@ -321,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_fraction_carried_between_requests),
 		cmocka_unit_test(test_zero_injects_nothing),
 		cmocka_unit_test(test_small_amount_grows_by_the_quarter),
+		cmocka_unit_test(test_noise_cannot_shrink_the_amount_to_nothing),
 		cmocka_unit_test(test_rescale_bounds),
 		cmocka_unit_test(test_a_stream_knee_is_approached_not_leapt),
 		cmocka_unit_test(test_slice_order_is_paired_and_not_periodic),
