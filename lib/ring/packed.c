@@ -514,8 +514,8 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 		.f0 = head_flags(p, &p->desc[p->last_avail_idx])};
 	vqs_pop_wins(vq, t, r.win);
 	unsigned from = vqs_packed_linear(p->last_avail_idx, p->avail_wrap, num);
-	/* the shape of the chain before: its run goes on */
-	bool pair = false;
+	/* the shape of the chain before, in this pop or the last: its run goes on */
+	bool pair = p->pair_run && r.pair_first != 0xffff;
 	*rc = 0;
 	while (n < max) {
 		n = to->by_id ? (pair ? pop_run2_id(&r, n, max) : pop_run1_id(&r, n, max))
@@ -560,6 +560,7 @@ static inline unsigned pop_straight(struct vqs_vq *vq, const struct vqs_mem_tabl
 			r.f0 = vqs_packed_flags_acquire(&r.desc[r.idx]);
 	}
 	advance_to(p, from, r.idx, r.want == VQS_PACKED_F_AVAIL, num);
+	p->pair_run = pair;
 	return n;
 }
 
@@ -567,13 +568,15 @@ static int packed_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 		      const struct vqs_pop_to *to, unsigned max)
 {
 	struct vqs_packed_ring *p = ring(vq);
-	struct vqs_mem_win win[2];
-	vqs_pop_wins(vq, t, win);
 	unsigned n = 0;
 	int rc = 0;
-	while (n < max && (p->resubmit_pending || p->inflight) &&
-	       (rc = pop_recorded(vq, t, win, to, n)) == 0)
-		n++;
+	if (p->resubmit_pending || p->inflight) {
+		struct vqs_mem_win win[2];
+		vqs_pop_wins(vq, t, win);
+		while (n < max && (p->resubmit_pending || p->inflight) &&
+		       (rc = pop_recorded(vq, t, win, to, n)) == 0)
+			n++;
+	}
 	if (n < max && !rc)
 		n = pop_straight(vq, t, to, n, max, &rc);
 	/* by place the runs leave the ids in the elements */

@@ -36,6 +36,10 @@ struct vqs_packed_ring {
 	 * Cleared whenever last_avail_idx moves. */
 	bool head_seen;
 	uint16_t head_flags;
+	/* The last chain popped took two descriptors: the next pop starts with the pair run, as
+	 * split's pair_run (a hint; any shape is popped either way), so that a pop of one pair (a
+	 * request at a time) does not call the single run first only to learn the shape. */
+	bool pair_run;
 	uint16_t used_idx;       /* next slot to publish a used entry in (after the staged ones) */
 	bool used_wrap;
 	uint32_t unfilled_descs; /* slots of popped chains not filled yet: the most unpop rewinds */

@@ -346,9 +346,9 @@ static void shapes_mixed_in_one_batch(void **state)
 }
 
 /* Pops of one chain each, the shape changing from pop to pop: a pop starts in the run of the
- * shape the pop before ended with (split), so each shape here follows the other; each element
- * is the one the walk gives, and a head offered again while in flight after a pair still breaks
- * the queue. */
+ * shape the pop before ended with (both layouts), so each shape here follows the other; each
+ * element is the one the walk gives, and a head offered again while in flight after a pair still
+ * breaks the queue. */
 static void shapes_alternating_across_pops(void **state)
 {
 	struct lfx *c = *state;
