@@ -266,7 +266,8 @@ VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
  * the caller's storage, set before the pop (see vqs_elem). by_id: an element is written only
  * after its id was found not in flight, so a driver that offers an id again cannot overwrite the
  * element of the chain in flight (the queue breaks, VQS_VQ_ERR_BUFFER_ID). ids: where the popped
- * chains' ids go, in pop order; NULL (only by place): nowhere.
+ * chains' ids go, in pop order (room for max; entries past the count returned may be written
+ * too); NULL (only by place): nowhere.
  */
 struct vqs_pop_to {
 	void *base;

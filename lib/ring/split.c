@@ -427,8 +427,6 @@ static inline unsigned pop_avail(struct vqs_vq *vq, const struct vqs_mem_table *
 	if (s->infl)
 		for (unsigned k = 0; k < i; k++)
 			vqs_split_infl_popped(vq, heads[k]);
-	if (to->ids)
-		memcpy(to->ids, heads, i * sizeof(*heads));
 	return i;
 }
 
@@ -450,7 +448,9 @@ static int split_pop(struct vqs_vq *vq, const struct vqs_mem_table *t,
 			left = 0;
 		rc = -EAGAIN;
 		for (unsigned m; n < max && left; left -= m) {
-			uint16_t heads[SPLIT_PASS];
+			/* A chain's id is its head: read straight into the caller's ids, no
+			 * copy (a libc call) after the pop */
+			uint16_t own[SPLIT_PASS], *heads = to->ids ? to->ids + n : own;
 			m = max - n < left ? max - n : left;
 			m = m < SPLIT_PASS ? m : SPLIT_PASS;
 			unsigned in_range = read_heads(s, heads, m);
