@@ -258,6 +258,12 @@ struct vqs_vq_session {
  * there are, reading each descriptor once (the head's flags are the ones begin read). Pair
  * every begin with end or pause. */
 VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
+/* Look again, in a session begun before: as begin, without starting a new session, so that a
+ * session still in its section does not check the queue again (a loop that polls rings keeps
+ * one session per ring open across its looks and pauses them before it does anything that may
+ * block). A paused session enters its section again, and checks, as fill does. Returns what
+ * begin returns, or the session's error. Threads: owner. */
+VQS_API int vqs_vq_session_look(struct vqs_vq_session *ss);
 /*
  * Where a pop puts each chain: the element of index k at (char *)base + k * stride (0: side by
  * side, sizeof(struct vqs_elem)), k the chain's id when by_id (an array of vqs_vq_num()

@@ -249,18 +249,22 @@ static int session_enter(struct vqs_vq_session *ss)
 	return rc;
 }
 
-int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss)
+int vqs_vq_session_look(struct vqs_vq_session *ss)
 {
-	*ss = (struct vqs_vq_session){.vq = vq};
-	int rc = session_enter(ss);
-	if (rc)
-		return rc;
-	rc = vq->ops->begin(vq);
+	if (ss->err || session_enter(ss))
+		return ss->err;
+	int rc = ss->vq->ops->begin(ss->vq);
 	if (rc < 0) {
 		ss->err = rc;
 		vqs_vq_session_pause(ss);
 	}
 	return rc;
+}
+
+int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss)
+{
+	*ss = (struct vqs_vq_session){.vq = vq};
+	return vqs_vq_session_look(ss);
 }
 
 int vqs_vq_session_pop(struct vqs_vq_session *ss, const struct vqs_pop_to *to, unsigned max)

@@ -4,6 +4,8 @@
  * holds the queues that stay polled (RUNNING, owned by it) and, between ready-list turns, looks at
  * them lightly until one has news. A group's only queue is the hold set with one member.
  */
+#include <string.h>
+
 #include "sched/internal.h"
 #include "sched/slots.h"
 
@@ -34,23 +36,33 @@ bool sched_hold(struct sched_worker *w, struct vqs_queue *q, bool again)
 }
 
 /* Anything for a held queue to do: chains, completions handed over, a wake, a pause request, a
- * broken ring (the turn reports it). *look: the session that found chains (look->has), which the
- * caller hands to q's turn or drops (look_drop). Inline: it is the loop of a worker that waits
- * for work. Inside the read-side section. */
-static inline __attribute__((always_inline)) bool held_has_news(struct vqs_queue *q,
-								struct sched_look *look)
+ * broken ring (the turn reports it). The ring is looked at through the queue's session *ss:
+ * begun by its first look (*open false), looked at again by the next ones
+ * (vqs_vq_session_look) while it stays in its section (*open: begun, in its section). A look
+ * that found chains returns with *has their count. Inline: it is the loop of a worker that
+ * waits for work. Inside the read-side section. */
+static inline __attribute__((always_inline)) bool
+held_has_news(struct vqs_queue *q, struct vqs_vq_session *ss, bool *open, unsigned *has)
 {
-	look->has = 0;
+	*has = 0;
 	if ((atomic_load_explicit(&q->state, memory_order_relaxed) & (Q_PENDING | Q_PAUSE_REQ)) ||
 	    atomic_load_explicit(&q->wake_req, memory_order_relaxed) || !lf_empty(&q->done))
 		return true;
-	int rc = vqs_vq_session_begin(q->vq, &look->ss);
+	int rc = *open ? vqs_vq_session_look(ss) : vqs_vq_session_begin(q->vq, ss);
+	*open = rc >= 0; /* a session that failed left its section */
 	if (rc > 0) {
-		look->has = (unsigned)rc;
+		*has = (unsigned)rc;
 		return true;
 	}
-	vqs_vq_session_pause(&look->ss);
 	return rc < 0 && vqs_vq_error(q->vq) != VQS_VQ_OK;
+}
+
+/* Leave an open look's section. */
+static inline void held_close(struct vqs_vq_session *ss, bool *open)
+{
+	if (*open)
+		vqs_vq_session_pause(ss);
+	*open = false;
 }
 
 /* Whether every held queue is to be re-polled after a nap rather than by spinning (the adaptive
@@ -72,33 +84,46 @@ static bool held_all_nap(struct sched_worker *w)
 	if (atomic_load_explicit(&w->g->nready, memory_order_relaxed) > 0)
 		return false;
 	bool news = false;
-	struct sched_look look = {.has = 0};
 	vqs_mem_read_lock(); /* held_has_news reads the rings */
-	for (unsigned i = 0; i < w->nheld && !news; i++)
-		news = held_has_news(w->held[i], &look);
-	look_drop(&look);
+	for (unsigned i = 0; i < w->nheld && !news; i++) {
+		struct vqs_vq_session ss;
+		bool open = false;
+		unsigned has;
+		news = held_has_news(w->held[i], &ss, &open, &has);
+		held_close(&ss, &open);
+	}
 	vqs_mem_read_unlock();
 	return !news;
 }
 
 /*
  * Rounds of light looks at the held queues, then the due ones' full turns (see sched_poll_held).
+ * Each held queue keeps one ring session through the rounds (held_has_news): inside the rounds'
+ * one section a look after the first is the avail index (packed: the next slot's flags) and a
+ * test for a break, where a session's begin and pause also checked the queue and entered and
+ * left a nested section (95 of a look's ~150 instructions). The sessions leave their sections
+ * before any turn, whose handler may block; the look that found chains is handed to its turn.
  * *in_section: open on entry (the caller's); on return, whether the last turn left the worker in
  * a section (see sched_run_taken). Returns whether a turn served requests.
  */
 static bool held_looks(struct sched_worker *w, bool *in_section)
 {
 	struct vqs_queue *due[SCHED_HELD_MAX];
-	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0;
+	struct vqs_vq_session ss[SCHED_HELD_MAX];
+	bool open[SCHED_HELD_MAX];
+	unsigned n = w->nheld, ndue = 0, kept = 0, first = n, empty_rounds = 0, has = 0;
 	unsigned rounds = w->held_rounds;
 	uint64_t looks = 0, reqs = w->reqs;
 	/* The look of the queue that ended the rounds (held[first]), for its turn: the first due. */
-	struct sched_look look = {.has = 0}, other;
+	struct sched_look look = {.has = 0};
 	bool all;
+	memset(open, 0, n * sizeof(*open));
 	/* No pause instruction: measured no better here, and a guest's tight PAUSE loop can take a
 	 * pause-loop exit to the hypervisor. */
 	while (!(all = ++rounds >= SPIN_POLLS)) {
-		for (first = 0; first < n && !held_has_news(w->held[first], &look); first++)
+		for (first = 0; first < n && !held_has_news(w->held[first], &ss[first], &open[first],
+							    &has);
+		     first++)
 			;
 		if (first < n)
 			break;
@@ -110,13 +135,18 @@ static bool held_looks(struct sched_worker *w, bool *in_section)
 	w->held_rounds = all ? 0 : rounds;
 	if (all)
 		first = 0;
+	else if (first < n && has) {
+		look.ss = ss[first]; /* its section goes with it */
+		look.has = has;
+		open[first] = false;
+	}
 	/* The round that ended the loop looked at held[0..first) and found nothing. */
 	for (unsigned i = 0; i < n; i++) {
 		struct vqs_queue *q = w->held[i];
-		unsigned empty = empty_rounds + (!all && first < n && i < first);
-		bool news = i > first && !all && held_has_news(q, &other);
-		if (news)
-			look_drop(&other); /* a turn of its own begins after the first's handler */
+		unsigned empty = empty_rounds + (!all && first < n && i < first), other;
+		/* a turn of its own begins after the first's handler */
+		bool news = i > first && !all && held_has_news(q, &ss[i], &open[i], &other);
+		held_close(&ss[i], &open[i]);
 		if (i == first || (i > first && (all || news))) {
 			due[ndue++] = q;
 		} else {
