@@ -35,6 +35,24 @@ void lfx_fini(struct lfx *c)
 	vqs_gmem_destroy(c->g2);
 }
 
+static int setup(void **state, bool packed)
+{
+	struct lfx *c = test_calloc(1, sizeof(*c));
+	lfx_init(c, packed, LFX_NUM, 0, 1 << 16);
+	*state = c;
+	return 0;
+}
+
+int lfx_setup_split(void **state) { return setup(state, false); }
+int lfx_setup_packed(void **state) { return setup(state, true); }
+
+int lfx_teardown(void **state)
+{
+	lfx_fini(*state);
+	test_free(*state);
+	return 0;
+}
+
 uint8_t *lfx_host(struct lfx *c, uint64_t gpa)
 {
 	return gpa >= LFX_BORDER ? vqs_gmem_host(c->g2, gpa, 1) : vqs_gmem_host(c->m.gmem, gpa, 1);

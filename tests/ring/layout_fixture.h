@@ -28,6 +28,12 @@ void lfx_fini(struct lfx *c);
 uint8_t *lfx_host(struct lfx *c, uint64_t gpa);
 /* The vq config of the ring (to reconfigure it). */
 void lfx_config(const struct lfx *c, struct vqs_vq_config *cfg);
+/* cmocka setups and teardown of a struct lfx in *state: a ring of LFX_NUM entries, no features,
+ * the second region 64 KiB. */
+#define LFX_NUM 8
+int lfx_setup_split(void **state);
+int lfx_setup_packed(void **state);
+int lfx_teardown(void **state);
 /* Pop into iov[0..cap) inside the read lock (fx_pop / pfx_pop). */
 int lfx_pop(struct lfx *c, struct vqs_elem *e, struct iovec *iov, unsigned cap);
 

@@ -21,26 +21,8 @@
 /* struct vqs_vq, for its count of chains left to the general walk */
 #include "ring/vq_internal.h"
 
-#define NUM 8
+#define NUM LFX_NUM
 #define BORDER LFX_BORDER
-
-static int setup(void **state, bool packed)
-{
-	struct lfx *c = test_calloc(1, sizeof(*c));
-	lfx_init(c, packed, NUM, 0, 1 << 16);
-	*state = c;
-	return 0;
-}
-
-static int setup_split(void **state) { return setup(state, false); }
-static int setup_packed(void **state) { return setup(state, true); }
-
-static int teardown(void **state)
-{
-	lfx_fini(*state);
-	test_free(*state);
-	return 0;
-}
 
 /* Offer a chain of one descriptor with buffer id (split: head) id. */
 static void offer(struct lfx *c, uint16_t id, uint64_t addr, uint32_t len, bool write)
@@ -606,7 +588,7 @@ static void replaced_region_is_not_translated_through_the_old_window(void **stat
 	remove_region(c, low);
 }
 
-#define ON(layout, f) {#f " (" #layout ")", f, setup_##layout, teardown, NULL}
+#define ON(layout, f) {#f " (" #layout ")", f, lfx_setup_##layout, lfx_teardown, NULL}
 int main(void)
 {
 	const struct CMUnitTest tests[] = {

@@ -14,25 +14,7 @@
 
 #include "layout_fixture.h"
 
-#define NUM 8
-
-static int setup(void **state, bool packed)
-{
-	struct lfx *c = test_calloc(1, sizeof(*c));
-	lfx_init(c, packed, NUM, 0, 1 << 16);
-	*state = c;
-	return 0;
-}
-
-static int setup_split(void **state) { return setup(state, false); }
-static int setup_packed(void **state) { return setup(state, true); }
-
-static int teardown(void **state)
-{
-	lfx_fini(*state);
-	test_free(*state);
-	return 0;
-}
+#define NUM LFX_NUM
 
 /* One writable descriptor chain with id (split: head) id, made available. */
 static void offer(struct lfx *c, uint16_t id)
@@ -43,11 +25,26 @@ static void offer(struct lfx *c, uint16_t id)
 		fx_simple_chain(&c->split, id, 64, true);
 }
 
-/* Pop one chain in ss into *e; returns the pop's result. */
-static int pop_one(struct vqs_vq_session *ss, struct vqs_elem *e, struct iovec *iov)
+/* A session and the one chain it pops. */
+struct one {
+	struct vqs_vq_session ss;
+	struct vqs_elem e;
+	struct iovec iov;
+	bool call;
+};
+
+/* Begin a session on the empty ring: it finds nothing and stays in its section. */
+static void begin_empty(struct lfx *c, struct one *o)
 {
-	*e = (struct vqs_elem){.iov = iov, .iov_cap = 1};
-	return vqs_vq_session_pop(ss, &(struct vqs_pop_to){.base = e}, 1);
+	assert_int_equal(vqs_vq_session_begin(c->vq, &o->ss), 0);
+	assert_true(o->ss.in_section);
+}
+
+/* Pop one chain into o->e; returns the pop's result. */
+static int pop_one(struct one *o)
+{
+	o->e = (struct vqs_elem){.iov = &o->iov, .iov_cap = 1};
+	return vqs_vq_session_pop(&o->ss, &(struct vqs_pop_to){.base = &o->e}, 1);
 }
 
 /* A chain made available after begin found the ring empty is seen by the next look of the same
@@ -55,23 +52,19 @@ static int pop_one(struct vqs_vq_session *ss, struct vqs_elem *e, struct iovec *
 static void look_sees_what_came_after_begin(void **state)
 {
 	struct lfx *c = *state;
-	struct vqs_vq_session ss;
-	struct vqs_elem e;
-	struct iovec iov;
-	bool call;
-	assert_int_equal(vqs_vq_session_begin(c->vq, &ss), 0);
-	assert_true(ss.in_section);
+	struct one o;
+	begin_empty(c, &o);
 	offer(c, 3);
-	assert_true(vqs_vq_session_look(&ss) >= 1);
-	assert_int_equal(pop_one(&ss, &e, &iov), 1);
-	assert_int_equal(e.id, 3);
-	assert_int_equal(e.in_len, 64);
-	assert_int_equal(vqs_vq_session_look(&ss), 0);
+	assert_true(vqs_vq_session_look(&o.ss) >= 1);
+	assert_int_equal(pop_one(&o), 1);
+	assert_int_equal(o.e.id, 3);
+	assert_int_equal(o.e.in_len, 64);
+	assert_int_equal(vqs_vq_session_look(&o.ss), 0);
 	uint32_t written = 8;
-	const struct vqs_elem *pe = &e;
-	assert_int_equal(vqs_vq_session_fill(&ss, &pe, &written, 1), 1);
-	assert_int_equal(vqs_vq_session_end(&ss, &call), 1);
-	assert_false(ss.in_section);
+	const struct vqs_elem *pe = &o.e;
+	assert_int_equal(vqs_vq_session_fill(&o.ss, &pe, &written, 1), 1);
+	assert_int_equal(vqs_vq_session_end(&o.ss, &o.call), 1);
+	assert_false(o.ss.in_section);
 	assert_false(vqs_vq_is_broken(c->vq));
 }
 
@@ -98,22 +91,19 @@ static const struct vqs_mem_table *current(struct lfx *c)
 static void look_after_pause_takes_the_current_table(void **state)
 {
 	struct lfx *c = *state;
-	struct vqs_vq_session ss;
-	struct vqs_elem e;
-	struct iovec iov;
-	bool call;
-	assert_int_equal(vqs_vq_session_begin(c->vq, &ss), 0);
-	const struct vqs_mem_table *before = ss.table;
-	vqs_vq_session_pause(&ss);
+	struct one o;
+	begin_empty(c, &o);
+	const struct vqs_mem_table *before = o.ss.table;
+	vqs_vq_session_pause(&o.ss);
 	replace_table(c);
 	offer(c, 5);
-	assert_true(vqs_vq_session_look(&ss) >= 1);
-	assert_true(ss.in_section);
-	assert_ptr_equal(ss.table, current(c));
-	assert_ptr_not_equal(ss.table, before);
-	assert_int_equal(pop_one(&ss, &e, &iov), 1);
-	assert_int_equal(e.id, 5);
-	vqs_vq_session_end(&ss, &call);
+	assert_true(vqs_vq_session_look(&o.ss) >= 1);
+	assert_true(o.ss.in_section);
+	assert_ptr_equal(o.ss.table, current(c));
+	assert_ptr_not_equal(o.ss.table, before);
+	assert_int_equal(pop_one(&o), 1);
+	assert_int_equal(o.e.id, 5);
+	vqs_vq_session_end(&o.ss, &o.call);
 	assert_false(vqs_vq_is_broken(c->vq));
 }
 
@@ -122,27 +112,24 @@ static void look_after_pause_takes_the_current_table(void **state)
 static void look_on_a_broken_queue_answers_its_error(void **state)
 {
 	struct lfx *c = *state;
-	struct vqs_vq_session ss;
-	struct vqs_elem e;
-	struct iovec iov;
-	bool call;
-	assert_int_equal(vqs_vq_session_begin(c->vq, &ss), 0);
+	struct one o;
+	begin_empty(c, &o);
 	if (c->packed)
 		pfx_raw(&c->pk, 0, FX_GPA_BASE + 0x100, 64, NUM + 1,
 			(uint16_t)(pfx_avail_bits(true) | VQS_VRING_DESC_F_WRITE));
 	else
 		fx_publish(&c->split, NUM + 1);
-	assert_true(vqs_vq_session_look(&ss) >= 1);
-	assert_int_equal(pop_one(&ss, &e, &iov), -EIO);
+	assert_true(vqs_vq_session_look(&o.ss) >= 1);
+	assert_int_equal(pop_one(&o), -EIO);
 	assert_true(vqs_vq_is_broken(c->vq));
-	assert_int_equal(vqs_vq_session_look(&ss), -EIO);
-	assert_false(ss.in_section);
-	assert_int_equal(vqs_vq_session_look(&ss), -EIO);
-	assert_int_equal(vqs_vq_session_end(&ss, &call), 0);
-	assert_false(call);
+	assert_int_equal(vqs_vq_session_look(&o.ss), -EIO);
+	assert_false(o.ss.in_section);
+	assert_int_equal(vqs_vq_session_look(&o.ss), -EIO);
+	assert_int_equal(vqs_vq_session_end(&o.ss, &o.call), 0);
+	assert_false(o.call);
 }
 
-#define ON(layout, f) cmocka_unit_test_setup_teardown(f, setup_##layout, teardown)
+#define ON(layout, f) {#f " (" #layout ")", f, lfx_setup_##layout, lfx_teardown, NULL}
 
 int main(void)
 {
