@@ -227,17 +227,12 @@ static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
 }
 
 /* Enter the read-side section and check the queue: 0 with ss->table current, or the error,
- * with the section left. A session already in its section was checked when it entered, and
- * the table and the ring areas resolved in it stay valid until it leaves: only a break since
- * then is looked for: one readiness check per section, not the ~40 instructions of one more
- * in each of fill and end. */
-static int session_enter(struct vqs_vq_session *ss)
+ * with the section left (session_enter's way when the session is out of its section, or the
+ * queue broke). */
+static __attribute__((noinline)) int session_enter_check(struct vqs_vq_session *ss)
 {
 	int rc = -EIO;
-	if (ss->in_section) {
-		if (atomic_load_explicit(&ss->vq->err, memory_order_relaxed) == VQS_VQ_OK)
-			return 0;
-	} else {
+	if (!ss->in_section) {
 		vqs_mem_read_lock();
 		ss->in_section = true;
 		rc = ring_ready(ss->vq, &ss->table);
@@ -247,6 +242,19 @@ static int session_enter(struct vqs_vq_session *ss)
 	ss->err = rc;
 	vqs_vq_session_pause(ss);
 	return rc;
+}
+
+/* Be in the session's section with the queue checked: a session already in its section was
+ * checked when it entered, and the table and the ring areas resolved in it stay valid until it
+ * leaves, so only a break since then is looked for (one readiness check per section, not the
+ * ~40 instructions of one more in each of look, fill and end). Inline, the test of a session in
+ * its section; the rest out of line. */
+static inline int session_enter(struct vqs_vq_session *ss)
+{
+	if (ss->in_section &&
+	    atomic_load_explicit(&ss->vq->err, memory_order_relaxed) == VQS_VQ_OK)
+		return 0;
+	return session_enter_check(ss);
 }
 
 int vqs_vq_session_look(struct vqs_vq_session *ss)
