@@ -823,7 +823,9 @@ static bool adapt_keep_polling(const struct vqs_sched *s, struct vqs_queue *q, u
 	const struct sched_group *g = atomic_load_explicit(&q->group, memory_order_relaxed);
 	if (!atomic_load_explicit(&g->nready, memory_order_relaxed))
 		w->woken = false;
-	enum poll_mode m = worker_mode(s, w, now, &w->renting);
+	bool rented;
+	enum poll_mode m = worker_mode(s, w, now, &rented);
+	w->renting = rented;
 	/* a silence outlasted what its rate earned: its queues re-arm, and it sleeps */
 	if (m == MODE_SLEEP && w->poll_mode != MODE_SLEEP && w->rate_mode != MODE_SLEEP)
 		stat_add(&w->c.polling_ends, 1);
