@@ -236,10 +236,10 @@ VQS_API int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg
  * Every call takes the lock the same way: the session holds the read-side section from begin to
  * end, except between pause and the next fill or end, which enter it again and check the queue
  * again (a new memory table re-resolves the ring areas); inside the section the calls look only
- * for a break, since what was checked on entering holds until it is left. The iovecs of popped chains lie in
- * session.table: valid while the session is in its section, or beyond it while the caller holds
- * a pin on that table: vqs_mem_table_get inside the section, before pause, pins the current
- * table; when that is not session.table (replaced since begin), the map the chains were
+ * for a break, since what was checked on entering holds until it is left. The iovecs of popped
+ * chains lie in session.table: valid while the session is in its section, or beyond it while the
+ * caller holds a pin on that table: vqs_mem_table_get inside the section, before pause, pins the
+ * current table; when that is not session.table (replaced since begin), the map the chains were
  * translated through is out of date: give them back (vqs_vq_unpop) and pop again. A session is
  * on the stack of the queue's owner; it allocates nothing; a paused session may be dropped
  * without end (what it filled then waits for the next end or vqs_vq_flush), and one that only
