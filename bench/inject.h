@@ -65,11 +65,10 @@ static inline uint32_t inject_turns(uint32_t amount, unsigned n, uint32_t *carry
  * result is at least one turn and at most (1 + pct) of *tpo_min (1000 ns while unknown) in turns
  * of ns_per_turn: a side waits at most the whole request, and past its knee each nanosecond adds
  * at least one; the cap keeps windows starved on both sides (nothing achieved) from doubling it
- * again and again. And at least a quarter of pct of *tpo_min: the guard's trials sized 10% at
- * 98-130 ns a side on rr's ~1150 ns requests and 4.4-7.1 ns on a stream's ~45 ns, about pct of
- * the request each, while windows that read too much one after another (noise within the
- * plausible bound) had shrunk rr's to 3.5 ns in one trial of ten (achieved -11%, not flagged).
- * Threads: any.
+ * again and again. And at least a quarter of pct of *tpo_min: a sized amount is about pct of
+ * the request on each side, and windows that read too much one after another (noise within the
+ * plausible bound) could otherwise shrink it by a quarter each time down to nothing, so that the
+ * injected slowdown would not be there to flag. Threads: any.
  */
 double inject_rescale_turns(unsigned pct, double turns, const double tpo[2], double step,
 			    double *tpo_min, double ns_per_turn);
