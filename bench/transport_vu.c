@@ -67,6 +67,7 @@ int vu_link_create(struct vu_link **out, unsigned streams, unsigned ring, uint64
 		.queue_handler = link_queue_handler,
 		.queue_state = link_queue_state,
 		.iov_per_req = 4,
+		.handlers_nonblocking = true, /* workload.c's handler */
 	};
 	struct vqs_vu_frontend_opts fo;
 	vqs_vu_frontend_opts_init(&fo);

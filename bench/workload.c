@@ -999,6 +999,7 @@ int workload_run(const struct point *pt, struct inject *inj, struct sample *out)
 		qo.iov_per_req = 4;
 		if (!echoes(pt))
 			qo.prefetch_lines = 0; /* the null handler reads no buffer */
+		qo.handler_nonblocking = true; /* it spins at most, for handler_ns and the injection */
 		if ((rc = vqs_sched_attach(r.sched, &qo, &r.st[i].q)))
 			goto out;
 	}

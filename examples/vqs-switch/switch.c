@@ -139,6 +139,9 @@ int sw_create(struct sw_switch **out, const struct sw_opts *o)
 		.queue_state = queue_state,
 		.connection = connection,
 		.send_rarp = send_rarp,
+		/* The handlers wait for nothing; the port locks they take are held briefly, and
+		 * never by a thread waiting for a grace period (queue_state does not). */
+		.handlers_nonblocking = true,
 	};
 	int err = 0;
 	for (unsigned i = 0; i < o->nports && !err; i++) {

@@ -155,6 +155,20 @@ struct vqs_queue_opts {
 	 */
 	uint8_t prefetch_lines;
 	vqs_demand_fn demand; /* NULL = the policy's batch size alone */
+	/*
+	 * The handler never blocks: it does not sleep or wait for I/O or for another thread's
+	 * progress, takes no lock a thread may hold while it waits for a memory grace period, and
+	 * calls nothing that waits for one (vqs_mem_synchronize, vqs_mem_destroy, the calls whose
+	 * threads are "control"). Short locks among handlers are fine. It then runs inside the
+	 * memory read-side section its batch was popped in, which stays open through the batch's
+	 * fill and end. Otherwise (false, the default) the worker leaves that section before each
+	 * handler call and enters it again after, two liburcu calls and a second readiness check
+	 * of the ring per batch, so that a blocking handler holds up no table replacement (its
+	 * batch's pin keeps its buffers mapped). With this set, a replacement of the memory table
+	 * waits for the handler calls running meanwhile. The demand callback is called outside any
+	 * section either way. Older callers' smaller struct (size) leaves it false.
+	 */
+	bool handler_nonblocking;
 };
 VQS_API void vqs_queue_opts_init(struct vqs_queue_opts *o);
 

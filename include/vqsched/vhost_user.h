@@ -252,6 +252,9 @@ struct vqs_vu_device_ops {
 	 * -errno (what an ack asked for reports). Older callers' smaller struct leaves it NULL.
 	 */
 	int (*send_rarp)(void *opaque, const uint8_t mac[VQS_VU_MAC_LEN]);
+	/* Every queue's handler is nonblocking (vqs_queue_opts.handler_nonblocking): it runs
+	 * inside its batch's read-side section. Older callers' smaller struct leaves it false. */
+	bool handlers_nonblocking;
 };
 
 struct vqs_vu_backend_opts {

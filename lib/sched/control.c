@@ -478,6 +478,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	q->pref_worker = o.worker;
 	q->iov_per_req = o.iov_per_req;
 	q->prefetch_lines = o.prefetch_lines;
+	q->handler_nonblocking = o.handler_nonblocking;
 	q->demand = o.demand;
 	q->notify_on = true;
 	atomic_init(&q->kick_fd, o.kick_fd);

@@ -154,6 +154,7 @@ struct vqs_queue {
 	_Atomic int kick_fd, call_fd;
 	uint16_t iov_per_req;
 	uint8_t prefetch_lines;
+	bool handler_nonblocking;
 	vqs_demand_fn demand;
 
 	/* Owner side (the worker running it, or the control thread while PAUSED). */

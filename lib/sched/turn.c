@@ -263,8 +263,8 @@ static void mark_open(struct sched_worker *w, unsigned taken, uint64_t t0, struc
  * were staged as it completed them (stage_here; an IN_ORDER queue stages them again in pop
  * order) and are filled together: *done of them, whose pin references and latency
  * retire_done_here counts after the flush. A batch completed whole during the call takes no
- * second pass over it. Outside the read-side section: the batch's pin keeps the buffers mapped,
- * so a handler that blocks holds up no grace period. */
+ * second pass over it. Outside the read-side section unless the handler is nonblocking: the
+ * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
 			  uint64_t *bytes, unsigned *done)
@@ -274,9 +274,12 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	unsigned taken = q->handler(q, (struct vqs_req *const *)w->batch, n, q->opaque);
 	sched_running.q = NULL;
 	/* One read-side section from here to the pop of the turn's next batch (see serve): the
-	 * session's fill and end, and the next begin and pop, nest in it. */
-	vqs_mem_read_lock();
-	*in_section = true;
+	 * session's fill and end, and the next begin and pop, nest in it. A nonblocking handler
+	 * ran in it already. */
+	if (!*in_section) {
+		vqs_mem_read_lock();
+		*in_section = true;
+	}
 	if (taken > n) {
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
 		taken = n;
@@ -342,12 +345,14 @@ static inline void leave_section(bool *in)
  * latest clock read); on return, the latest read made (after the last handler call), so the caller
  * reads the clock once per batch, not once per step.
  *
- * Read-side sections: the handler runs outside any, everything else may run inside one, and
- * entering or leaving the outermost is two liburcu calls (with three __tls_get_addr). So one
- * section runs from each handler's return through the fill and end of its batch to the begin and
- * pop of the next (the sessions nest in it), and is left before the next handler call or demand
- * callback (which may block, or take a lock a thread waiting for a grace period holds): one
- * outermost section per batch, not two. *in_section: a section is open; on entry, the caller's
+ * Read-side sections: a handler that may block runs outside any, everything else may run inside
+ * one, and entering or leaving the outermost is two liburcu calls (with three __tls_get_addr).
+ * So one section runs from each handler's return through the fill and end of its batch to the
+ * begin and pop of the next (the sessions nest in it), and is left before the next handler call
+ * or demand callback (which may block, or take a lock a thread waiting for a grace period
+ * holds): one outermost section per batch, not two; none per batch for a nonblocking handler,
+ * whose calls stay in it (a busy-polled queue's turns then run in the light looks' section
+ * without leaving it). *in_section: a section is open; on entry, the caller's
  * (the light looks that found the chains: the first batch begins inside it); on return, the one
  * the last batch opened, which the caller leaves (or goes on looking in: sched_run_taken).
  * look: as sched_run_taken's, the first batch's session when it found chains. */
@@ -402,8 +407,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				want = d;
 		}
 		/* The batch's ring session: its begin reads the avail index once, so an empty poll
-		 * costs no more and no more slots are taken than there are chains; its read-side
-		 * section pauses before the handler runs, and fill and end take it again. */
+		 * costs no more and no more slots are taken than there are chains. */
 		struct vqs_vq_session ss;
 		int rc;
 		if (look && look->has) {
@@ -426,8 +430,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			n = pop_pinned(w, q, &ss, want < has ? want : has, &b, &empty, &pin);
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
-		vqs_vq_session_pause(&ss);
 		if (!n) {
+			vqs_vq_session_pause(&ss);
 			stat_add(&q->c.polls, 1);
 			stat_add(&w->c.polls, 1);
 			stat_add(&q->c.empty_polls, 1);
@@ -436,7 +440,13 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 				end = TURN_DRAINED;
 			break;
 		}
-		leave_section(in_section);
+		/* A handler that may block runs outside any section; a nonblocking one inside the
+		 * pop's, and the session goes on to its fill and end without entering and checking
+		 * again (see vqs_queue_opts.handler_nonblocking). */
+		if (!q->handler_nonblocking) {
+			vqs_vq_session_pause(&ss);
+			leave_section(in_section);
+		}
 		q->clock_ns = t;
 		unsigned done;
 		unsigned taken = hand_over(w, q, &ss, n, t0, pin, in_section, &b, &done);

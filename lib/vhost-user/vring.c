@@ -138,6 +138,7 @@ static int start(struct vqs_vu_backend *b, unsigned i)
 	qo.call_fd = r->call_fd;
 	if (b->ops.iov_per_req)
 		qo.iov_per_req = b->ops.iov_per_req;
+	qo.handler_nonblocking = b->ops.handlers_nonblocking;
 	qo.on_broken = ring_broken;
 	qo.on_broken_opaque = r;
 	if (err == 0) {

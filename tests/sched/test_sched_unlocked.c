@@ -6,6 +6,9 @@
  * SET_MEM_TABLE and REM_MEM_REG only after one), its buffers stay mapped until its requests are
  * completed, and a handler may detach a queue another worker serves (detach waits for a grace
  * period, which a reader waiting for itself would never see end).
+ *
+ * A queue whose handler is declared nonblocking (vqs_queue_opts.handler_nonblocking) runs it
+ * inside the section instead: a replacement then waits for the handler call in progress.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,13 +77,15 @@ static unsigned sleep_demand(struct vqs_queue *q, void *opaque)
 
 /* The handler (or, with `demand`, the queue's demand callback) blocks while the table is
  * replaced. Under poll the queue is first made a held one (a request served with nothing
- * blocking), whose next turn starts from the light looks' read-side section. */
-static void sleep_during_replacement(enum vqs_policy policy, bool demand)
+ * blocking), whose next turn starts from the light looks' read-side section. `nonblocking`:
+ * the handler is declared nonblocking (and blocks all the same, to show where it runs). */
+static void sleep_during_replacement(enum vqs_policy policy, bool demand, bool nonblocking)
 {
 	memset(&sl, 0, sizeof(sl));
 	struct vqs_queue_opts o;
 	vqs_queue_opts_init(&o);
 	o.handler = sleep_handler;
+	o.handler_nonblocking = nonblocking;
 	if (demand)
 		o.demand = sleep_demand;
 	/* poll_timeout_us 0: a polled queue stays held, its turns start from the light looks */
@@ -119,10 +124,15 @@ static void sleep_during_replacement(enum vqs_policy policy, bool demand)
 	uint64_t took = vqs_now_ns() - t0;
 	bool handler_done = atomic_load(&sl.done);
 	atomic_store(&sl.go, true);
-	printf("table replaced in %llu us while the handler was blocked\n",
-	       (unsigned long long)(took / 1000));
-	assert_false(handler_done);
-	assert_true(took < REPLACE_BOUND_NS);
+	printf("table replaced in %llu us, the handler %s\n", (unsigned long long)(took / 1000),
+	       handler_done ? "done" : "still blocked");
+	if (nonblocking) {
+		/* inside the section: the replacement waited for the whole call */
+		assert_true(handler_done);
+	} else {
+		assert_false(handler_done);
+		assert_true(took < REPLACE_BOUND_NS);
+	}
 
 	/* The pin kept the old region until the request was completed (a demand callback blocks
 	 * before the pop: that request goes through the new table). */
@@ -143,19 +153,30 @@ static void sleep_during_replacement(enum vqs_policy policy, bool demand)
 
 static void test_handler_sleep_does_not_delay_table_replacement(void **state)
 {
-	sleep_during_replacement(VQS_POLICY_DEDICATED, false);
+	sleep_during_replacement(VQS_POLICY_DEDICATED, false, false);
 }
 
 /* A held queue's turn begins in the light looks' section and must leave it before the handler
  * and before the demand callback. */
 static void test_polled_handler_sleep_does_not_delay_table_replacement(void **state)
 {
-	sleep_during_replacement(VQS_POLICY_POLL, false);
+	sleep_during_replacement(VQS_POLICY_POLL, false, false);
 }
 
 static void test_polled_demand_sleep_does_not_delay_table_replacement(void **state)
 {
-	sleep_during_replacement(VQS_POLICY_POLL, true);
+	sleep_during_replacement(VQS_POLICY_POLL, true, false);
+}
+
+static void test_nonblocking_handler_runs_inside_the_section(void **state)
+{
+	sleep_during_replacement(VQS_POLICY_DEDICATED, false, true);
+}
+
+/* A held queue's turns begin in the light looks' section, and a nonblocking handler's stay in it. */
+static void test_polled_nonblocking_handler_runs_inside_the_looks_section(void **state)
+{
+	sleep_during_replacement(VQS_POLICY_POLL, false, true);
 }
 
 /* ---- a handler that detaches another queue ---- */
@@ -219,6 +240,8 @@ int main(void)
 		cmocka_unit_test(test_handler_sleep_does_not_delay_table_replacement),
 		cmocka_unit_test(test_polled_handler_sleep_does_not_delay_table_replacement),
 		cmocka_unit_test(test_polled_demand_sleep_does_not_delay_table_replacement),
+		cmocka_unit_test(test_nonblocking_handler_runs_inside_the_section),
+		cmocka_unit_test(test_polled_nonblocking_handler_runs_inside_the_looks_section),
 		cmocka_unit_test(test_handler_detaches_another_queue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

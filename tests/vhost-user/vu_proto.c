@@ -89,6 +89,90 @@ static void test_device_ops_from_before_queue_demand_still_serve(void **state)
 	echo_with_ops(ops_from_before_queue_demand);
 }
 
+/* ---- device ops: handlers_nonblocking ---- */
+
+/* A handler that holds its call until the test lets it go, to show whether a memory table
+ * replacement waits for it; at most GATE_MS, under the frontend's reply timeout (2 s), and far
+ * above what a replacement that does not wait takes (milliseconds). */
+#define GATE_MS 500
+static struct {
+	_Atomic bool entered, go, done;
+} gate;
+
+static unsigned gate_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			     void *opaque)
+{
+	atomic_store(&gate.entered, true);
+	for (unsigned ms = 0; ms < GATE_MS && !atomic_load(&gate.go); ms++)
+		usleep(1000);
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	atomic_store(&gate.done, true);
+	return n;
+}
+
+static vqs_handler_fn gate_queue_handler(void *opaque, unsigned qidx, void **handler_opaque)
+{
+	*handler_opaque = NULL;
+	return gate_handler;
+}
+
+static void gated(struct vqs_vu_device_ops *ops)
+{
+	ops->queue_handler = gate_queue_handler;
+}
+
+static void gated_nonblocking(struct vqs_vu_device_ops *ops)
+{
+	gated(ops);
+	ops->handlers_nonblocking = true;
+}
+
+/* SET_MEM_TABLE (acked) while a handler call is in progress: its ack waits for the call only
+ * when the device declared its handlers nonblocking (they then run inside the read-side
+ * section whose grace period the replacement waits for). */
+static void mem_table_during_handler(bool nonblocking)
+{
+	memset(&gate, 0, sizeof(gate));
+	struct vu_env env;
+	assert_int_equal(vu_env_start_with(&env, 1, false, nonblocking ? gated_nonblocking : gated),
+			 0);
+	struct vqs_vu_frontend *f = connect_frontend(&env, 1);
+	assert_int_equal(vu_echo_submit(f, 0, 1, 64), 0);
+	for (unsigned ms = 0; ms < 4000 && !atomic_load(&gate.entered); ms++)
+		usleep(1000);
+	assert_true(atomic_load(&gate.entered));
+	struct vqs_gmem *g = vqs_vu_frontend_gmem(f);
+	struct vqs_vu_memory mem = { .nregions = 1 };
+	mem.regions[0] = (struct vqs_vu_mem_region){
+		vqs_gmem_base(g), vqs_gmem_size(g),
+		(uint64_t)(uintptr_t)vqs_gmem_host(g, vqs_gmem_base(g), 1), 0 };
+	int fd = vqs_gmem_fd(g);
+	assert_int_equal(vqs_vu_frontend_request(f, VQS_VU_SET_MEM_TABLE, &mem, 8 + 32, &fd, 1,
+						 true, NULL, 0, NULL),
+			 0);
+	bool done_at_ack = atomic_load(&gate.done);
+	atomic_store(&gate.go, true);
+	assert_int_equal(done_at_ack, nonblocking);
+	uint32_t len = 1;
+	assert_non_null(vu_wait_used(f, 0, &len));
+	assert_int_equal(len, 0);
+	assert_int_equal(vqs_vu_frontend_disconnect(f, true), 0);
+	vqs_vu_frontend_destroy(f);
+	assert_true(vu_env_wait_disconnects(&env, 1));
+	vu_env_stop(&env);
+}
+
+static void test_mem_table_ack_does_not_wait_for_a_handler(void **state)
+{
+	mem_table_during_handler(false);
+}
+
+static void test_nonblocking_handlers_run_inside_the_section(void **state)
+{
+	mem_table_during_handler(true);
+}
+
 static void test_server_mode_handshake_and_echo(void **state)
 {
 	struct vu_env env;
@@ -479,6 +563,8 @@ int main(void)
 		cmocka_unit_test(test_broken_ring_signals_vring_err_fd),
 		cmocka_unit_test(test_kick_nofd_ring_is_polled),
 		cmocka_unit_test(test_mem_table_replaced_and_slots_added_while_running),
+		cmocka_unit_test(test_mem_table_ack_does_not_wait_for_a_handler),
+		cmocka_unit_test(test_nonblocking_handlers_run_inside_the_section),
 		cmocka_unit_test(test_mem_table_and_ring_fds_replaced_under_traffic),
 		cmocka_unit_test(test_frontend_disconnect_cycles_leave_no_fds_or_threads),
 	};
