@@ -52,6 +52,12 @@
  * requeued queues each cost a full turn per empty poll. */
 #define SCHED_HELD_MAX 64u
 #define SCHED_BELL_KEY UINT64_MAX
+/* The longest a worker stays in one read-side section across batches (turn.c, serve): a
+ * nonblocking handler's batches run in one, and a grace period (a memory table replacement's)
+ * waits for its end, so a busy worker leaves it this often; as long as the held looks' rounds
+ * (poll.c), far below a vhost-user reply's timeout, and a leave and enter (~100 instructions)
+ * per 50 us is nothing to a worker. */
+#define SCHED_SECTION_NS 50000u
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
@@ -233,6 +239,9 @@ struct sched_worker {
 	/* Its latest clock read: a turn starts from it, so the loop between two turns reads none
 	 * (a clock read is tens of ns, more in a VM, and a busy worker takes ~10^5 turns/s). */
 	uint64_t now_ns;
+	/* When its current outermost read-side section began, or earlier (a clock read before
+	 * it): see SCHED_SECTION_NS. */
+	uint64_t section_ns;
 	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (naps
 	 * count as awake: sched_awake_after_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;

@@ -213,6 +213,7 @@ void sched_poll_held(struct sched_worker *w)
 	}
 	vqs_mem_read_lock();
 	bool in_section = true;
+	w->section_ns = w->now_ns; /* the latest clock read, before it */
 	/* A turn that served requests ends in the section its last batch opened after its handler
 	 * (serve): the looks go on in it instead of leaving it for the worker's loop, which would
 	 * enter another at once (a liburcu unlock and lock, ~100 instructions, per request of a

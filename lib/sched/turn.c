@@ -279,6 +279,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if (!*in_section) {
 		vqs_mem_read_lock();
 		*in_section = true;
+		w->section_ns = q->clock_ns; /* the batch's clock read, before the section */
 	}
 	if (taken > n) {
 		vqs_warn("sched: handler took %u of %u requests", taken, n);
@@ -462,6 +463,11 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
 		t = vqs_now_ns();
+		/* Batches of a nonblocking handler stay in one section (and a busy-polled queue's
+		 * turns in the looks'): left once it is old, or a grace period would wait as long
+		 * as the traffic lasts; the next batch's begin enters another. */
+		if (*in_section && t - w->section_ns > SCHED_SECTION_NS)
+			leave_section(in_section);
 		retire_done_here(q, pin, done, t0, t);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		pkts += taken;

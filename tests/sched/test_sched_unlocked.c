@@ -179,6 +179,95 @@ static void test_polled_nonblocking_handler_runs_inside_the_looks_section(void *
 	sleep_during_replacement(VQS_POLICY_POLL, false, true);
 }
 
+/* ---- a busy queue with a nonblocking handler ---- */
+
+/* How long the traffic goes on at most: a replacement that waits for it to end takes this long. */
+#define STREAM_MAX_NS 3000000000ull
+#define STREAM_DEPTH 32
+
+/* The queue's own driver is its handler: each call reaps what was used and makes as many
+ * requests available again, so the ring is never empty, however the threads are scheduled (a
+ * driver thread of its own, descheduled on a small machine, lets the worker find it empty and
+ * leave its section). It stops refilling when told, or after STREAM_MAX_NS. */
+struct refiller {
+	struct vqs_drv_vq *drv;
+	struct vqs_drv_buf b;
+	uint64_t t0;
+	unsigned out;
+	/* the test thread posted the first request and no longer touches the driver */
+	_Atomic bool ready;
+	_Atomic bool stop;
+	_Atomic uint64_t done;
+};
+
+static unsigned refill_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			       void *opaque)
+{
+	static int token;
+	struct refiller *r = opaque;
+	for (unsigned i = 0; i < n; i++)
+		vqs_req_complete(reqs[i], 0);
+	/* acquire pairs with the test's release after its post: the driver is the handler's now */
+	for (uint64_t t0 = vqs_now_ns();
+	     !atomic_load_explicit(&r->ready, memory_order_acquire) && vqs_now_ns() - t0 < WAIT_NS;)
+		;
+	uint32_t len;
+	for (; vqs_drv_get_used(r->drv, &len); r->out--)
+		atomic_fetch_add(&r->done, 1);
+	if (!atomic_load(&r->stop) && vqs_now_ns() - r->t0 < STREAM_MAX_NS) {
+		for (; r->out < STREAM_DEPTH; r->out++)
+			vqs_drv_add(r->drv, &r->b, 0, 1, &token, false);
+		vqs_drv_kick_prepare(r->drv);
+	}
+	return n;
+}
+
+/* A busy-polled queue whose nonblocking handler keeps finding requests stays in one read-side
+ * section batch after batch; the worker leaves it every SCHED_SECTION_NS, so a table replacement
+ * still completes in milliseconds (without that it waited for the traffic to stop). */
+static void test_busy_nonblocking_queue_lets_a_replacement_through(void **state)
+{
+	static struct refiller r;
+	memset(&r, 0, sizeof(r));
+	struct vqs_queue_opts o;
+	vqs_queue_opts_init(&o);
+	o.handler = refill_handler;
+	o.opaque = &r;
+	o.handler_nonblocking = true;
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_POLL;
+	so.poll_timeout_us = 0;
+	struct vqs_sched *s;
+	assert_int_equal(vqs_sched_create(&s, &so), 0);
+	struct vqs_served_pair sp;
+	assert_int_equal(vqs_served_pair_attach(&sp, s, 64, FEATURES, 0x100000, 1 << 16, &o), 0);
+	r.drv = sp.p.drv;
+	r.b = (struct vqs_drv_buf){vqs_gmem_alloc(sp.p.gmem, 64, 8), 64};
+	r.t0 = vqs_now_ns();
+	r.out = 1; /* the first request; the handler keeps STREAM_DEPTH from then on */
+	int token;
+	assert_int_equal(vqs_pair_post(&sp.p, sp.kick, &r.b, false, 1, &token), 0);
+	atomic_store_explicit(&r.ready, true, memory_order_release);
+	for (uint64_t t0 = vqs_now_ns(); atomic_load(&r.done) < 1000 && vqs_now_ns() - t0 < WAIT_NS;)
+		vqs_test_sleep_ms(1);
+	uint64_t before = atomic_load(&r.done);
+	struct vqs_mem_region plain;
+	vqs_gmem_region(sp.p.gmem, &plain);
+	uint64_t t0 = vqs_now_ns();
+	assert_int_equal(vqs_mem_set(sp.p.mem, &plain, 1), 0);
+	vqs_mem_synchronize(sp.p.mem);
+	uint64_t took = vqs_now_ns() - t0, during = atomic_load(&r.done) - before;
+	atomic_store(&r.stop, true);
+	printf("table replaced in %llu us, %llu requests served meanwhile\n",
+	       (unsigned long long)(took / 1000), (unsigned long long)during);
+	assert_true(before >= 1000);
+	assert_true(took < REPLACE_BOUND_NS);
+	/* the handler stops refilling; what is in flight drains */
+	assert_int_equal(vqs_served_pair_fini(&sp), 0);
+	vqs_sched_destroy(s);
+}
+
 /* ---- a handler that detaches another queue ---- */
 
 struct detacher {
@@ -242,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_polled_demand_sleep_does_not_delay_table_replacement),
 		cmocka_unit_test(test_nonblocking_handler_runs_inside_the_section),
 		cmocka_unit_test(test_polled_nonblocking_handler_runs_inside_the_looks_section),
+		cmocka_unit_test(test_busy_nonblocking_queue_lets_a_replacement_through),
 		cmocka_unit_test(test_handler_detaches_another_queue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
