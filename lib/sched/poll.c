@@ -214,12 +214,13 @@ void sched_poll_held(struct sched_worker *w)
 	vqs_mem_read_lock();
 	bool in_section = true;
 	w->section_ns = w->now_ns; /* the latest clock read, before it */
-	/* A turn that served requests ends in the section its last batch opened after its handler
-	 * (serve): the looks go on in it instead of leaving it for the worker's loop, which would
-	 * enter another at once (a liburcu unlock and lock, ~100 instructions, per request of a
-	 * busy-polled queue). Only then: that section began after the handler, so it is young and
-	 * the rounds below bound it again, where a section that saw no handler has had its rounds.
-	 * What the loop would do instead is checked first: a stop, a listed queue, a nap. */
+	/* A turn that served requests ends in a section (serve): opened after its last handler, or,
+	 * for a nonblocking handler, this one or a later one, at most SCHED_SECTION_NS old. The
+	 * looks go on in it instead of leaving it for the worker's loop, which would enter another
+	 * at once (a liburcu unlock and lock, ~100 instructions, per request of a busy-polled
+	 * queue). Only then: that section is young and the rounds below bound it again, where a
+	 * section that saw no handler has had its rounds. What the loop would do instead is
+	 * checked first: a stop, a listed queue, a nap. */
 	while (held_looks(w, &in_section) && in_section && w->nheld &&
 	       !atomic_load_explicit(&w->g->stop, memory_order_relaxed) &&
 	       !atomic_load_explicit(&w->g->nready, memory_order_relaxed) && !held_nap_flags(w))
