@@ -351,9 +351,9 @@ static inline void leave_section(bool *in)
  * So one section runs from each handler's return through the fill and end of its batch to the
  * begin and pop of the next (the sessions nest in it), and is left before the next handler call
  * or demand callback (which may block, or take a lock a thread waiting for a grace period
- * holds): one outermost section per batch, not two; none per batch for a nonblocking handler,
- * whose calls stay in it (a busy-polled queue's turns then run in the light looks' section
- * without leaving it). *in_section: a section is open; on entry, the caller's
+ * holds): one outermost section per batch, not two; for a nonblocking handler, whose calls stay
+ * in it, one per SCHED_SECTION_NS (a busy-polled queue's turns then run in the light looks'
+ * section until it is that old). *in_section: a section is open; on entry, the caller's
  * (the light looks that found the chains: the first batch begins inside it); on return, the one
  * the last batch opened, which the caller leaves (or goes on looking in: sched_run_taken).
  * look: as sched_run_taken's, the first batch's session when it found chains. */
