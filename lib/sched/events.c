@@ -68,12 +68,37 @@ int sched_epoll_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeo
 	return r > 0 ? epoll_wait(epfd, ev, max, 0) : r;
 }
 
+/* The reads after a measured wake-up wait until the requests it brought are served: a read of
+ * the thread's CPU clock is a system call (~1.3 us here) and of its schedstat a pread (1-4 us),
+ * and made before the turn they put both on the path of the wake-up's first request. Every nap
+ * is measured, so a request a nap's re-poll found waited them every time; a sleeping worker
+ * measures one sleep in ADAPT_SLEEP_MEASURE_EVERY (test_sched_hold,
+ * test_measured_wake_reads_after_its_request). The span from the wake-up to the reads ran on
+ * the CPU (less any run queue wait in it, which the schedstat counts into W instead): it is
+ * taken out of the sleep's CPU. */
+void sched_cost_settle(struct sched_worker *w)
+{
+	struct sched_wake_reads *r = &w->pending;
+	uint64_t now = vqs_now_ns(), cpu = sched_worker_cpu_ns(w);
+	uint64_t q1 = r->queued_ns != SCHED_QUEUED_UNKNOWN ? sched_worker_queued_ns(w)
+							   : SCHED_QUEUED_UNKNOWN;
+	uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - r->queued_ns : SCHED_QUEUED_UNKNOWN;
+	uint64_t awake = now - r->woke_ns, spent = cpu - r->cpu_ns;
+	sched_cost_woke(w, now, cpu, r->event, spent > awake ? spent - awake : 0,
+			r->timed ? SCHED_QUEUED_UNKNOWN : queued);
+	if (r->timed)
+		sched_cost_timed_wake(w, r->asked_ns, r->slept_ns, queued);
+	r->woke_ns = 0;
+}
+
 /* Sleep on the group's epoll set at most timeout_ns (-1: until an event), then dispatch what woke
  * the worker; a timeout is a timed wake-up for the cost model to learn from. */
 static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 {
 	struct sched_group *g = w->g;
 	struct epoll_event ev[64];
+	if (w->pending.woke_ns)
+		sched_cost_settle(w); /* the last wake-up brought no request */
 	/* seq_cst pair with group_push: announce, then re-check the list. */
 	atomic_fetch_add(&g->sleepers, 1);
 	if (atomic_load(&g->nready) > 0 || atomic_load(&g->stop)) {
@@ -105,17 +130,20 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	stat_add(&w->c.wakeups, 1);
 	if (n < 0 && errno != EINTR)
 		vqs_err("sched: epoll wait failed: %d", errno);
-	if (adaptive) { /* the sleep's CPU; the awake time the next sample measures starts here */
-		uint64_t c1 = reads != SCHED_READS_NONE ? sched_worker_cpu_ns(w) : SCHED_CPU_UNKNOWN;
-		/* a measured wake-up teaches W its run queue wait, a nap's that an event ended too */
-		bool event = n > 0 && timeout_ns < 0, timed = !n && timeout_ns >= 0;
-		uint64_t q1 = n >= 0 && q0 != SCHED_QUEUED_UNKNOWN ? sched_worker_queued_ns(w)
-								   : SCHED_QUEUED_UNKNOWN;
-		uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - q0 : SCHED_QUEUED_UNKNOWN;
-		sched_cost_woke(w, now, c1, event, c1 != SCHED_CPU_UNKNOWN ? c1 - c0 : 0,
-				timed ? SCHED_QUEUED_UNKNOWN : queued);
-		if (timed)
-			sched_cost_timed_wake(w, (uint64_t)timeout_ns, slept, queued);
+	if (adaptive) {
+		sched_cost_wake(w);
+		/* the sleep's CPU and run queue wait are read once the wake-up's requests are
+		 * served (sched_cost_settle); a nap that an event ended teaches W too */
+		if (reads != SCHED_READS_NONE && n >= 0)
+			w->pending = (struct sched_wake_reads){
+				.woke_ns = now,
+				.cpu_ns = c0,
+				.queued_ns = q0,
+				.asked_ns = timeout_ns >= 0 ? (uint64_t)timeout_ns : 0,
+				.slept_ns = slept,
+				.event = n > 0 && timeout_ns < 0,
+				.timed = !n && timeout_ns >= 0,
+			};
 	}
 	if (n > 0)
 		dispatch(w, ev, n, now);

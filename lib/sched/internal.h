@@ -295,10 +295,18 @@ struct sched_worker {
 	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
 	uint64_t sleep_cpu_ns;
+	/* A measured sleep whose reads after the wake-up wait for sched_cost_settle (woke_ns 0:
+	 * none): when it woke, the reads before it (CPU; run queue wait, SCHED_QUEUED_UNKNOWN when
+	 * not read), the timeout asked and the time slept, and whether an event or the timer ended
+	 * it. */
+	struct sched_wake_reads {
+		uint64_t woke_ns, cpu_ns, queued_ns, asked_ns, slept_ns;
+		bool event, timed;
+	} pending;
 	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its
 	 * wake-ups, kicked or timed, teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
 	 * counts them); sleep_mode_sleeps counts the sleeps of a worker whose gap picks sleeping,
-	 * one in 32 of which it measures (policy.c, sched_cost_sleep_reads). */
+	 * one in 256 of which it measures (policy.c, sched_cost_sleep_reads). */
 	int queued_fd;
 	unsigned queued_sleeps, sleep_mode_sleeps;
 	/* Queues it keeps polling between ready-list turns instead of requeueing them after each
@@ -350,10 +358,14 @@ void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or
  * wake-up, all of it awake, for sched_cost_awake. Owner of w. */
 void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns);
-/* w woke up at now_ns with its thread's CPU at cpu_ns; event: an event ended a sleep (not a
- * nap), which cost slept_cpu_ns of CPU: learn c; the thread then waited queued_ns on a run
- * queue after a wake-up an event ended, a sleep's or a nap's (SCHED_QUEUED_UNKNOWN: not known,
- * or a nap's timer ended it): learn W. Owner of w. */
+/* Every wake-up of w, measured or not: the requests found next are the wake-up's (adapt_observe)
+ * and no stall sample spans the sleep. Owner of w. */
+void sched_cost_wake(struct sched_worker *w);
+/* What w measured around a sleep, at now_ns with its thread's CPU at cpu_ns: event: an event
+ * ended a sleep (not a nap), which cost slept_cpu_ns of CPU: learn c; the thread then waited
+ * queued_ns on a run queue after a wake-up an event ended, a sleep's or a nap's
+ * (SCHED_QUEUED_UNKNOWN: not known, or a nap's timer ended it): learn W; the next stall sample
+ * starts at the mark. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
 /* cpu_ns of sched_cost_woke when the thread's CPU was not read around the sleep: no mark for
@@ -436,6 +448,10 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_secti
 /* ---- events.c: kick events ---- */
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
 void sched_worker_sleep(struct sched_worker *w);
+/* Complete the measurement of w's last wake-up (w->pending, woke_ns not 0): read its thread's
+ * CPU and run queue wait now, once the requests the wake-up brought were served, and learn from
+ * them (sched_cost_woke, sched_cost_timed_wake). Owner of w. */
+void sched_cost_settle(struct sched_worker *w);
 /* Turn the group's pending kicks into wakes, without blocking. */
 void sched_check_events(struct sched_worker *w, uint64_t now);
 /* Held queues napping and nothing ready: sleep at most ns on the group's epoll set (a kick, a

@@ -484,6 +484,15 @@ void sched_cost_sample(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns)
 	w->mark_reqs = w->reqs;
 }
 
+void sched_cost_wake(struct sched_worker *w)
+{
+	w->mark_ns = 0; /* no mark until a measurement sets one: sched_cost_woke */
+	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
+	w->wakes++;
+	w->woken = true;
+	w->woken_found = 0;
+}
+
 /* c was measured once, at creation, by two threads ping-ponging on otherwise idle CPUs, where
  * each wake-up takes a halted vCPU's exits: 28-81 us on the development VM under load, or the
  * 10 us default when a busy CPU kept the measurement from finishing in its 5 ms. The workers'
@@ -504,10 +513,6 @@ void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, b
 	w->mark_cpu_ns = cpu_ns;
 	w->mark_reqs = w->reqs;
 	w->found_max = 0;
-	w->nap_timed = false; /* sched_cost_timed_wake says when a timer ended it */
-	w->wakes++;
-	w->woken = true;
-	w->woken_found = 0;
 	learn_queued(w, queued_ns);
 	event = event && read;
 	if (event) {
@@ -673,8 +678,10 @@ static void rate_mode_update(struct sched_worker *w, uint64_t now)
  * sleep in 32 measured, 0.82-1.23, median 1.08 (docs/sched.md, "Measured (the sleep's own
  * cost)"). Its prices only say when to leave sleeping, and change over many sleeps, so it
  * measures one sleep in ADAPT_SLEEP_MEASURE_EVERY, with its run queue wait
- * (adaptive_sleeping_worker_measures_few_sleeps). */
-#define ADAPT_SLEEP_MEASURE_EVERY 32u
+ * (adaptive_sleeping_worker_measures_few_sleeps). One in 32 still cost 1 queue at 1k
+ * requests/s 1.12-1.15x dedicated's CPU per request and 1.61-1.65x its p99 (medians of 8
+ * repeat pairs, three runs alternating with one in 256: 1.03-1.08x and 1.12-1.42x). */
+#define ADAPT_SLEEP_MEASURE_EVERY 256u
 enum sched_sleep_reads sched_cost_sleep_reads(struct sched_worker *w, bool nap)
 {
 	if (!nap && w->rate_mode == MODE_SLEEP)

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include <unistd.h>
@@ -183,12 +184,70 @@ static void test_sleeping_worker_measures_few_sleeps(void **state)
 	assert_int_equal(vqs_served_pair_fini(&sv), 0);
 }
 
+/* The worker's cost model reads when its handler last ran, and the scheduler it reads them of. */
+static struct vqs_sched *reads_sched;
+static _Atomic uint64_t reads_at_handler;
+
+static unsigned complete_noting_reads(struct vqs_queue *q, struct vqs_req *const *reqs,
+				      unsigned n, void *opaque)
+{
+	struct vqs_worker_stats st = {.size = sizeof(st)};
+	if (vqs_worker_stats_get(reads_sched, 0, &st) == 0)
+		atomic_store(&reads_at_handler, st.cost_reads);
+	return vqs_test_complete_all(q, reqs, n, opaque);
+}
+
+/*
+ * A request that wakes a sleeping worker is served before the worker reads what the wake-up cost
+ * (its thread's CPU clock and schedstat, a system call each): the cost model's reads of a
+ * measured sleep are made after the sleep, not between the kick and the handler. Requests 1 ms
+ * apart, each sent once the worker has had 1 ms to go back to sleep: the cost model's reads
+ * counted just before the request (the worker asleep) and when its handler runs are the same for
+ * every request. On the old code each measured wake-up (one sleep in 256) read twice before its
+ * handler: 10 of 2560 requests. A worker the machine kept awake for the whole 1 ms after a
+ * request could still be reading when the next is sent, hence 2 allowed.
+ */
+static void test_measured_wake_reads_after_its_request(void **state)
+{
+	struct vqs_served_pair sv;
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.handler = complete_noting_reads;
+	assert_int_equal(vqs_served_pair_init(&sv, NUM, VQS_BIT(VQS_F_VERSION_1) |
+						       VQS_BIT(VQS_F_EVENT_IDX),
+					      BASE, ARENA, VQS_POLICY_ADAPTIVE, &qo),
+			 0);
+	reads_sched = sv.sched;
+	unsigned before = 0, reading = 0;
+	uint64_t last = 0;
+	for (unsigned i = 0; i < 2560; i++) {
+		uint64_t until = vqs_now_ns() + 1000000u;
+		while (vqs_now_ns() < until)
+			;
+		struct vqs_worker_stats st = {.size = sizeof(st)};
+		assert_int_equal(vqs_worker_stats_get(sv.sched, 0, &st), 0);
+		send_one(&sv);
+		drain(&sv);
+		uint64_t h = atomic_load(&reads_at_handler);
+		before += h != st.cost_reads;
+		reading += st.cost_reads != last;
+		last = st.cost_reads;
+	}
+	printf("2560 requests 1 ms apart: cost model reads before %u of them, %u of those "
+	       "between the request and its handler\n",
+	       reading, before);
+	assert_true(reading >= 5); /* the model did measure */
+	assert_true(before <= 2);
+	assert_int_equal(vqs_served_pair_fini(&sv), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_sleeps_after_a_long_stream),
 		cmocka_unit_test(test_naps_and_rearms_strand_nothing),
 		cmocka_unit_test(test_sleeping_worker_measures_few_sleeps),
+		cmocka_unit_test(test_measured_wake_reads_after_its_request),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -452,6 +452,7 @@ static void adaptive_work_found_together_is_one_arrival(void **state)
 	for (unsigned i = 0; i < 50; i++) {
 		t += 1 * MS;
 		f->w.awake_ns = t; /* it slept between bunches */
+		sched_cost_wake(&f->w);
 		sched_cost_woke(&f->w, t, 0, true, 10 * US, SCHED_QUEUED_UNKNOWN);
 		f->pol->observe(&f->s, &f->q[0], 1, 6, t);
 		f->pol->observe(&f->s, &f->q[0], 2, 4, t + 2 * US);
@@ -466,6 +467,7 @@ static void adaptive_work_found_together_is_one_arrival(void **state)
 	for (unsigned i = 0; i < 50; i++) {
 		t += 4 * MS;
 		g->w.awake_ns = t;
+		sched_cost_wake(&g->w);
 		sched_cost_woke(&g->w, t, 0, true, 10 * US, SCHED_QUEUED_UNKNOWN);
 		for (unsigned k = 0; k < 4; k++) {
 			unsigned qi = (4 * i + k) % 8;
@@ -984,8 +986,10 @@ static void adaptive_holds_its_mode_at_the_break_even(void **state)
  * calls (its thread's CPU clock before and after, ~1.3 us each here, and its schedstat), which
  * dedicated does not make: measured around every sleep, one queue at 5k and 20k requests/s cost
  * 1.3-1.4x dedicated's worker CPU per request where both slept for every request. A request
- * every 1 ms (sleeping is cheapest) is measured at one sleep in 32 here, CPU and run queue wait
- * together; on the old code at every sleep (and its run queue wait at one in 8). A stream worth
+ * every 1 ms (sleeping is cheapest) is measured at one sleep in 256 here, CPU and run queue
+ * wait together; at one in 32, 1 queue at 1k requests/s still cost 1.12-1.15x dedicated's CPU
+ * per request and 1.6x its p99 (policy.c); before that at every sleep (and its run queue wait at
+ * one in 8). A stream worth
  * a spin measures each sleep after it, and every nap is measured (their prices decide the next
  * poll). A sleep not measured leaves no mark: the wake-up teaches neither c nor a stall (the
  * time asleep is not awake time lost), and once the worker polls again its samples start over.
@@ -995,19 +999,19 @@ static void adaptive_sleeping_worker_measures_few_sleeps(void **state)
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	uint64_t t = 1 * MS;
 	unsigned measured = 0, queued = 0;
-	for (unsigned i = 0; i < 640; i++, t += 1 * MS) {
+	for (unsigned i = 0; i < 2560; i++, t += 1 * MS) {
 		arrive(f, 0, t);
 		assert_false(polled(f, 0, t + 5 * US));
 		enum sched_sleep_reads r = sched_cost_sleep_reads(&f->w, false);
 		measured += r != SCHED_READS_NONE;
 		queued += r == SCHED_READS_CPU_QUEUED;
 	}
-	assert_int_equal(measured, 20);
-	assert_int_equal(queued, 20);
+	assert_int_equal(measured, 10);
+	assert_int_equal(queued, 10);
 	assert_int_not_equal(sched_cost_sleep_reads(&f->w, true), SCHED_READS_NONE);
 	/* not measured: no c, no stall from the sleep, no mark */
 	uint64_t c = f->w.sleep_cpu_ns;
-	sched_cost_woke(&f->w, t, SCHED_CPU_UNKNOWN, true, 0, SCHED_QUEUED_UNKNOWN);
+	sched_cost_wake(&f->w);
 	assert_int_equal(f->w.sleep_cpu_ns, c);
 	assert_int_equal(f->w.mark_ns, 0);
 	f->w.reqs++;
