@@ -368,9 +368,6 @@ void sched_cost_wake(struct sched_worker *w);
  * starts at the mark. Owner of w. */
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns);
-/* cpu_ns of sched_cost_woke when the thread's CPU was not read around the sleep: no mark for
- * the next stall sample, no c learned. */
-#define SCHED_CPU_UNKNOWN UINT64_MAX
 /* What w measures around its next sleep (nap: a timed one): nothing, its thread's CPU before
  * and after (c, c_n, the stall), or that and its run queue wait (W). Owner of w. */
 enum sched_sleep_reads { SCHED_READS_NONE, SCHED_READS_CPU, SCHED_READS_CPU_QUEUED };

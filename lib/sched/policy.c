@@ -508,13 +508,11 @@ void sched_cost_wake(struct sched_worker *w)
 void sched_cost_woke(struct sched_worker *w, uint64_t now_ns, uint64_t cpu_ns, bool event,
 		     uint64_t slept_cpu_ns, uint64_t queued_ns)
 {
-	bool read = cpu_ns != SCHED_CPU_UNKNOWN; /* sched_cost_sleep_reads */
-	w->mark_ns = read ? now_ns : 0; /* no mark: the awake time after it is not sampled */
+	w->mark_ns = now_ns;
 	w->mark_cpu_ns = cpu_ns;
 	w->mark_reqs = w->reqs;
 	w->found_max = 0;
 	learn_queued(w, queued_ns);
-	event = event && read;
 	if (event) {
 		w->sleep_cpu_ns = learn_cpu(w->sleep_cpu_ns, slept_cpu_ns);
 		atomic_store_explicit(&w->c.sleep_cpu_ns, w->sleep_cpu_ns, memory_order_relaxed);
