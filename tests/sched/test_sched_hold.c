@@ -203,9 +203,9 @@ static unsigned complete_noting_reads(struct vqs_queue *q, struct vqs_req *const
  * measured sleep are made after the sleep, not between the kick and the handler. Requests 1 ms
  * apart, each sent once the worker has had 1 ms to go back to sleep: the cost model's reads
  * counted just before the request (the worker asleep) and when its handler runs are the same for
- * every request. On the old code each measured wake-up (one sleep in 256) read twice before its
- * handler: 10 of 2560 requests. A worker the machine kept awake for the whole 1 ms after a
- * request could still be reading when the next is sent, hence 2 allowed.
+ * every request. On the old code each measured wake-up read twice before its handler: 80 of
+ * 2560 requests, when one sleep in 32 was measured. A worker the machine kept awake for the
+ * whole 1 ms after a request could still be reading when the next is sent, hence 2 allowed.
  */
 static void test_measured_wake_reads_after_its_request(void **state)
 {

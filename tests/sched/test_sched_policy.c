@@ -989,9 +989,8 @@ static void adaptive_holds_its_mode_at_the_break_even(void **state)
  * every 1 ms (sleeping is cheapest) is measured at one sleep in 256 here, CPU and run queue
  * wait together; at one in 32, 1 queue at 1k requests/s still cost 1.12-1.15x dedicated's CPU
  * per request and 1.6x its p99 (policy.c); before that at every sleep (and its run queue wait at
- * one in 8). A stream worth
- * a spin measures each sleep after it, and every nap is measured (their prices decide the next
- * poll). A sleep not measured leaves no mark: the wake-up teaches neither c nor a stall (the
+ * one in 8). A stream worth a spin measures each sleep after it, and every nap is measured
+ * (their prices decide the next poll). A sleep not measured leaves no mark: the wake-up teaches neither c nor a stall (the
  * time asleep is not awake time lost), and once the worker polls again its samples start over.
  */
 static void adaptive_sleeping_worker_measures_few_sleeps(void **state)
