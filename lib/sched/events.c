@@ -76,10 +76,10 @@ int sched_epoll_wait_ns(int epfd, struct epoll_event *ev, int max, int64_t timeo
  * test_measured_wake_reads_after_its_request). The span from the wake-up to the reads ran on
  * the CPU (less any run queue wait in it, which the schedstat counts into W instead): it is
  * taken out of the sleep's CPU. */
-void sched_cost_settle(struct sched_worker *w)
+void sched_cost_settle(struct sched_worker *w, uint64_t now)
 {
 	struct sched_wake_reads *r = &w->pending;
-	uint64_t now = vqs_now_ns(), cpu = sched_worker_cpu_ns(w);
+	uint64_t cpu = sched_worker_cpu_ns(w);
 	uint64_t q1 = r->queued_ns != SCHED_QUEUED_UNKNOWN ? sched_worker_queued_ns(w)
 							   : SCHED_QUEUED_UNKNOWN;
 	uint64_t queued = q1 != SCHED_QUEUED_UNKNOWN ? q1 - r->queued_ns : SCHED_QUEUED_UNKNOWN;
@@ -98,7 +98,7 @@ static void wait_events(struct sched_worker *w, int64_t timeout_ns)
 	struct sched_group *g = w->g;
 	struct epoll_event ev[64];
 	if (w->pending.woke_ns)
-		sched_cost_settle(w); /* the last wake-up brought no request */
+		sched_cost_settle(w, vqs_now_ns()); /* the last wake-up brought no request */
 	/* seq_cst pair with group_push: announce, then re-check the list. */
 	atomic_fetch_add(&g->sleepers, 1);
 	if (atomic_load(&g->nready) > 0 || atomic_load(&g->stop)) {

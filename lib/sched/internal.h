@@ -242,6 +242,14 @@ struct sched_worker {
 	/* When its current outermost read-side section began, or earlier (a clock read before
 	 * it): see SCHED_SECTION_NS. */
 	uint64_t section_ns;
+	/* A measured sleep whose reads after the wake-up wait for sched_cost_settle (woke_ns 0:
+	 * none; on now_ns's cache line, as every empty poll checks it): when it woke, the reads
+	 * before it (CPU; run queue wait, SCHED_QUEUED_UNKNOWN when not read), the timeout asked
+	 * and the time slept, and whether an event or the timer ended it. */
+	struct sched_wake_reads {
+		uint64_t woke_ns, cpu_ns, queued_ns, asked_ns, slept_ns;
+		bool event, timed;
+	} pending;
 	/* now_ns - awake_ns: how long it has been awake, less the time it slept meanwhile (naps
 	 * count as awake: sched_awake_after_sleep); the adaptive policy's hold is a share of it. */
 	uint64_t awake_ns;
@@ -295,14 +303,6 @@ struct sched_worker {
 	/* c: the CPU a sleep and its wake-up by an event cost the worker's thread, seeded with the
 	 * creation-time measurement (vqs_sched.wake_cpu_ns) and learned from its sleeps. */
 	uint64_t sleep_cpu_ns;
-	/* A measured sleep whose reads after the wake-up wait for sched_cost_settle (woke_ns 0:
-	 * none): when it woke, the reads before it (CPU; run queue wait, SCHED_QUEUED_UNKNOWN when
-	 * not read), the timeout asked and the time slept, and whether an event or the timer ended
-	 * it. */
-	struct sched_wake_reads {
-		uint64_t woke_ns, cpu_ns, queued_ns, asked_ns, slept_ns;
-		bool event, timed;
-	} pending;
 	/* Its thread's schedstat (sched_queued_open; -1: none): the run queue wait of its
 	 * wake-ups, kicked or timed, teaches W (adaptive), read around one sleep in SCHED_QUEUED_EVERY (queued_sleeps
 	 * counts them); sleep_mode_sleeps counts the sleeps of a worker whose gap picks sleeping,
@@ -445,10 +445,10 @@ void sched_run_taken(struct sched_worker *w, struct vqs_queue *q, bool *in_secti
 /* ---- events.c: kick events ---- */
 /* Nothing ready: sleep until a kick, a doorbell (wake, completion, stop) or a signal. */
 void sched_worker_sleep(struct sched_worker *w);
-/* Complete the measurement of w's last wake-up (w->pending, woke_ns not 0): read its thread's
- * CPU and run queue wait now, once the requests the wake-up brought were served, and learn from
- * them (sched_cost_woke, sched_cost_timed_wake). Owner of w. */
-void sched_cost_settle(struct sched_worker *w);
+/* Complete the measurement of w's last wake-up (w->pending, woke_ns not 0) at now_ns (a clock
+ * read just made): read its thread's CPU and run queue wait, once the requests the wake-up
+ * brought were served, and learn from them (sched_cost_woke, sched_cost_timed_wake). Owner of w. */
+void sched_cost_settle(struct sched_worker *w, uint64_t now_ns);
 /* Turn the group's pending kicks into wakes, without blocking. */
 void sched_check_events(struct sched_worker *w, uint64_t now);
 /* Held queues napping and nothing ready: sleep at most ns on the group's epoll set (a kick, a

@@ -532,7 +532,7 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 		if (end == TURN_DRAINED)
 			*now = vqs_now_ns();
 		if (w->pending.woke_ns)
-			sched_cost_settle(w); /* the wake-up's requests are served */
+			sched_cost_settle(w, *now); /* the wake-up's requests are served */
 		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
 			q->s->pol->keep_polling(q->s, q, *now); /* no kick fd: only polling sees work */
 		if (again || !rearm_finds_more(q))
