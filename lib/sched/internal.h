@@ -291,11 +291,13 @@ struct sched_worker {
 	 * the requests served so far, and the stall, the sleep's cost and the nap's priced when
 	 * the thresholds were last recomputed (policy.c, cost_maybe_update). stall_share: the share
 	 * of requests a stall catches (the lost share of the awake time, in 1/2^16, averaged like
-	 * stall_ns). */
-	uint64_t stall_ns, stall_share, stall_priced_ns, sleep_priced_ns, nap_priced_ns;
-	/* the end of the last stall sample (0: none) and the requests its averages stand for,
-	 * faded over time (policy.c, by_time) */
-	uint64_t stall_at_ns, stall_reqs;
+	 * stall_ns); tail_ns and tail_share: the same two over a longer horizon (the stall's tail
+	 * needs both: policy.c, stall_tail). */
+	uint64_t stall_ns, stall_share, tail_ns, tail_share;
+	uint64_t stall_priced_ns, sleep_priced_ns, nap_priced_ns;
+	/* the end of the last stall sample (0: none) and the requests each horizon's averages
+	 * stand for, faded over time (policy.c, by_time) */
+	uint64_t stall_at_ns, stall_reqs, tail_reqs;
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
 	/* The most requests one pop found (taken and left) since the last sample: no more than
 	 * that many arrived in one stall (policy.c, sched_cost_awake). */
@@ -352,7 +354,7 @@ void sched_cost_timed_wake(struct sched_worker *w, uint64_t asked_ns, uint64_t s
 void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns);
 /* w was awake for awake_ns (not asleep) up to now_ns, its thread ran cpu_ns of it and it served
  * reqs requests, at most found_max of them found by one pop: learn what its preemption costs a
- * request. Owner of w. */
+ * request (the time since the last sample outside awake_ns was not seen). Owner of w. */
 void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns, uint64_t cpu_ns,
 		      uint64_t reqs, uint64_t found_max);
 /* Sample w's thread CPU (cpu_ns, read at now_ns) against the wall time since the last sample or

@@ -204,18 +204,33 @@ static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker 
 	return lo;
 }
 
-/* The stall's tail (sched_cost_awake): the share f of requests a stall catches (stall_share,
- * in 1/STALL_SHARE_ONE) each wait uniformly up to the stall's length L = 2 S / f (S = f L / 2 is
- * the mean over all requests), so the p99 of a spinning worker's requests is L (1 - 1% / f) once
- * f passes the p99's 1%, and no stall at all below it. */
+/* The stall's tail over one horizon (sched_cost_awake): the share f of requests a stall catches
+ * (share, in 1/STALL_SHARE_ONE) each wait uniformly up to the stall's length L = 2 S / f (S = f L
+ * / 2, wait_ns, is the mean over all requests), so the p99 of a spinning worker's requests is
+ * L (1 - 1% / f) once f passes the p99's 1%, and no stall at all below it. */
 #define STALL_SHARE_ONE 65536u
-static uint64_t stall_tail(const struct sched_worker *w)
+static uint64_t tail_of(uint64_t wait_ns, uint64_t share)
 {
-	uint64_t f100 = 100u * w->stall_share;
+	uint64_t f100 = 100u * share;
 	if (f100 <= STALL_SHARE_ONE)
 		return 0;
-	uint64_t len = 2u * w->stall_ns * STALL_SHARE_ONE / w->stall_share;
+	uint64_t len = 2u * wait_ns * STALL_SHARE_ONE / share;
 	return len * (f100 - STALL_SHARE_ONE) / f100;
+}
+
+/* The stall's tail where stalls catch over 1% of the requests of the last second (they recur:
+ * one scheduler slice is 0.1-0.3% of it) and of the last 75 ms (they still do), the lesser of
+ * the two. A p99 is a figure of many requests: the second holds the 10^4 a p99 is read from at
+ * 10k requests/s, about the slowest rate spinning pays at. Judged over 75 ms alone, one
+ * preemption of 1 ms at 100k requests/s was 1.3% of the horizon's requests, its tail was priced
+ * above a sleep, and the worker slept until the horizon forgot it, every request of the spell
+ * paying a wake-up (adaptive_one_stall_is_no_tail); judged over the second alone, it would
+ * sleep for seconds after the stalls ended. */
+static uint64_t stall_tail(const struct sched_worker *w)
+{
+	uint64_t recent = tail_of(w->stall_ns, w->stall_share);
+	uint64_t lasting = tail_of(w->tail_ns, w->tail_share);
+	return recent < lasting ? recent : lasting;
 }
 
 /* What the stall costs a request of a spinning worker, as the goal judges latency: its p99
@@ -278,8 +293,8 @@ void sched_cost_init(struct sched_worker *w)
 	w->timer_sq = w->timer_ns * w->timer_ns; /* no spread known yet */
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
 	w->sleep_cpu_ns = w->s->wake_cpu_ns;
-	w->stall_ns = 0;
-	w->stall_share = 0;
+	w->stall_ns = w->tail_ns = 0;
+	w->stall_share = w->tail_share = 0;
 	cost_update(w);
 }
 
@@ -372,9 +387,9 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
  * each L / 2 on average: n L^2 / (2 A) in all. stall_ns is that wait per request, averaged over
  * the requests of the last ADAPT_STALL_HORIZON_NS of wall time (by_time: the older requests
- * fade with the time between samples, asleep or not, so that a sleeping worker, whose samples
- * are its short awake spans after each wake-up, forgets a stall in that time and tries
- * spinning again). A closed loop (rr: the driver waits for each response)
+ * fade with the time between samples, asleep or not, and the averages with the time the samples
+ * did not see, so that a sleeping worker forgets a stall in that time and tries spinning
+ * again: sched_cost_awake). A closed loop (rr: the driver waits for each response)
  * has one request per stream in the stall, not n L / A: the estimate then runs high by the
  * requests of the sample's awake time, which a fast loop's many requests dilute.
  * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
@@ -388,6 +403,7 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * moves with a share of 1% (stall_tail): the horizon holds a hundred slices of 0.75 ms, so that
  * one stall in it reads as the 1% it is, whatever the request rate. */
 #define ADAPT_STALL_HORIZON_NS 75000000u
+#define ADAPT_TAIL_HORIZON_NS 1000000000u /* the tail's (stall_tail) */
 /* How often a spinning worker samples its CPU clock for the stall. The estimate does not depend
  * on it: a sample of awake time A that lost L serves ~n A requests, of which a share L / A waited
  * L / 2, so each sample adds ~n L^2 / 2 however long A is. Its cost does: each sample is a system
@@ -412,6 +428,12 @@ static uint64_t by_time(uint64_t avg, uint64_t sample, uint64_t reqs, uint64_t k
 	return keep + reqs ? (avg * keep + sample * reqs) / (keep + reqs) : avg;
 }
 
+/* A weight (or an average, faded towards 0) span_ns later, over a horizon. */
+static uint64_t faded(uint64_t weight, uint64_t span_ns, uint64_t horizon_ns)
+{
+	return span_ns < horizon_ns ? weight * (horizon_ns - span_ns) / horizon_ns : 0;
+}
+
 /* The thresholds move when the prices of the three modes through a gap of one sleep's cost (the
  * stall's for a spin, a sleep's, a nap's) moved by an eighth of a sleep's cost since they were
  * computed, not per sample: recomputing them is a search of ~7000 instructions (callgrind), a
@@ -434,14 +456,12 @@ static void cost_maybe_update(struct sched_worker *w)
 		cost_update(w);
 }
 
-void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns, uint64_t cpu_ns,
-		      uint64_t reqs, uint64_t found_max)
+/* One sample of the stall: the share of its reqs a stall caught (in 1/STALL_SHARE_ONE) and the
+ * wait that makes a request's on average, from awake_ns of wall time of which the thread ran
+ * cpu_ns, at most found_max found by one pop. */
+static void stall_sample(const struct sched_worker *w, uint64_t awake_ns, uint64_t cpu_ns,
+			 uint64_t reqs, uint64_t found_max, uint64_t *share_out, uint64_t *each_out)
 {
-	if (!reqs || !awake_ns)
-		return; /* no request waited */
-	/* the requests seen before fade over the time since the last sample, sleeps included */
-	uint64_t span = w->stall_at_ns && now_ns > w->stall_at_ns ? now_ns - w->stall_at_ns : 0;
-	w->stall_at_ns = now_ns;
 	uint64_t lost = awake_ns > cpu_ns ? awake_ns - cpu_ns : 0;
 	if (lost > ADAPT_STALL_MAX_NS)
 		lost = ADAPT_STALL_MAX_NS;
@@ -459,14 +479,45 @@ void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns
 	uint64_t share = lost * STALL_SHARE_ONE / awake_ns; /* of the sample's requests, caught */
 	if (caught_max < reqs && share > caught_max * STALL_SHARE_ONE / reqs)
 		share = caught_max * STALL_SHARE_ONE / reqs;
-	uint64_t each = share * (lost / 2u) / STALL_SHARE_ONE; /* a request's wait in this sample */
-	uint64_t keep = span < ADAPT_STALL_HORIZON_NS
-				? w->stall_reqs * (ADAPT_STALL_HORIZON_NS - span) / ADAPT_STALL_HORIZON_NS
-				: 0;
+	*share_out = share;
+	*each_out = share * (lost / 2u) / STALL_SHARE_ONE; /* a request's wait in this sample */
+}
+
+void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns, uint64_t cpu_ns,
+		      uint64_t reqs, uint64_t found_max)
+{
+	/* the time since the last sample, sleeps included, and of it what the sample did not see */
+	uint64_t span = w->stall_at_ns && now_ns > w->stall_at_ns ? now_ns - w->stall_at_ns : 0;
+	uint64_t unseen = span > awake_ns ? span - awake_ns : 0;
+	if (!reqs && !unseen)
+		return; /* nothing waited, no time passed unseen */
+	w->stall_at_ns = now_ns;
+	/* What the worker did not see it forgets in time: over the time it slept (or was awake
+	 * between an unmeasured wake-up and its first poll), the averages fade towards no stall, as
+	 * the requests seen before fade from their weight. A sleeping worker samples around one
+	 * sleep in 256, right after the wake-up's requests were served, so its samples' own spans
+	 * hold no request: faded only by the requests of their spans, a stall's price stayed where
+	 * the last spin left it, and a worker whose stall's tail put it to sleep at 100k
+	 * requests/s slept to the end of the run (adaptive_sleeping_worker_forgets_the_stall). The
+	 * requests served unseen say nothing of the stall (a sleeping worker is woken ahead of
+	 * the thread that would preempt a spinning one): counted as requests no stall caught, they
+	 * forgot it within a few milliseconds at that rate, and under lasting preemption the worker
+	 * went back to spinning into it every 8 ms (170-290 mode changes in 2 s). */
+	w->stall_ns = faded(w->stall_ns, unseen, ADAPT_STALL_HORIZON_NS);
+	w->stall_share = faded(w->stall_share, unseen, ADAPT_STALL_HORIZON_NS);
+	w->tail_ns = faded(w->tail_ns, unseen, ADAPT_TAIL_HORIZON_NS);
+	w->tail_share = faded(w->tail_share, unseen, ADAPT_TAIL_HORIZON_NS);
+	uint64_t share = 0, each = 0;
+	if (reqs && awake_ns)
+		stall_sample(w, awake_ns, cpu_ns, reqs, found_max, &share, &each);
+	uint64_t keep = faded(w->stall_reqs, span, ADAPT_STALL_HORIZON_NS);
 	w->stall_ns = by_time(w->stall_ns, each, reqs, keep);
-	/* averaged the same way, the share of all requests a stall catches (stall_tail) */
 	w->stall_share = by_time(w->stall_share, share, reqs, keep);
 	w->stall_reqs = keep + reqs;
+	keep = faded(w->tail_reqs, span, ADAPT_TAIL_HORIZON_NS);
+	w->tail_ns = by_time(w->tail_ns, each, reqs, keep);
+	w->tail_share = by_time(w->tail_share, share, reqs, keep);
+	w->tail_reqs = keep + reqs;
 	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
 	cost_maybe_update(w);
 }

@@ -924,6 +924,71 @@ static void adaptive_stall_horizon_is_time(void **state)
 	assert_false(stall_remembered(1, 1 * MS, 25 * US, 600 * MS));
 }
 
+/*
+ * One stall is no tail. A worker spinning at 100k requests/s for a second is preempted once for
+ * 1 ms (another thread on its CPU; the sweeps met such stalls in one repeat in three): the 100
+ * requests that came meanwhile are 0.1% of the second's, out of any p99 read over it, and the
+ * worker spins on, pricing the stall's mean wait. Judged over the last 75 ms (7500 requests) they
+ * were 1.3%, the tail of a 1 ms stall was priced far above a sleep, and the worker slept at
+ * 100k/s until that horizon forgot it: every request of the spell paid a wake-up (the sweep's
+ * 1 queue at 100k/s: 0.26-0.46 wake-ups a request in 2 repeats of 3, p99 27-72 us against
+ * busy-poll's 3.3-4.7). Stalls that recur (adaptive_spin_prices_the_tail_of_the_stall) still
+ * stop the spin.
+ */
+static void adaptive_one_stall_is_no_tail(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	for (unsigned i = 0; i < 1000; i++)
+		awake(f, 1 * MS, 1 * MS, 100, 2);
+	assert_int_equal(steady_mode(f, 10 * US), SPIN);
+	awake(f, 2 * MS, 1 * MS, 200, 100);
+	assert_true(f->w.stall_ns > 0);
+	assert_int_equal(steady_mode(f, 10 * US), SPIN);
+	/* and a few such stalls in a second are still out of the p99 */
+	for (unsigned k = 0; k < 4; k++) {
+		for (unsigned i = 0; i < 200; i++)
+			awake(f, 1 * MS, 1 * MS, 100, 2);
+		awake(f, 2 * MS, 1 * MS, 200, 100);
+	}
+	assert_int_equal(steady_mode(f, 10 * US), SPIN);
+	free(f);
+}
+
+/*
+ * A worker that stopped spinning for a stall forgets it in time, however few of its wake-ups it
+ * measures. A sleeping worker samples its CPU around one sleep in 256, right after the requests
+ * that woke it were served, so its samples' own spans hold no request: moved only by the
+ * requests of their spans, the stall's averages stayed where the last spin left them, and the
+ * worker slept at 100k requests/s to the end of the run (the sweep's 1 queue at 100k/s: one
+ * mode change, 0.29 wake-ups a request, the stall's tail still priced at the end). The time its
+ * samples did not see fades them over their horizon: 80 us lost every 2 ms (4%) is under the
+ * tail's 1% within 300 ms of sleeping.
+ */
+static void adaptive_sleeping_worker_forgets_the_stall(void **state)
+{
+	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	stall_every(f, 76, 40, 8); /* 80 us lost every 2 ms: the tail stops the spin */
+	assert_int_not_equal(steady_mode(f, 10 * US), SPIN);
+	/* 300 ms of wake-ups 25 us apart, 2 requests each, the stall gone; the calls a sleep
+	 * makes (wait_events), its wake-up, and the settle after the requests (measured ones) */
+	sched_cost_wake(&f->w);
+	uint64_t cpu = 1 * MS;
+	for (unsigned i = 0; i < 12000; i++) {
+		enum sched_sleep_reads r = sched_cost_sleep_reads(&f->w, false);
+		if (r != SCHED_READS_NONE || f->w.mark_ns)
+			sched_cost_sample(&f->w, f->t, cpu);
+		f->t += 20 * US;
+		sched_cost_wake(&f->w);
+		f->w.reqs += 2;
+		f->t += 5 * US;
+		cpu += 5 * US;
+		if (r != SCHED_READS_NONE)
+			sched_cost_woke(&f->w, f->t, cpu, true, 5 * US, SCHED_QUEUED_UNKNOWN);
+	}
+	assert_int_equal(steady_mode(f, 10 * US), SPIN);
+	free(f);
+}
+
 /* A seeded generator of exponential gaps of a given mean (xorshift64*, inverse CDF). */
 static uint64_t exp_gap(uint64_t *seed, uint64_t mean)
 {
@@ -1113,6 +1178,8 @@ int main(void)
 		cmocka_unit_test(adaptive_spins_only_while_the_worker_keeps_its_cpu),
 		cmocka_unit_test(adaptive_spin_prices_the_tail_of_the_stall),
 		cmocka_unit_test(adaptive_stall_horizon_is_time),
+		cmocka_unit_test(adaptive_one_stall_is_no_tail),
+		cmocka_unit_test(adaptive_sleeping_worker_forgets_the_stall),
 		cmocka_unit_test(adaptive_holds_its_mode_at_the_break_even),
 		cmocka_unit_test(adaptive_cost_model_learns_the_sleep_cpu),
 		cmocka_unit_test(adaptive_one_stolen_sample_is_not_a_price),
