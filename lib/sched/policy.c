@@ -494,11 +494,12 @@ void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns
 	w->stall_at_ns = now_ns;
 	/* What the worker did not see it forgets in time: over the time it slept (or was awake
 	 * between an unmeasured wake-up and its first poll), the averages fade towards no stall, as
-	 * the requests seen before fade from their weight. A sleeping worker samples around one
-	 * sleep in 256, right after the wake-up's requests were served, so its samples' own spans
-	 * hold no request: faded only by the requests of their spans, a stall's price stayed where
-	 * the last spin left it, and a worker whose stall's tail put it to sleep at 100k
-	 * requests/s slept to the end of the run (adaptive_sleeping_worker_forgets_the_stall). The
+	 * the requests seen before fade from their weight. A worker reads its CPU after a
+	 * measured wake-up (every nap, one sleep in 256) once the wake-up's requests are served,
+	 * so the spans of its samples between wake-ups hold no request: faded only by the
+	 * requests of their spans, a stall's price stayed where the last spin left it, and a
+	 * worker whose stall's tail stopped its spin at 100k requests/s slept to the end of the
+	 * run (adaptive_sleeping_worker_forgets_the_stall). The
 	 * requests served unseen say nothing of the stall (a sleeping worker is woken ahead of
 	 * the thread that would preempt a spinning one): counted as requests no stall caught, they
 	 * forgot it within a few milliseconds at that rate, and under lasting preemption the worker

@@ -956,25 +956,30 @@ static void adaptive_one_stall_is_no_tail(void **state)
 
 /*
  * A worker that stopped spinning for a stall forgets it in time, however few of its wake-ups it
- * measures. A sleeping worker samples its CPU around one sleep in 256, right after the requests
- * that woke it were served, so its samples' own spans hold no request: moved only by the
- * requests of their spans, the stall's averages stayed where the last spin left them, and the
- * worker slept at 100k requests/s to the end of the run (the sweep's 1 queue at 100k/s: one
- * mode change, 0.29 wake-ups a request, the stall's tail still priced at the end). The time its
- * samples did not see fades them over their horizon: 80 us lost every 2 ms (4%) is under the
- * tail's 1% within 300 ms of sleeping.
+ * measures. The reads after a measured wake-up wait until its requests are served, so the
+ * samples' own spans hold no request: moved only by the requests of their spans, the stall's
+ * averages stayed where the last spin left them, and the worker slept at 100k requests/s to the
+ * end of the run (the sweep's 1 queue at 100k/s: one mode change, 0.29 wake-ups a request, the
+ * stall's tail still priced at the end). The time its samples did not see fades them over
+ * their horizon: 80 us lost every 2 ms (4%) is under the tail's 1% within 300 ms, whether the
+ * worker napped (every wake-up measured) or slept (one in 256: with no nap CPU known it never
+ * naps).
  */
-static void adaptive_sleeping_worker_forgets_the_stall(void **state)
+static void sleeping_worker_forgets_the_stall(bool naps)
 {
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
+	if (!naps)
+		f->w.nap_cpu_ns = 0;
 	stall_every(f, 76, 40, 8); /* 80 us lost every 2 ms: the tail stops the spin */
-	assert_int_not_equal(steady_mode(f, 10 * US), SPIN);
+	assert_int_equal(steady_mode(f, 10 * US), naps ? NAP : SLEEP);
 	/* 300 ms of wake-ups 25 us apart, 2 requests each, the stall gone; the calls a sleep
 	 * makes (wait_events), its wake-up, and the settle after the requests (measured ones) */
 	sched_cost_wake(&f->w);
 	uint64_t cpu = 1 * MS;
+	unsigned measured = 0;
 	for (unsigned i = 0; i < 12000; i++) {
 		enum sched_sleep_reads r = sched_cost_sleep_reads(&f->w, false);
+		measured += r != SCHED_READS_NONE;
 		if (r != SCHED_READS_NONE || f->w.mark_ns)
 			sched_cost_sample(&f->w, f->t, cpu);
 		f->t += 20 * US;
@@ -985,8 +990,15 @@ static void adaptive_sleeping_worker_forgets_the_stall(void **state)
 		if (r != SCHED_READS_NONE)
 			sched_cost_woke(&f->w, f->t, cpu, true, 5 * US, SCHED_QUEUED_UNKNOWN);
 	}
+	assert_true(naps ? measured == 12000 : measured < 12000 / 200);
 	assert_int_equal(steady_mode(f, 10 * US), SPIN);
 	free(f);
+}
+
+static void adaptive_sleeping_worker_forgets_the_stall(void **state)
+{
+	sleeping_worker_forgets_the_stall(true);
+	sleeping_worker_forgets_the_stall(false);
 }
 
 /* A seeded generator of exponential gaps of a given mean (xorshift64*, inverse CDF). */
