@@ -289,15 +289,16 @@ struct sched_worker {
 	 * "stall"), learned from the samples of its CPU time against the wall time it was awake:
 	 * the mark of the last sample (wall, thread CPU, time slept since, requests served then),
 	 * the requests served so far, and the stall, the sleep's cost and the nap's priced when
-	 * the thresholds were last recomputed (policy.c, cost_maybe_update). stall_share: the share
-	 * of requests a stall catches (the lost share of the awake time, in 1/2^16, averaged like
-	 * stall_ns); tail_ns and tail_share: the same two over a longer horizon (the stall's tail
-	 * needs both: policy.c, stall_tail). */
-	uint64_t stall_ns, stall_share, tail_ns, tail_share;
+	 * the thresholds were last recomputed (policy.c, cost_maybe_update). Over two horizons of
+	 * wall time (stall: 75 ms, whose mean prices a spin; tail: a second, which the stall's tail
+	 * needs as well: policy.c, stall_tail), the wait a stall makes a request's on average, the
+	 * share of requests a stall catches (the lost share of the awake time, in 1/2^16), and the
+	 * requests the two stand for, faded over time (policy.c, by_time). */
+	struct sched_stall_avg {
+		uint64_t wait_ns, share, reqs;
+	} stall, tail;
 	uint64_t stall_priced_ns, sleep_priced_ns, nap_priced_ns;
-	/* the end of the last stall sample (0: none) and the requests each horizon's averages
-	 * stand for, faded over time (policy.c, by_time) */
-	uint64_t stall_at_ns, stall_reqs, tail_reqs;
+	uint64_t stall_at_ns; /* the end of the last stall sample (0: none) */
 	uint64_t mark_ns, mark_cpu_ns, mark_reqs, reqs;
 	/* The most requests one pop found (taken and left) since the last sample: no more than
 	 * that many arrived in one stall (policy.c, sched_cost_awake). */

@@ -205,16 +205,16 @@ static uint64_t last_below(const struct vqs_sched *s, const struct sched_worker 
 }
 
 /* The stall's tail over one horizon (sched_cost_awake): the share f of requests a stall catches
- * (share, in 1/STALL_SHARE_ONE) each wait uniformly up to the stall's length L = 2 S / f (S = f L
- * / 2, wait_ns, is the mean over all requests), so the p99 of a spinning worker's requests is
+ * (in 1/STALL_SHARE_ONE) each wait uniformly up to the stall's length L = 2 S / f (S = f L / 2,
+ * the wait, is the mean over all requests), so the p99 of a spinning worker's requests is
  * L (1 - 1% / f) once f passes the p99's 1%, and no stall at all below it. */
 #define STALL_SHARE_ONE 65536u
-static uint64_t tail_of(uint64_t wait_ns, uint64_t share)
+static uint64_t tail_of(const struct sched_stall_avg *a)
 {
-	uint64_t f100 = 100u * share;
+	uint64_t f100 = 100u * a->share;
 	if (f100 <= STALL_SHARE_ONE)
 		return 0;
-	uint64_t len = 2u * wait_ns * STALL_SHARE_ONE / share;
+	uint64_t len = 2u * a->wait_ns * STALL_SHARE_ONE / a->share;
 	return len * (f100 - STALL_SHARE_ONE) / f100;
 }
 
@@ -228,8 +228,7 @@ static uint64_t tail_of(uint64_t wait_ns, uint64_t share)
  * sleep for seconds after the stalls ended. */
 static uint64_t stall_tail(const struct sched_worker *w)
 {
-	uint64_t recent = tail_of(w->stall_ns, w->stall_share);
-	uint64_t lasting = tail_of(w->tail_ns, w->tail_share);
+	uint64_t recent = tail_of(&w->stall), lasting = tail_of(&w->tail);
 	return recent < lasting ? recent : lasting;
 }
 
@@ -242,7 +241,7 @@ static uint64_t stall_tail(const struct sched_worker *w)
 static uint64_t stall_wait(const struct sched_worker *w)
 {
 	uint64_t t = stall_tail(w);
-	return t > w->stall_ns ? t : w->stall_ns;
+	return t > w->stall.wait_ns ? t : w->stall.wait_ns;
 }
 
 /* Spinning through a gap g costs g of CPU, and the wait of a request that arrives while the
@@ -293,8 +292,7 @@ void sched_cost_init(struct sched_worker *w)
 	w->timer_sq = w->timer_ns * w->timer_ns; /* no spread known yet */
 	w->nap_cpu_ns = w->s->timer_cpu_ns;
 	w->sleep_cpu_ns = w->s->wake_cpu_ns;
-	w->stall_ns = w->tail_ns = 0;
-	w->stall_share = w->tail_share = 0;
+	w->stall = w->tail = (struct sched_stall_avg){0, 0, 0};
 	cost_update(w);
 }
 
@@ -385,7 +383,7 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * running (or its vCPU was stolen). A sample's lost time L in an awake time A, taken as one
  * stall, is waited through by the requests that arrived in it, n L / A of the n the sample
  * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
- * each L / 2 on average: n L^2 / (2 A) in all. stall_ns is that wait per request, averaged over
+ * each L / 2 on average: n L^2 / (2 A) in all. stall.wait_ns is that wait per request, averaged over
  * the requests of the last ADAPT_STALL_HORIZON_NS of wall time (by_time: the older requests
  * fade with the time between samples, asleep or not, and the averages with the time the samples
  * did not see, so that a sleeping worker forgets a stall in that time and tries spinning
@@ -432,6 +430,18 @@ static uint64_t by_time(uint64_t avg, uint64_t sample, uint64_t reqs, uint64_t k
 static uint64_t faded(uint64_t weight, uint64_t span_ns, uint64_t horizon_ns)
 {
 	return span_ns < horizon_ns ? weight * (horizon_ns - span_ns) / horizon_ns : 0;
+}
+
+/* One horizon's averages after a sample: the time not seen (unseen_ns) fades them, the requests
+ * seen before fade from their weight over span_ns, and the sample's reqs join with their wait
+ * and their caught share. */
+static void stall_avg_add(struct sched_stall_avg *a, uint64_t horizon_ns, uint64_t span_ns,
+			  uint64_t unseen_ns, uint64_t each, uint64_t share, uint64_t reqs)
+{
+	uint64_t keep = faded(a->reqs, span_ns, horizon_ns);
+	a->wait_ns = by_time(faded(a->wait_ns, unseen_ns, horizon_ns), each, reqs, keep);
+	a->share = by_time(faded(a->share, unseen_ns, horizon_ns), share, reqs, keep);
+	a->reqs = keep + reqs;
 }
 
 /* The thresholds move when the prices of the three modes through a gap of one sleep's cost (the
@@ -499,27 +509,17 @@ void sched_cost_awake(struct sched_worker *w, uint64_t now_ns, uint64_t awake_ns
 	 * so the spans of its samples between wake-ups hold no request: faded only by the
 	 * requests of their spans, a stall's price stayed where the last spin left it, and a
 	 * worker whose stall's tail stopped its spin at 100k requests/s slept to the end of the
-	 * run (adaptive_sleeping_worker_forgets_the_stall). The
-	 * requests served unseen say nothing of the stall (a sleeping worker is woken ahead of
-	 * the thread that would preempt a spinning one): counted as requests no stall caught, they
-	 * forgot it within a few milliseconds at that rate, and under lasting preemption the worker
-	 * went back to spinning into it every 8 ms (170-290 mode changes in 2 s). */
-	w->stall_ns = faded(w->stall_ns, unseen, ADAPT_STALL_HORIZON_NS);
-	w->stall_share = faded(w->stall_share, unseen, ADAPT_STALL_HORIZON_NS);
-	w->tail_ns = faded(w->tail_ns, unseen, ADAPT_TAIL_HORIZON_NS);
-	w->tail_share = faded(w->tail_share, unseen, ADAPT_TAIL_HORIZON_NS);
+	 * run (adaptive_sleeping_worker_forgets_the_stall). The requests served unseen say
+	 * nothing of the stall (a sleeping worker is woken ahead of the thread that would preempt
+	 * a spinning one): counted as requests no stall caught, they forgot it within a few
+	 * milliseconds at that rate, and under lasting preemption the worker went back to spinning
+	 * into it every 8 ms (170-290 mode changes in 2 s). */
 	uint64_t share = 0, each = 0;
 	if (reqs && awake_ns)
 		stall_sample(w, awake_ns, cpu_ns, reqs, found_max, &share, &each);
-	uint64_t keep = faded(w->stall_reqs, span, ADAPT_STALL_HORIZON_NS);
-	w->stall_ns = by_time(w->stall_ns, each, reqs, keep);
-	w->stall_share = by_time(w->stall_share, share, reqs, keep);
-	w->stall_reqs = keep + reqs;
-	keep = faded(w->tail_reqs, span, ADAPT_TAIL_HORIZON_NS);
-	w->tail_ns = by_time(w->tail_ns, each, reqs, keep);
-	w->tail_share = by_time(w->tail_share, share, reqs, keep);
-	w->tail_reqs = keep + reqs;
-	atomic_store_explicit(&w->c.stall_ns, w->stall_ns, memory_order_relaxed);
+	stall_avg_add(&w->stall, ADAPT_STALL_HORIZON_NS, span, unseen, each, share, reqs);
+	stall_avg_add(&w->tail, ADAPT_TAIL_HORIZON_NS, span, unseen, each, share, reqs);
+	atomic_store_explicit(&w->c.stall_ns, w->stall.wait_ns, memory_order_relaxed);
 	cost_maybe_update(w);
 }
 

@@ -812,7 +812,7 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(f, 30 * US), SPIN);
 	awake(f, 6 * MS, 3 * MS, 120, 60);
-	assert_true(f->w.stall_ns > 50 * US);
+	assert_true(f->w.stall.wait_ns > 50 * US);
 	assert_int_equal(steady_mode(f, 30 * US), NAP);
 	for (unsigned i = 0; i < 40; i++)
 		awake(f, 100 * US, 100 * US, 64, 1);
@@ -830,14 +830,14 @@ static void adaptive_spins_only_while_the_worker_keeps_its_cpu(void **state)
 		for (unsigned i = 0; i < 120; i++)
 			awake(g, 25 * US, 25 * US, 12, 1);
 	}
-	assert_true(g->w.stall_ns > 0);
+	assert_true(g->w.stall.wait_ns > 0);
 	assert_int_equal(steady_mode(g, 2 * US), SPIN);
 	free(g);
 	/* no request served, no sample; a sample that lost nothing costs nothing */
 	struct fake *h = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	awake(h, 6 * MS, 0, 0, 0);
 	awake(h, 6 * MS, 7 * MS, 5000, 5000);
-	assert_int_equal(h->w.stall_ns, 0);
+	assert_int_equal(h->w.stall.wait_ns, 0);
 	free(h);
 }
 
@@ -866,7 +866,7 @@ static void adaptive_spin_prices_the_tail_of_the_stall(void **state)
 	struct fake *f = fake_new(VQS_POLICY_ADAPTIVE, 0);
 	assert_int_equal(steady_mode(f, 10 * US), SPIN);
 	stall_every(f, 76, 20, 8);
-	assert_true(f->w.stall_ns < 2 * US); /* the mean alone: worth a spin */
+	assert_true(f->w.stall.wait_ns < 2 * US); /* the mean alone: worth a spin */
 	assert_int_not_equal(steady_mode(f, 10 * US), SPIN);
 	free(f);
 	/* the same over 8 queues: the pops after a stall find one request each */
@@ -942,7 +942,7 @@ static void adaptive_one_stall_is_no_tail(void **state)
 		awake(f, 1 * MS, 1 * MS, 100, 2);
 	assert_int_equal(steady_mode(f, 10 * US), SPIN);
 	awake(f, 2 * MS, 1 * MS, 200, 100);
-	assert_true(f->w.stall_ns > 0);
+	assert_true(f->w.stall.wait_ns > 0);
 	assert_int_equal(steady_mode(f, 10 * US), SPIN);
 	/* and a few such stalls in a second are still out of the p99 */
 	for (unsigned k = 0; k < 4; k++) {
@@ -1092,7 +1092,7 @@ static void adaptive_sleeping_worker_measures_few_sleeps(void **state)
 	assert_int_equal(f->w.mark_ns, 0);
 	f->w.reqs++;
 	sched_cost_sample(&f->w, t + 500 * US, 100 * US);
-	assert_int_equal(f->w.stall_ns, 0);
+	assert_int_equal(f->w.stall.wait_ns, 0);
 	assert_int_equal(f->w.mark_ns, t + 500 * US);
 	free(f);
 	/* a request every 10 us: spinning; the sleep after the spin is measured */
