@@ -161,22 +161,24 @@ static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs,
 }
 
 /*
- * Take the lines of the n slots from idx (free slots, which only the driver writes now) for
- * writing, all before the first store: the device wrote its used descriptors on each of them and
- * the reap read them, so the stores find them shared with the device's cache, and stores leave
- * the store buffer one after another, each waiting for its line. One prefetch a line (every 4
- * slots from idx, and the last slot's line: idx need not start a line).
+ * Fetch the lines of the n slots from idx (free slots, which only the driver writes now), all
+ * before the first store: stores leave the store buffer one after another, each waiting for its
+ * line, where the prefetches overlap the fetches. A read prefetch: the device wrote its used
+ * descriptors on each line and the reap read them, so the lines are here shared and the stores
+ * still take them over, but PREFETCHW (taking them for writing at once) measured the same
+ * (docs/bench.md). One prefetch a line (every 4 slots from idx, and the last slot's line: idx
+ * need not start a line).
  */
-static inline void prefetch_for_writing(struct vqs_vring_packed_desc *desc, unsigned num,
+static inline void prefetch_slots(struct vqs_vring_packed_desc *desc, unsigned num,
 					unsigned idx, unsigned n)
 {
 	unsigned first = n < num - idx ? n : num - idx;
 	for (unsigned s = 0; s < first; s += 4)
-		__builtin_prefetch(&desc[idx + s], 1);
+		__builtin_prefetch(&desc[idx + s], 0);
 	for (unsigned s = 0; s < n - first; s += 4)
-		__builtin_prefetch(&desc[s], 1);
+		__builtin_prefetch(&desc[s], 0);
 	if (n)
-		__builtin_prefetch(&desc[idx + n - 1 < num ? idx + n - 1 : idx + n - 1 - num], 1);
+		__builtin_prefetch(&desc[idx + n - 1 < num ? idx + n - 1 : idx + n - 1 - num], 0);
 }
 
 /* A chain of `total` (1 or 2) descriptors of a batch, checked before any of it is written: its
@@ -217,7 +219,7 @@ add_short(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs, unsigned out
 	if (lim == 0 && n && !short_ok(bufs, total, tokens[0]))
 		*err = -EINVAL;
 	if (lim > 1) /* (a chain alone: its stores wait for the same lines at once) */
-		prefetch_for_writing(desc, dq->num, p->avail_idx, lim * total);
+		prefetch_slots(desc, dq->num, p->avail_idx, lim * total);
 	for (c = 0; c < lim; c++, bufs += total) {
 		void *token = tokens[c];
 		uint64_t l0 = bufs[0].len, l1 = total == 2 ? bufs[1].len : 0;
@@ -465,9 +467,9 @@ reap_any_order(struct vqs_drv_packed *p, void **tokens, uint32_t *lens, unsigned
 	for (;;) {
 		while (tp < tend) {
 			/* read, not for writing: past the last used descriptor the device may
-			 * still be writing the line, and the add takes the lines it reuses for
-			 * writing itself; none across the ring's end (the start's prefetches
-			 * below fetch the first lines of each call) */
+			 * still be writing the line (the add fetches the lines it reuses itself);
+			 * none across the ring's end (the start's prefetches below fetch the first
+			 * lines of each call) */
 			if (left > VQS_PACKED_AHEAD)
 				__builtin_prefetch(d + VQS_PACKED_AHEAD);
 			/* Pairs with the device's release store of these flags in flush

@@ -389,11 +389,13 @@ pop_run(struct packed_run *r, unsigned i, unsigned m, const bool pair, const boo
 			r->stop = (f0 & au) != (want & au) ? RUN_UNAVAIL : RUN_SHAPE;
 			break;
 		}
-		/* for writing: the fill stores the used descriptor in each head's slot, so a line
-		 * taken only to be read now would be taken from the driver's cache a second time
-		 * then (nothing is trusted from a prefetch: the flags are read as ever) */
+		/* read, not for writing, though the fill stores the used descriptor in each
+		 * head's slot: 16 slots on, the driver may still be writing the line, and taking it
+		 * for writing (PREFETCHW) took it from the driver mid-batch, 0.86-0.92x the rate
+		 * of the rings alone (docs/bench.md). Nothing is trusted from a prefetch: the flags
+		 * are read as ever. */
 		if (dp < plim)
-			__builtin_prefetch(dp + VQS_PACKED_AHEAD, 1);
+			__builtin_prefetch(dp + VQS_PACKED_AHEAD, 0);
 		struct vqs_vring_packed_desc d;
 		if (!pair) {
 			snapshot(dp, f0, &d);
