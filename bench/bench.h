@@ -147,6 +147,8 @@ struct floors {
 	 * time with no scheduler in between (floors_vring.c). 0 when not measured. */
 	double vring_rr_p50_ns[2], vring_rr_p99_ns[2];
 	double vring_stream_ops_per_s[2][8]; /* [0] split, [1] packed, at batch[i] */
+	/* which side waited (struct vref_out), medians of the trials */
+	double vring_stream_dev_empty[2][8], vring_stream_drv_full[2][8];
 	/* The same over the minimal ring, trial by trial: each trial runs the minimal ring and
 	 * then both rings alone, so a ratio divides figures measured within a second of each
 	 * other (floors_measure). rr: p50 over p50; stream: ops/s over ops/s. */
@@ -217,11 +219,18 @@ enum beside { BESIDE_NONE, BESIDE_RINGS_ALONE, BESIDE_RING_RR };
 enum beside point_beside(const struct point *pt);
 /* One run of pt's reference (point_beside) on CPUs a and b of f: ops/s or ns; 0 when none. */
 double floors_beside(const struct floors *f, const struct point *pt, bool quick);
+/* What one run of the vring reference measured: request/response, p50 and p99 in ns;
+ * streaming, ops/s and which side waited for the other, as shares of its polls: the device's
+ * sessions that found no chain, the driver's steps (until the time was up) that found no room,
+ * every chain in flight. Zeros when it could not run. */
+struct vref_out {
+	double p50_ns, p99_ns;
+	double ops_per_s, dev_empty, drv_full;
+};
 /* One run of the vring reference on one layout, its device on CPU a and its driver on b:
- * batch 0 measures request/response (out[0] p50, out[1] p99, in ns), else streaming (out[0]
- * ops/s). Zeros when it could not run. */
+ * batch 0 measures request/response, else streaming. */
 void floors_vring_run(bool packed, unsigned ring, int cpu_a, int cpu_b, uint64_t dur_ns,
-		      unsigned batch, double out[2]);
+		      unsigned batch, struct vref_out *out);
 /* The stream floor bounding batch size `batch`: the largest measured batch not above it (index
  * into f->batch; f->nbatch > 0). Inline: test_bench_goals links goals.c without the floors'
  * measurements. */

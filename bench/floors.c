@@ -219,6 +219,17 @@ static double timed_sleep_ns(unsigned long slack, unsigned iters)
 	return p50;
 }
 
+/* The median of a share over the trials whose run streamed (ops > 0; a share of 0 counts). */
+static double share_median(const double share[FLOOR_TRIALS], const double ops[FLOOR_TRIALS])
+{
+	double v[FLOOR_TRIALS];
+	unsigned k = 0;
+	for (unsigned t = 0; t < FLOOR_TRIALS; t++)
+		if (ops[t] > 0)
+			v[k++] = share[t];
+	return k ? median_sorted(v, k) : 0;
+}
+
 /* The minimal ring indexes with a mask (and split rings need a power of two): the largest power
  * of two not above the queue size. */
 static unsigned ring_pow2(unsigned ring)
@@ -276,14 +287,18 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 	 * apart may be of two machines. */
 	static const unsigned batches[] = {1, 4, 16, 64};
 	for (unsigned i = 0; i < sizeof(batches) / sizeof(batches[0]) && batches[i] <= ring; i++) {
-		double ops[FLOOR_TRIALS], vops[2][FLOOR_TRIALS], r[2];
+		double ops[FLOOR_TRIALS], vops[2][FLOOR_TRIALS], empty[2][FLOOR_TRIALS],
+			full[2][FLOOR_TRIALS];
 		for (int t = 0; t < FLOOR_TRIALS; t++) {
 			mring_run(mr, a, b, batches[i], false, (quick ? 20 : 60) * ms);
 			ops[t] = mr->ns ? (double)mr->ops * 1e9 / (double)mr->ns : 0;
 			for (unsigned l = 0; l < 2; l++) {
+				struct vref_out r;
 				floors_vring_run(l == 1, ring, a, b, (quick ? 20 : 60) * ms, batches[i],
-						 r);
-				vops[l][t] = r[0];
+						 &r);
+				vops[l][t] = r.ops_per_s;
+				empty[l][t] = r.dev_empty;
+				full[l][t] = r.drv_full;
 			}
 		}
 		unsigned k = f->nbatch++;
@@ -291,6 +306,8 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 		f->ring_ops_per_s[k] = trials_spread(ops, FLOOR_TRIALS).med;
 		for (unsigned l = 0; l < 2; l++) {
 			f->vring_stream_ops_per_s[l][k] = trials_spread(vops[l], FLOOR_TRIALS).med;
+			f->vring_stream_dev_empty[l][k] = share_median(empty[l], vops[l]);
+			f->vring_stream_drv_full[l][k] = share_median(full[l], vops[l]);
 			f->vring_stream_x[l][k] = trials_ratio(vops[l], ops, FLOOR_TRIALS);
 		}
 	}
@@ -301,10 +318,10 @@ void floors_measure(struct floors *f, unsigned ring, int a, int b, bool quick)
 		p50[t] = hist_quantile(&mr->h, 0.5);
 		p99[t] = hist_quantile(&mr->h, 0.99);
 		for (unsigned l = 0; l < 2; l++) {
-			double r[2];
-			floors_vring_run(l == 1, ring, a, b, (quick ? 20 : 67) * ms, 0, r);
-			v50[l][t] = r[0];
-			v99[l][t] = r[1];
+			struct vref_out r;
+			floors_vring_run(l == 1, ring, a, b, (quick ? 20 : 67) * ms, 0, &r);
+			v50[l][t] = r.p50_ns;
+			v99[l][t] = r.p99_ns;
 		}
 	}
 	f->ring_rr_p50_ns = trials_spread(p50, FLOOR_TRIALS).med;
@@ -329,9 +346,9 @@ double floors_beside(const struct floors *f, const struct point *pt, bool quick)
 	unsigned ring = ring_pow2(pt->ring);
 	uint64_t ns = (quick ? BESIDE_MS / 2 : BESIDE_MS) * 1000000ull;
 	if (what == BESIDE_RINGS_ALONE) {
-		double r[2];
-		floors_vring_run(pt->packed, ring, f->cpu_a, f->cpu_b, ns, pt->batch_max, r);
-		return r[0];
+		struct vref_out r;
+		floors_vring_run(pt->packed, ring, f->cpu_a, f->cpu_b, ns, pt->batch_max, &r);
+		return r.ops_per_s;
 	}
 	struct mring *mr = aligned_alloc(64, sizeof(*mr));
 	if (!mr)

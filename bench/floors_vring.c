@@ -32,6 +32,9 @@ struct vref {
 	bool failed;
 	struct hist h;
 	uint64_t ops, ns; /* streaming: requests completed in ns */
+	/* streaming: the device's sessions and those that found no chain; the driver's steps
+	 * until the time was up and those that found no room */
+	uint64_t sessions, empty, steps, full;
 };
 
 /* Giving up on an answer: the device side is ours and answers in microseconds, so this only
@@ -91,6 +94,7 @@ static void vref_driver_stream(void *p)
 	for (unsigned i = v->nslot; i-- > 0;)
 		v->free[nfree++] = i;
 	uint64_t t0 = vqs_now_ns(), end = t0 + v->duration_ns, now = t0, sent = 0, done = 0;
+	uint64_t steps = 0, full = 0;
 	for (unsigned step = 1;; step++) {
 		unsigned k = vqs_drv_get_used_batch(v->drv, got, lens, REAP);
 		for (unsigned i = 0; i < k; i++)
@@ -112,7 +116,9 @@ static void vref_driver_stream(void *p)
 			n = fill;
 		if (n > nfree)
 			n = nfree;
+		steps++;
 		if (!n) {
+			full++;
 			cpu_relax();
 			continue;
 		}
@@ -131,6 +137,8 @@ static void vref_driver_stream(void *p)
 	}
 	v->ops = done;
 	v->ns = vqs_now_ns() - t0;
+	v->steps = steps;
+	v->full = full;
 	/* release pairs with the device loop's acquire: it stops after our last request */
 	atomic_store_explicit(&v->stop, true, memory_order_release);
 }
@@ -151,6 +159,7 @@ static void vref_device(void *p)
 	for (unsigned i = 0; i < most; i++)
 		pe[i] = &e[i];
 	vqs_vq_disable_notify(v->dev);
+	uint64_t sessions = 0, empty = 0;
 	while (!atomic_load_explicit(&v->stop, memory_order_acquire)) {
 		/* the pop's inputs again before each pop, as the scheduler sets them (a long
 		 * chain's pop points e.iov at the queue's area); the pop writes the rest */
@@ -168,13 +177,17 @@ static void vref_device(void *p)
 			vqs_vq_session_fill(&ss, (const struct vqs_elem *const *)pe, written,
 					    (unsigned)n);
 		vqs_vq_session_end(&ss, &call);
+		sessions++;
+		empty += n <= 0;
 	}
+	v->sessions = sessions;
+	v->empty = empty;
 }
 
 void floors_vring_run(bool packed, unsigned ring, int a, int b, uint64_t dur_ns, unsigned batch,
-		      double out[2])
+		      struct vref_out *out)
 {
-	out[0] = out[1] = 0;
+	*out = (struct vref_out){0};
 	struct vqs_gmem *gmem = NULL;
 	struct vqs_mem *mem = NULL;
 	struct vqs_mem_region reg;
@@ -209,10 +222,12 @@ void floors_vring_run(bool packed, unsigned ring, int a, int b, uint64_t dur_ns,
 	if (cpu_run_pair(b, batch ? vref_driver_stream : vref_driver, a, vref_device, v) || v->failed)
 		goto out;
 	if (batch) {
-		out[0] = v->ns ? (double)v->ops * 1e9 / (double)v->ns : 0;
+		out->ops_per_s = v->ns ? (double)v->ops * 1e9 / (double)v->ns : 0;
+		out->dev_empty = v->sessions ? (double)v->empty / (double)v->sessions : 0;
+		out->drv_full = v->steps ? (double)v->full / (double)v->steps : 0;
 	} else {
-		out[0] = hist_quantile(&v->h, 0.5);
-		out[1] = hist_quantile(&v->h, 0.99);
+		out->p50_ns = hist_quantile(&v->h, 0.5);
+		out->p99_ns = hist_quantile(&v->h, 0.99);
 	}
 out:
 	if (v && v->dev)

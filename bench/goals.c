@@ -88,7 +88,7 @@ static void goal_stream_floor(struct report *rep)
 				 "batch 1 and 64");
 	const struct floors *f = &rep->floors;
 	size_t off = 0;
-	char part[160];
+	char part[200];
 	unsigned i64 = floors_batch_index(f, 64);
 	static const double least[2] = {0.30, 0.40};
 	for (unsigned l = 0; l < 2; l++) {
@@ -98,9 +98,11 @@ static void goal_stream_floor(struct report *rep)
 			continue;
 		judge(alone, x->med >= least[l]);
 		snprintf(part, sizeof(part),
-			 "%s batch 64: %.2fx (trials %.2f-%.2fx; medians %.0f / %.0f ops/s)",
+			 "%s batch 64: %.2fx (trials %.2f-%.2fx; medians %.0f / %.0f ops/s; waits: "
+			 "device %.0f%%, driver %.0f%%)",
 			 l ? "packed" : "split", x->med, x->lo, x->hi,
-			 f->vring_stream_ops_per_s[l][i64], f->ring_ops_per_s[i64]);
+			 f->vring_stream_ops_per_s[l][i64], f->ring_ops_per_s[i64],
+			 100 * f->vring_stream_dev_empty[l][i64], 100 * f->vring_stream_drv_full[l][i64]);
 		detail_add(alone, &off, part);
 	}
 	off = 0;

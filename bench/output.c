@@ -54,7 +54,8 @@ static void print_floors(FILE *f, const struct floors *fl)
 	}
 	fprintf(f, "reference, not a floor: vqsched's rings alone (no scheduler):\n");
 	fprintf(f, "  (over the minimal ring: the median and range of %d trials, each the minimal ring "
-		   "and both rings alone in turn)\n", FLOOR_TRIALS);
+		   "and both rings alone in turn;\n   waits: the device's sessions that found no chain, "
+		   "the driver's steps that found no room)\n", FLOOR_TRIALS);
 	for (unsigned l = 0; l < 2; l++) {
 		const struct floor_x *x = &fl->vring_rr_x[l];
 		fprintf(f, "  %-6s ring request/response    %8.0f ns p50, %.0f ns p99 (%.2fx the minimal "
@@ -68,9 +69,10 @@ static void print_floors(FILE *f, const struct floors *fl)
 			const struct floor_x *x = &fl->vring_stream_x[l][i];
 			fmt_rate(r, sizeof(r), fl->vring_stream_ops_per_s[l][i]);
 			fprintf(f, "  %-6s ring stream, batch %-3u %8s ops/s (%.0f%% of the minimal ring, "
-				   "%.0f-%.0f%%)\n",
+				   "%.0f-%.0f%%; waits: device %.0f%%, driver %.0f%%)\n",
 				l ? "packed" : "split", fl->batch[i], r, 100 * x->med, 100 * x->lo,
-				100 * x->hi);
+				100 * x->hi, 100 * fl->vring_stream_dev_empty[l][i],
+				100 * fl->vring_stream_drv_full[l][i]);
 		}
 }
 
@@ -270,6 +272,10 @@ static void json_floors(FILE *f, const struct floors *fl)
 		json_floor_x(f, &fl->vring_stream_x[0][i]);
 		fprintf(f, ", \"packed_x_minimal\": ");
 		json_floor_x(f, &fl->vring_stream_x[1][i]);
+		json_field(f, "dev_empty", fl->vring_stream_dev_empty[0][i]);
+		json_field(f, "drv_full", fl->vring_stream_drv_full[0][i]);
+		json_field(f, "packed_dev_empty", fl->vring_stream_dev_empty[1][i]);
+		json_field(f, "packed_drv_full", fl->vring_stream_drv_full[1][i]);
 		fprintf(f, "}");
 	}
 	fprintf(f, "]");

@@ -116,9 +116,16 @@ void bench_check_report(const char *json_path, unsigned min_runs)
 		const struct json *vs = json_get(floors, "vring_stream");
 		assert_non_null(vs);
 		assert_true(vs->type == JSON_ARR && vs->n > 0);
+		static const char *const waits[] = {"dev_empty", "drv_full", "packed_dev_empty",
+						    "packed_drv_full"};
 		for (size_t i = 0; i < vs->n; i++) {
 			assert_true(json_num_or(&vs->items[i], "ops_per_s", 0) > 0);
 			assert_true(json_num_or(&vs->items[i], "packed_ops_per_s", 0) > 0);
+			/* which side waited, as shares of its polls */
+			for (size_t k = 0; k < sizeof(waits) / sizeof(waits[0]); k++) {
+				double share = json_num_or(&vs->items[i], waits[k], -1);
+				assert_true(share >= 0 && share <= 1);
+			}
 		}
 	}
 	assert_non_null(json_get(&doc, "goals"));
