@@ -169,8 +169,8 @@ static int32_t add_one(struct vqs_drv_packed *p, const struct vqs_drv_buf *bufs,
  * (docs/bench.md). One prefetch a line (every 4 slots from idx, and the last slot's line: idx
  * need not start a line).
  */
-static inline void prefetch_slots(struct vqs_vring_packed_desc *desc, unsigned num,
-					unsigned idx, unsigned n)
+static inline void prefetch_slots(struct vqs_vring_packed_desc *desc, unsigned num, unsigned idx,
+				  unsigned n)
 {
 	unsigned first = n < num - idx ? n : num - idx;
 	for (unsigned s = 0; s < first; s += 4)
