@@ -13,7 +13,8 @@
  * three instead counts the driver's instructions. The argument single makes the driver add
  * and reap one request a call instead (vqs_drv_add, vqs_drv_get_used: the calls of a driver
  * that has one request at a time), counted with those two toggled on with vqs_drv_kick_prepare.
- * The argument inorder negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills
+ * The argument bN (b1 to b64) makes the batches N chains instead: b1 counts the session a
+ * request at a time pays whole (an rr transaction's device side). The argument inorder negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills
  * every buffer whole, so that a split batch is answered by one used entry. The argument regions2
  * maps guest memory as two regions (a guest with more than 4G of RAM or hotplugged memory, or a
  * DPDK driver with several memsegs) and alternates the chains of a batch between them. Public API
@@ -25,7 +26,7 @@
 #include <vqsched/vqsched.h>
 
 #define NUM 256u
-#define BATCH 64u
+#define MOST 64u /* chains a batch at most (the default) */
 #define GPA 0x100000ull
 #define ARENA (4u << 20)
 #define BUF 256u
@@ -37,11 +38,12 @@ struct rig {
 	struct vqs_vq *dev;
 	uint64_t bufs;
 	bool by_id;
-	/* by place: the first BATCH, set before each pop; by id: one per id, set once */
+	unsigned batch; /* chains a batch */
+	/* by place: the first batch, set before each pop; by id: one per id, set once */
 	struct vqs_elem elems[NUM];
-	uint16_t ids[BATCH];
-	const struct vqs_elem *fill[BATCH];
-	uint32_t written[BATCH];
+	uint16_t ids[MOST];
+	const struct vqs_elem *fill[MOST];
+	uint32_t written[MOST];
 	struct iovec iov[NUM][4];
 };
 
@@ -84,7 +86,7 @@ static int rig_init(struct rig *r, bool packed, bool in_order, bool two_regions)
 	vqs_drv_vq_addrs(r->drv, &vc.desc_addr, &vc.driver_addr, &vc.device_addr);
 	if (vqs_vq_create(&r->dev) || vqs_vq_configure(r->dev, &vc))
 		return -1;
-	for (unsigned i = 0; i < BATCH; i++)
+	for (unsigned i = 0; i < MOST; i++)
 		r->fill[i] = &r->elems[i];
 	for (unsigned i = 0; i < NUM; i++)
 		r->elems[i] = (struct vqs_elem){.iov = r->iov[i], .iov_cap = 4};
@@ -98,7 +100,7 @@ static int rig_init(struct rig *r, bool packed, bool in_order, bool two_regions)
 __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 {
 	if (!r->by_id)
-		for (unsigned i = 0; i < BATCH; i++) {
+		for (unsigned i = 0; i < r->batch; i++) {
 			r->elems[i].iov = r->iov[i];
 			r->elems[i].iov_cap = 4;
 		}
@@ -109,7 +111,7 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 		n = vqs_vq_session_pop(&ss,
 				       &(struct vqs_pop_to){.base = r->elems, .by_id = r->by_id,
 							    .ids = r->by_id ? r->ids : NULL},
-				       BATCH);
+				       r->batch);
 	if (n > 0 && r->by_id)
 		for (int i = 0; i < n; i++)
 			r->fill[i] = &r->elems[r->ids[i]];
@@ -122,8 +124,16 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 int main(int argc, char **argv)
 {
 	bool in_order = false, single = false, by_id = false, regions2 = false;
-	bool bad = argc < 4 || argc > 8;
+	bool bad = argc < 4 || argc > 9;
+	unsigned batch = 0;
 	for (int a = 4; !bad && a < argc; a++) {
+		char *end;
+		if (argv[a][0] == 'b' && argv[a][1] >= '1' && argv[a][1] <= '9') {
+			unsigned long v = strtoul(argv[a] + 1, &end, 10);
+			bad = *end || v > MOST || batch;
+			batch = (unsigned)v;
+			continue;
+		}
 		bool *opt = !strcmp(argv[a], "inorder") ? &in_order
 			    : !strcmp(argv[a], "single") ? &single
 			    : !strcmp(argv[a], "byid")	 ? &by_id
@@ -135,30 +145,33 @@ int main(int argc, char **argv)
 	}
 	if (bad || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
 	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
-		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [inorder] [single] [byid] [regions2]\n");
+		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [bN] [inorder] [single] "
+				"[byid] [regions2]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
 	long batches = atol(argv[3]);
 	static struct rig r;
 	r.by_id = by_id;
+	r.batch = batch ? batch : MOST;
+	const unsigned bn = r.batch;
 	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order, regions2)) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
 		return 1;
 	}
 	/* the writable buffer below, filled whole (or nothing written) */
-	for (unsigned i = 0; i < BATCH; i++)
+	for (unsigned i = 0; i < bn; i++)
 		r.written[i] = in_order ? (descs == 2 ? BUF - 64 : 64) : 0;
 	static int token;
-	struct vqs_drv_buf bufs[BATCH * 2];
-	void *tokens[BATCH];
-	for (unsigned i = 0; i < BATCH; i++)
+	struct vqs_drv_buf bufs[MOST * 2];
+	void *tokens[MOST];
+	for (unsigned i = 0; i < bn; i++)
 		tokens[i] = &token;
 	unsigned long served = 0;
 	for (long b = 0; b < batches; b++) {
 		unsigned k = 0;
-		for (unsigned i = 0; i < BATCH; i++) {
-			unsigned j = (unsigned)((b * BATCH + i) % NUM);
+		for (unsigned i = 0; i < bn; i++) {
+			unsigned j = (unsigned)((b * bn + i) % NUM);
 			/* two regions: every other chain in the second */
 			if (regions2)
 				j = (j & 1) * (NUM / 2) + j / 2;
@@ -170,31 +183,31 @@ int main(int argc, char **argv)
 		}
 		unsigned out = descs == 2 ? 1 : 0;
 		if (single) {
-			for (unsigned i = 0; i < BATCH; i++)
+			for (unsigned i = 0; i < bn; i++)
 				if (vqs_drv_add(r.drv, &bufs[i * descs], out, 1, &token, false))
 					return 1;
-		} else if (vqs_drv_add_batch(r.drv, bufs, out, 1, tokens, BATCH, false) !=
-			   (int)BATCH) {
+		} else if (vqs_drv_add_batch(r.drv, bufs, out, 1, tokens, bn, false) !=
+			   (int)bn) {
 			return 1;
 		}
 		vqs_drv_kick_prepare(r.drv);
 		unsigned n = device_batch(&r), got_n = 0;
-		void *got[BATCH];
-		uint32_t len[BATCH];
+		void *got[MOST];
+		uint32_t len[MOST];
 		if (single) {
 			while (got_n < n && vqs_drv_get_used(r.drv, &len[got_n]))
 				got_n++;
 		} else {
-			got_n = vqs_drv_get_used_batch(r.drv, got, len, BATCH);
+			got_n = vqs_drv_get_used_batch(r.drv, got, len, bn);
 		}
 		if (got_n != n)
 			return 1;
 		served += n;
 	}
-	printf("%lu requests in batches of %u, %u descriptor(s) each\n", served, BATCH, descs);
+	printf("%lu requests in batches of %u, %u descriptor(s) each\n", served, bn, descs);
 	vqs_vq_destroy(r.dev);
 	vqs_drv_vq_destroy(r.drv);
 	vqs_mem_destroy(r.mem);
 	vqs_gmem_destroy(r.gmem);
-	return served == (unsigned long)batches * BATCH ? 0 : 1;
+	return served == (unsigned long)batches * bn ? 0 : 1;
 }
