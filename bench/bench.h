@@ -72,7 +72,7 @@ struct point {
 /* The figures of one repeat of one point. */
 enum fig {
 	FIG_OPS, FIG_P50, FIG_P99, FIG_P999, FIG_WCPU, FIG_DCPU, FIG_KICKS, FIG_CALLS, FIG_BATCH,
-	FIG_WUTIL, FIG_DUTIL, FIG_REARMS, FIG_WAKES, FIG_SAMPLES, FIG_NSPO, FIG__COUNT
+	FIG_WUTIL, FIG_DUTIL, FIG_REARMS, FIG_WAKES, FIG_SAMPLES, FIG_NSPO, FIG_WRUNQ, FIG__COUNT
 };
 extern const char *const fig_names[FIG__COUNT];
 /* +1 when larger is better (throughput), -1 when smaller is, 0 when neither (counts). */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <time.h>
 
 void cpu_allowed(struct cpu_list *l)
@@ -49,6 +50,20 @@ uint64_t cpu_tid_ns(pid_t tid)
 {
 	clockid_t c = (clockid_t)(((unsigned)~tid << 3) | 6u);
 	return clock_ns(c);
+}
+
+uint64_t cpu_tid_runq_ns(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	FILE *f = fopen(path, "r");
+	unsigned long long run = 0, wait = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+		wait = 0;
+	fclose(f);
+	return wait;
 }
 
 uint64_t cpu_pthread_ns(pthread_t t)

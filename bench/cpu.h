@@ -17,6 +17,10 @@ int cpu_pin_self_list(const struct cpu_list *l);
 /* CPU time consumed so far by a thread of this process (Linux thread id / pthread). */
 uint64_t cpu_tid_ns(pid_t tid);
 uint64_t cpu_pthread_ns(pthread_t t);
+/* Time a thread of this process has spent runnable but not running, waiting for a CPU, so far
+ * (the kernel's schedstat run delay): the time other threads or processes preempted it. 0 where
+ * the kernel keeps no schedstat. */
+uint64_t cpu_tid_runq_ns(pid_t tid);
 /* Run fa(arg) on cpu_a (this thread) and fb(arg) on cpu_b (a new thread) at once; this thread
  * gets its CPU mask back afterwards (later points place their threads from it). 0 or -errno. */
 int cpu_run_pair(int cpu_a, void (*fa)(void *), int cpu_b, void (*fb)(void *), void *arg);

@@ -14,8 +14,9 @@ static const char *const transport_names[] = {"direct", "vhost-user", "vhost-use
 const char *const fig_names[FIG__COUNT] = {
 	"ops_per_s", "p50_ns", "p99_ns", "p999_ns", "worker_cpu_ns_per_op", "driver_cpu_ns_per_op",
 	"kicks_per_op", "calls_per_op", "batch_mean", "worker_cpu_util", "driver_cpu_util",
-	"rearms_per_op", "worker_wakeups_per_op", "latency_samples", "ns_per_op"};
-const int fig_better[FIG__COUNT] = {+1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, -1};
+	"rearms_per_op", "worker_wakeups_per_op", "latency_samples", "ns_per_op",
+	"worker_runq_share"};
+const int fig_better[FIG__COUNT] = {+1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0};
 
 const char *workload_name(enum workload w) { return w < WL__COUNT ? wl_names[w] : "?"; }
 

@@ -642,6 +642,19 @@ static uint64_t workers_cpu_ns(struct vqs_sched *s)
 	return sum;
 }
 
+/* Sum of the time the scheduler's workers waited for a CPU while runnable. */
+static uint64_t workers_runq_ns(struct vqs_sched *s)
+{
+	uint64_t sum = 0;
+	unsigned n = vqs_sched_nworkers(s);
+	for (unsigned i = 0; i < n; i++) {
+		int tid = vqs_sched_worker_tid(s, i);
+		if (tid > 0)
+			sum += cpu_tid_runq_ns(tid);
+	}
+	return sum;
+}
+
 static uint64_t drivers_cpu_ns(struct run *r)
 {
 	uint64_t sum = 0;
@@ -675,7 +688,7 @@ static void sleep_ms(unsigned ms)
 }
 
 struct window {
-	uint64_t t, wcpu, dcpu, done, kicks, calls, faults;
+	uint64_t t, wcpu, wrunq, dcpu, done, kicks, calls, faults;
 	/* from vqsched's stats */
 	uint64_t handler_calls, handler_reqs, rearms, wakeups, naps, batch_hist[BATCH_BUCKETS];
 	struct vqs_worker_stats w0;
@@ -712,6 +725,7 @@ static void window_mark(struct run *r, struct window *w)
 {
 	w->t = vqs_now_ns();
 	w->wcpu = workers_cpu_ns(r->sched);
+	w->wrunq = workers_runq_ns(r->sched);
 	w->dcpu = drivers_cpu_ns(r);
 	w->done = drivers_sum(r, offsetof(struct driver, done));
 	w->kicks = drivers_sum(r, offsetof(struct driver, kicks));
@@ -895,6 +909,8 @@ static void collect(struct run *r, const struct window *a, const struct window *
 	out->fig[FIG_OPS] = wall > 0 ? (double)ops * 1e9 / wall : 0;
 	out->fig[FIG_WUTIL] = wall > 0 ? (double)(b->wcpu - a->wcpu) / wall : 0;
 	out->fig[FIG_DUTIL] = wall > 0 ? (double)(b->dcpu - a->dcpu) / wall : 0;
+	unsigned nw = vqs_sched_nworkers(r->sched);
+	out->fig[FIG_WRUNQ] = wall > 0 && nw ? (double)(b->wrunq - a->wrunq) / (wall * nw) : 0;
 	if (ops) {
 		out->fig[FIG_WCPU] = (double)(b->wcpu - a->wcpu) / (double)ops;
 		out->fig[FIG_DCPU] = (double)(b->dcpu - a->dcpu) / (double)ops;

@@ -137,7 +137,7 @@ void bench_check_report(const char *json_path, unsigned min_runs)
 	static const char *const fields[] = {
 		"key", "policy", "workload", "streams", "batch_max", "ops_per_s", "p50_ns", "p99_ns",
 		"p999_ns", "worker_cpu_ns_per_op", "driver_cpu_ns_per_op", "kicks_per_op",
-		"calls_per_op", "lost", "duplicated", "min", "max"};
+		"calls_per_op", "worker_runq_share", "lost", "duplicated", "min", "max"};
 	for (size_t i = 0; i < runs->n; i++) {
 		const struct json *r = &runs->items[i];
 		for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
