@@ -629,28 +629,16 @@ static void worker_mask(struct vqs_sched *s, char *buf, size_t len)
 	}
 }
 
-/* Sum of the scheduler's worker thread CPU clocks. */
-static uint64_t workers_cpu_ns(struct vqs_sched *s)
+/* Sum over the scheduler's worker threads of a per-thread clock: their CPU time
+ * (cpu_tid_ns), or the time they waited for a CPU while runnable (cpu_tid_runq_ns). */
+static uint64_t workers_sum(struct vqs_sched *s, uint64_t (*of_tid)(pid_t))
 {
 	uint64_t sum = 0;
 	unsigned n = vqs_sched_nworkers(s);
 	for (unsigned i = 0; i < n; i++) {
 		int tid = vqs_sched_worker_tid(s, i);
 		if (tid > 0)
-			sum += cpu_tid_ns(tid);
-	}
-	return sum;
-}
-
-/* Sum of the time the scheduler's workers waited for a CPU while runnable. */
-static uint64_t workers_runq_ns(struct vqs_sched *s)
-{
-	uint64_t sum = 0;
-	unsigned n = vqs_sched_nworkers(s);
-	for (unsigned i = 0; i < n; i++) {
-		int tid = vqs_sched_worker_tid(s, i);
-		if (tid > 0)
-			sum += cpu_tid_runq_ns(tid);
+			sum += of_tid(tid);
 	}
 	return sum;
 }
@@ -724,8 +712,8 @@ static void queue_stats_sum(struct run *r, struct window *w)
 static void window_mark(struct run *r, struct window *w)
 {
 	w->t = vqs_now_ns();
-	w->wcpu = workers_cpu_ns(r->sched);
-	w->wrunq = workers_runq_ns(r->sched);
+	w->wcpu = workers_sum(r->sched, cpu_tid_ns);
+	w->wrunq = workers_sum(r->sched, cpu_tid_runq_ns);
 	w->dcpu = drivers_cpu_ns(r);
 	w->done = drivers_sum(r, offsetof(struct driver, done));
 	w->kicks = drivers_sum(r, offsetof(struct driver, kicks));
