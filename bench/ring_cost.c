@@ -14,8 +14,9 @@
  * and reap one request a call instead (vqs_drv_add, vqs_drv_get_used: the calls of a driver
  * that has one request at a time), counted with those two toggled on with vqs_drv_kick_prepare.
  * The argument bN (b1 to b64) makes the batches N chains instead: b1 counts the session a
- * request at a time pays whole (an rr transaction's device side). The argument inorder negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills
- * every buffer whole, so that a split batch is answered by one used entry. The argument regions2
+ * request at a time pays whole (an rr transaction's device side). The argument inorder
+ * negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills every buffer whole,
+ * so that a split batch is answered by one used entry. The argument regions2
  * maps guest memory as two regions (a guest with more than 4G of RAM or hotplugged memory, or a
  * DPDK driver with several memsegs) and alternates the chains of a batch between them. Public API
  * only.
