@@ -383,11 +383,11 @@ void sched_cost_nap_start(struct sched_worker *w, uint64_t cpu_ns)
  * running (or its vCPU was stolen). A sample's lost time L in an awake time A, taken as one
  * stall, is waited through by the requests that arrived in it, n L / A of the n the sample
  * served (arrivals spread over time: the sweep's offered load, a guest's open-loop traffic),
- * each L / 2 on average: n L^2 / (2 A) in all. stall.wait_ns is that wait per request, averaged over
- * the requests of the last ADAPT_STALL_HORIZON_NS of wall time (by_time: the older requests
- * fade with the time between samples, asleep or not, and the averages with the time the samples
- * did not see, so that a sleeping worker forgets a stall in that time and tries spinning
- * again: sched_cost_awake). A closed loop (rr: the driver waits for each response)
+ * each L / 2 on average: n L^2 / (2 A) in all. stall.wait_ns is that wait per request,
+ * averaged over the requests of the last ADAPT_STALL_HORIZON_NS of wall time (by_time: the
+ * older requests fade with the time between samples, asleep or not, and the averages with the
+ * time the samples did not see, so that a sleeping worker forgets a stall in that time and
+ * tries spinning again: sched_cost_awake). A closed loop (rr: the driver waits for each response)
  * has one request per stream in the stall, not n L / A: the estimate then runs high by the
  * requests of the sample's awake time, which a fast loop's many requests dilute.
  * Measured before this input existed (1 queue, 20k requests/s offered, load average 1-2): the
