@@ -226,7 +226,8 @@ VQS_API int vqs_vq_get_config(const struct vqs_vq *vq, struct vqs_vq_config *cfg
  *
  *   vqs_vq_session_begin  enter the memory read-side section, check the queue once (configured,
  *                         not broken, ring areas resolved in the current table), read the
- *                         driver's avail index once: returns how many chains are there;
+ *                         driver's avail index at most once: returns how many chains are
+ *                         there;
  *   vqs_vq_session_pop    pop up to that many chains, each descriptor read once;
  *   (vqs_vq_session_pause leave the section while the chains are handled: see below)
  *   vqs_vq_session_fill   write their used entries;
@@ -252,7 +253,10 @@ struct vqs_vq_session {
 	bool in_section; /* inside vqs_mem_read_lock() */
 };
 /* Chains available (>= 0), or -EINVAL (unconfigured) / -EIO (broken, possibly just now). Split:
- * exact (the avail index, read once; the session pops no further). Packed: one descriptor's
+ * the chains left of what the last read of the avail index saw, and when none are, what a read
+ * now sees (the session pops no further): the index, which the driver writes for every chain,
+ * is read only once those are popped, so a chain published meanwhile waits for the session
+ * after them. Packed: one descriptor's
  * flags are read, the next slot's: 0 when it is not available, else the most chains there can
  * be (the queue size less the descriptors popped and not yet filled); the pops find how many
  * there are, reading each descriptor once (the head's flags are the ones begin read). Pair

@@ -159,11 +159,20 @@ static enum vqs_vq_err walk_chain(struct vqs_vq *vq, const struct vqs_mem_table 
  * default size in one pass, a bounded local array. */
 #define SPLIT_PASS 64u
 
-/* A session begins: read avail->idx, once for the batch. -EIO when the driver moved it by more
- * than the queue size. */
+/* A session begins: the chains left of what the last read of avail->idx saw, or, when none are,
+ * read it (once for the batch). The driver writes that index on its CPU for every chain it adds:
+ * a device that read it each session while it still had chains to pop took the line away from
+ * the driver once a chain at small batches, and the driver's next write missed (Linux vhost
+ * reads it only when its copy is used up, vhost_get_vq_desc). -EIO when the driver moved it by
+ * more than the queue size. */
 static int split_begin(struct vqs_vq *vq)
 {
 	struct vqs_split_ring *s = &vq->u.split;
+	uint16_t left = (uint16_t)(s->avail_idx - s->last_avail_idx);
+	/* not past the queue size: give-backs of chains popped before the last read may have
+	 * taken last_avail_idx further back than that read checked */
+	if (left && left <= vq->cfg.num)
+		return left + (s->nresubmit - s->resubmit_pos);
 	/* Acquire pairs with the driver's release store of avail->idx, made after it wrote the
 	 * ring entries and descriptors the session's pops read. */
 	uint16_t idx = le16toh(atomic_load_explicit(a16(&s->avail->idx), memory_order_acquire));
