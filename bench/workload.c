@@ -146,8 +146,11 @@ static unsigned handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsign
 		 * instructions the batch call, 10 the single, callgrind) */
 		enum { MOST = 256 }; /* vqs_sched_opts.batch_max at most */
 		static const uint32_t none[MOST];
-		if (!pt->handler_ns && !inject && n > 1 && n <= MOST) {
-			vqs_req_complete_batch(reqs, none, n);
+		if (!pt->handler_ns && !inject && n <= MOST) {
+			if (n == 1)
+				vqs_req_complete(reqs[0], 0);
+			else
+				vqs_req_complete_batch(reqs, none, n);
 			return n;
 		}
 		for (unsigned i = 0; i < n; i++) {
