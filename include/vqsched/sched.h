@@ -244,8 +244,9 @@ VQS_API void vqs_req_complete_batch(struct vqs_req *const *reqs, const uint32_t 
 /* The queue a request came from. Threads: any, until the request is completed. */
 VQS_API struct vqs_queue *vqs_req_queue(const struct vqs_req *r);
 /*
- * The time (vqs_now_ns's clock) q's worker read last before the current handler call, at most
- * about one batch earlier: for a handler that stamps a batch (ageing, timeouts) and would
+ * The time (vqs_now_ns's clock) q's worker read last before the current handler call: at most
+ * about one batch earlier, or one run of short batches (calls that take a few microseconds
+ * together share a read): for a handler that stamps a batch (ageing, timeouts) and would
  * otherwise read the clock on every call, which costs tens of ns, more in a VM. Threads: q's
  * handler, during a call.
  */

@@ -481,6 +481,7 @@ int vqs_sched_attach(struct vqs_sched *s, const struct vqs_queue_opts *opts,
 	q->handler_nonblocking = o.handler_nonblocking;
 	q->demand = o.demand;
 	q->notify_on = true;
+	q->req_ns = SCHED_CLOCK_NS; /* unknown: a read after every batch until it is measured */
 	atomic_init(&q->kick_fd, o.kick_fd);
 	atomic_init(&q->call_fd, o.call_fd);
 	atomic_init(&q->state, Q_PAUSED);

@@ -58,6 +58,11 @@
  * (poll.c), far below a vhost-user reply's timeout, and a leave and enter (~100 instructions)
  * per 50 us is nothing to a worker. */
 #define SCHED_SECTION_NS 50000u
+/* Batches back to back in a turn share one clock read while they take less than
+ * SCHED_CLOCK_NS together, by the queue's estimate, and SCHED_CLOCK_REQS requests at most
+ * (turn.c, clock_due). */
+#define SCHED_CLOCK_NS 2000u
+#define SCHED_CLOCK_REQS 16u
 /* Empty turns a queue rides out with notifications off while its worker has other work
  * (policy.c, "Deferral"). */
 #define SCHED_DEFER_LOOKS 16u
@@ -196,6 +201,9 @@ struct vqs_queue {
 	uint64_t last_work_ns;         /* poll policy: last pop that found work */
 	uint64_t clock_ns;             /* the worker's read before this handler call (see
 					* vqs_queue_clock_ns) */
+	/* What a request of its turns took, the latest estimate: the time between the last two
+	 * clock reads of a turn over the requests served between them (turn.c, clock_due). */
+	uint32_t req_ns;
 	struct adapt_state ad;
 
 	_Atomic bool wake_req;         /* vqs_queue_wake since the last turn */

@@ -261,8 +261,8 @@ static void mark_open(struct sched_worker *w, unsigned taken, uint64_t t0, struc
 /* Run the handler on batch[0..n), noticed at t0 and pinned by pin; returns how many it took (the
  * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
  * were staged as it completed them (stage_here; an IN_ORDER queue stages them again in pop
- * order) and are filled together: *done of them, whose pin references and latency
- * retire_done_here counts after the flush. A batch completed whole during the call takes no
+ * order) and are filled together: *done of them, whose pin references serve drops after the
+ * flush, and whose latency its clock_read counts. A batch completed whole during the call takes no
  * second pass over it. Outside the read-side section unless the handler is nonblocking: the
  * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
@@ -308,16 +308,55 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	return taken;
 }
 
-/* Count the done requests of the batch completed inside the handler call (freed by hand_over),
- * published by now, and drop their references on the batch's pin. They were noticed together,
- * at t0, so they share a latency bucket. Owner of q. */
-static void retire_done_here(struct vqs_queue *q, struct pin_ref *pin, unsigned done, uint64_t t0,
-			     uint64_t now)
+/* Leave the read-side section the caller of the turn was in (*in: it still is), once the turn
+ * no longer needs it. */
+static inline void leave_section(bool *in)
 {
-	if (done) {
-		pin_drop(q, pin, done);
-		stat_latency(q, t0, now, done);
+	if (*in) {
+		*in = false;
+		vqs_mem_read_unlock();
 	}
+}
+
+/*
+ * The batches of a turn since its last clock read. A read is tens of ns in a VM (29.5 alone
+ * here), and a turn of batches of one read it after every batch: at batch 1 busy-poll ran at
+ * about 0.8 of its rate without the reads. So batches back to back share a read while they are
+ * short (clock_due); their requests completed inside the handler calls are timed at the read
+ * that ends the run, each batch the run's time over its batches (the batches of a run are the
+ * same queue's, back to back, so a batch slower than the others shares its excess with them). A
+ * batch of the default 64, or a slow handler's, is a run of its own.
+ */
+struct clock_run {
+	uint64_t since;           /* the read before the run */
+	uint64_t t0;              /* when its first batch was noticed: since, or a wake's time */
+	unsigned batches, reqs;   /* served since that read */
+	unsigned done;            /* of those, completed inside the handler calls */
+};
+
+/* Whether the run has taken long enough, by q's estimate, or enough requests, that the clock is
+ * read now: the time after a batch (latency, the policy's view, the section's age) is then at
+ * most about SCHED_CLOCK_NS old. Owner of q. */
+static inline bool clock_due(const struct vqs_queue *q, const struct clock_run *run)
+{
+	return run->reqs >= SCHED_CLOCK_REQS || (uint64_t)run->reqs * q->req_ns >= SCHED_CLOCK_NS;
+}
+
+/* Read the clock after a run of batches (at least one): time their completions inside the
+ * handler calls (published by now), update q's estimate of a request's time, and leave a
+ * section that has grown old (see serve). Returns the time read, which starts the next run. */
+static uint64_t clock_read(struct sched_worker *w, struct vqs_queue *q, struct clock_run *run,
+			   bool *in_section)
+{
+	uint64_t t = vqs_now_ns();
+	uint64_t per = (t - run->since) / run->reqs;
+	q->req_ns = per < SCHED_CLOCK_NS ? (uint32_t)per : SCHED_CLOCK_NS;
+	if (run->done)
+		stat_latency(q, 0, (t - run->t0) / run->batches, run->done);
+	if (*in_section && t - w->section_ns > SCHED_SECTION_NS)
+		leave_section(in_section);
+	*run = (struct clock_run){.since = t, .t0 = t};
+	return t;
 }
 
 /* Record whether q's notifications are on, in q and in its group's count of queues a kick can
@@ -331,20 +370,11 @@ static void set_notify_on(struct vqs_queue *q, bool on)
 	atomic_fetch_add_explicit(&g->armed, on ? 1 : -1, memory_order_relaxed);
 }
 
-/* Leave the read-side section the caller of the turn was in (*in: it still is), once the turn
- * no longer needs it. */
-static inline void leave_section(bool *in)
-{
-	if (*in) {
-		*in = false;
-		vqs_mem_read_unlock();
-	}
-}
-
 /* Pop, hand over and publish until the ring is empty, the budget is spent, or the queue cannot
  * take more (no free slot, handler gave back, ring broken). *now: the time on entry (the turn's
- * latest clock read); on return, the latest read made (after the last handler call), so the caller
- * reads the clock once per batch, not once per step.
+ * latest clock read); on return, a read made after the last batch, or after the empty poll that
+ * ended the turn: the caller reads no clock of its own, and the batches read it once per run
+ * (struct clock_run).
  *
  * Read-side sections: a handler that may block runs outside any, everything else may run inside
  * one, and entering or leaving the outermost is two liburcu calls (with three __tls_get_addr).
@@ -368,6 +398,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		atomic_store_explicit(&q->noticed_ns, 0, memory_order_relaxed);
 	uint64_t t = *now;
 	uint64_t t0 = noticed && noticed < t ? noticed : t;
+	struct clock_run run = {.since = t, .t0 = t0};
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
@@ -457,18 +488,22 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		sched_end_call(q, &ss);
 		stat_add(&q->c.polls, 1);
 		stat_add(&w->c.polls, 1);
-		/* Found at t (the last clock read, just before this pop): what the rate estimate and
-		 * the poll timeout need, at poll-loop resolution. */
+		/* Found at t (the last clock read, at most a short run of batches before this pop):
+		 * what the rate estimate and the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
-		t = vqs_now_ns();
+		/* the done ones' references; their latency at the run's read */
+		if (done)
+			pin_drop(q, pin, done);
+		run.batches++;
+		run.reqs += n;
+		run.done += done;
 		/* Batches of a nonblocking handler stay in one section (and a busy-polled queue's
-		 * turns in the looks'): left once it is old, or a grace period would wait as long
-		 * as the traffic lasts; the next batch's begin enters another. */
-		if (*in_section && t - w->section_ns > SCHED_SECTION_NS)
-			leave_section(in_section);
-		retire_done_here(q, pin, done, t0, t);
+		 * turns in the looks'): clock_read leaves it once it is old, or a grace period would
+		 * wait as long as the traffic lasts; the next batch's begin enters another. */
+		if (clock_due(q, &run))
+			t = clock_read(w, q, &run, in_section);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		pkts += taken;
 		bytes += b;
@@ -480,6 +515,10 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		}
 	}
 	look_drop(look); /* the loop ended before its first batch */
+	if (run.batches)
+		t = clock_read(w, q, &run, in_section);
+	else if (end == TURN_DRAINED)
+		t = vqs_now_ns(); /* an empty poll: the policy's timeout needs the present */
 	used->pkts = pkts;
 	used->bytes = bytes;
 	*now = t;
@@ -525,12 +564,9 @@ static bool one_turn(struct sched_worker *w, struct vqs_queue *q, uint64_t *now,
 		}
 		/* Empty ring: the policy says whether to stay polled; else re-arm, and what slipped
 		 * in meanwhile is served in this same turn (within its budget), not requeued. A ring
-		 * that keeps saying "more" without yielding any goes back on the list instead. The
-		 * clock is read here once per empty poll (poll timeouts need the present), but not
-		 * after a batch that took all: serve read it after the batch (busy-poll rr read it
-		 * twice per request). */
-		if (end == TURN_DRAINED)
-			*now = vqs_now_ns();
+		 * that keeps saying "more" without yielding any goes back on the list instead. *now
+		 * is serve's read after its last batch or its empty poll: one read a turn, where
+		 * busy-poll rr once read the clock twice per request. */
 		if (w->pending.woke_ns)
 			sched_cost_settle(w, *now); /* the wake-up's requests are served */
 		again = atomic_load_explicit(&q->kick_fd, memory_order_relaxed) < 0 ||
