@@ -39,7 +39,8 @@ struct vqs_queue_stats {
 	uint64_t busy_ns;          /* wall time workers spent in this queue's turns */
 	uint64_t batch_hist[VQS_STATS_BATCH_BUCKETS];
 	/* From the moment the worker noticed the request (kick wakeup, or the poll that found it)
-	 * to its completion. */
+	 * to its completion; short batches back to back, which share a clock read, each at the
+	 * run's time over its batches. */
 	uint64_t latency_hist[VQS_STATS_LAT_BUCKETS];
 	/* Requests a handler completed during its call and then returned as given back (a count
 	 * at or below their index): a handler bug. The completion is kept and the request counted
