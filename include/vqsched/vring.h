@@ -256,11 +256,10 @@ struct vqs_vq_session {
  * the chains left of what the last read of the avail index saw, and when none are, what a read
  * now sees (the session pops no further): the index, which the driver writes for every chain,
  * is read only once those are popped, so a chain published meanwhile waits for the session
- * after them. Packed: one descriptor's
- * flags are read, the next slot's: 0 when it is not available, else the most chains there can
- * be (the queue size less the descriptors popped and not yet filled); the pops find how many
- * there are, reading each descriptor once (the head's flags are the ones begin read). Pair
- * every begin with end or pause. */
+ * after them. Packed: one descriptor's flags are read, the next slot's: 0 when it is not
+ * available, else the most chains there can be (the queue size less the descriptors popped and
+ * not yet filled); the pops find how many there are, reading each descriptor once (the head's
+ * flags are the ones begin read). Pair every begin with end or pause. */
 VQS_API int vqs_vq_session_begin(struct vqs_vq *vq, struct vqs_vq_session *ss);
 /* Look again, in a session begun before: as begin, without starting a new session, so that a
  * session still in its section does not check the queue again (a loop that polls rings keeps

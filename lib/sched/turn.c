@@ -262,8 +262,8 @@ static void mark_open(struct sched_worker *w, unsigned taken, uint64_t t0, struc
  * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
  * were staged as it completed them (stage_here; an IN_ORDER queue stages them again in pop
  * order) and are filled together: *done of them, whose pin references serve drops after the
- * flush, and whose latency its clock_read counts. A batch completed whole during the call takes no
- * second pass over it. Outside the read-side section unless the handler is nonblocking: the
+ * flush, and whose latency its clock_read counts. A batch completed whole during the call takes
+ * no second pass over it. Outside the read-side section unless the handler is nonblocking: the
  * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
@@ -336,10 +336,13 @@ struct clock_run {
 
 /* Whether the run has taken long enough, by q's estimate, or enough requests, that the clock is
  * read now: the time after a batch (latency, the policy's view, the section's age) is then at
- * most about SCHED_CLOCK_NS old. Owner of q. */
+ * most about SCHED_CLOCK_NS old. A first batch noticed before the read (a wake-up's) is a run of
+ * its own: the wait for the worker is its requests' alone, not shared with the batches after.
+ * Owner of q. */
 static inline bool clock_due(const struct vqs_queue *q, const struct clock_run *run)
 {
-	return run->reqs >= SCHED_CLOCK_REQS || (uint64_t)run->reqs * q->req_ns >= SCHED_CLOCK_NS;
+	return run->reqs >= SCHED_CLOCK_REQS || (uint64_t)run->reqs * q->req_ns >= SCHED_CLOCK_NS ||
+	       run->t0 != run->since;
 }
 
 /* Read the clock after a run of batches (at least one): time their completions inside the
