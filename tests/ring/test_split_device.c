@@ -342,6 +342,17 @@ static void test_session_pops_no_further_than_begin_saw(void **state)
 	vqs_vq_session_end(&ss, &call);
 }
 
+/* A session of one pop: *has what its begin said, then the pop's result. The section is left
+ * before the caller's checks, so that a failed one does not leave it open. */
+static int begin_pop(struct vqs_vq *vq, const struct vqs_pop_to *at, unsigned max, int *has)
+{
+	struct vqs_vq_session ss;
+	*has = vqs_vq_session_begin(vq, &ss);
+	int got = *has > 0 ? vqs_vq_session_pop(&ss, at, max) : *has;
+	vqs_vq_session_pause(&ss);
+	return got;
+}
+
 /* Begin reads the avail index again only once the chains its last read saw are popped (Linux
  * vhost's rule): the driver writes that index on its CPU for every chain it adds, so a device
  * popping one chain a session would take its line away once a chain, and the driver's next
@@ -356,44 +367,31 @@ static void test_session_begin_reads_avail_idx_when_what_it_saw_is_popped(void *
 	struct vqs_elem e[4], *pe[4];
 	elems_init(e, pe, iov, 4);
 	struct vqs_pop_to at = {.base = e, .stride = sizeof(e[0])};
-	struct vqs_vq_session ss;
-	/* each session left before its checks: a failed check must not leave the section open */
-	int has = vqs_vq_session_begin(c->r.vq, &ss);
-	int got = vqs_vq_session_pop(&ss, &at, 1);
-	vqs_vq_session_pause(&ss);
+	int has;
+	assert_int_equal(begin_pop(c->r.vq, &at, 1, &has), 1);
 	assert_int_equal(has, 3);
-	assert_int_equal(got, 1);
 	fx_simple_chain(&c->r, 3, 8, true);
 	fx_simple_chain(&c->r, 4, 8, true);
 	/* two left of the three the last read saw: not read again */
-	has = vqs_vq_session_begin(c->r.vq, &ss);
-	got = vqs_vq_session_pop(&ss, &at, 4);
-	vqs_vq_session_pause(&ss);
+	assert_int_equal(begin_pop(c->r.vq, &at, 4, &has), 2);
 	assert_int_equal(has, 2);
-	assert_int_equal(got, 2);
 	assert_int_equal(e[0].id, 1);
 	assert_int_equal(e[1].id, 2);
 	/* none left: read, and the two published meanwhile are there */
 	assert_int_equal(vqs_vq_avail_count(c->r.vq), 2);
-	has = vqs_vq_session_begin(c->r.vq, &ss);
-	got = vqs_vq_session_pop(&ss, &at, 4);
-	vqs_vq_session_pause(&ss);
+	assert_int_equal(begin_pop(c->r.vq, &at, 4, &has), 2);
 	assert_int_equal(has, 2);
-	assert_int_equal(got, 2);
 	assert_int_equal(e[0].id, 3);
 	assert_int_equal(e[1].id, 4);
 	/* a malformed index is found by the read after the chains the last one saw */
 	fx_simple_chain(&c->r, 5, 8, true);
 	assert_int_equal(vqs_vq_avail_count(c->r.vq), 1);
 	fx_set_avail_idx(&c->r, (uint16_t)(c->r.avail_idx + NUM + 2));
-	has = vqs_vq_session_begin(c->r.vq, &ss);
-	got = vqs_vq_session_pop(&ss, &at, 4);
-	vqs_vq_session_pause(&ss);
+	assert_int_equal(begin_pop(c->r.vq, &at, 4, &has), 1);
 	assert_int_equal(has, 1);
-	assert_int_equal(got, 1);
 	assert_int_equal(e[0].id, 5);
 	assert_false(vqs_vq_is_broken(c->r.vq));
-	assert_int_equal(vqs_vq_session_begin(c->r.vq, &ss), -EIO);
+	assert_int_equal(begin_pop(c->r.vq, &at, 4, &has), -EIO);
 	assert_int_equal(vqs_vq_error(c->r.vq), VQS_VQ_ERR_AVAIL_IDX);
 }
 
