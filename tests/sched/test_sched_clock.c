@@ -97,8 +97,9 @@ static unsigned backlog_handler(struct vqs_queue *q, struct vqs_req *const *reqs
 }
 
 /* Post `count` chains at once to a busy-polled queue handled one at a time, wait for them all,
- * and check what every policy promises: each call's clock is a read made before the call and
- * never older than the previous call's; every request is timed once (latency_hist). */
+ * and check what holds whether or not the calls share reads: each call's clock is a read made
+ * before the call and never older than the previous call's; every request is timed once
+ * (latency_hist). */
 static void serve_backlog(struct backlog *b, unsigned count)
 {
 	struct vqs_sched_opts so;
