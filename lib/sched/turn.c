@@ -320,12 +320,13 @@ static inline void leave_section(bool *in)
 
 /*
  * The batches of a turn since its last clock read. A read is tens of ns in a VM (29.5 alone
- * here), and a turn of batches of one read it after every batch: at batch 1 busy-poll ran at
- * about 0.8 of its rate without the reads. So batches back to back share a read while they are
- * short (clock_due); their requests completed inside the handler calls are timed at the read
- * that ends the run, each batch the run's time over its batches (the batches of a run are the
- * same queue's, back to back, so a batch slower than the others shares its excess with them). A
- * batch of the default 64, or a slow handler's, is a run of its own.
+ * here), and a turn of batches of one read it after every batch: at batch 1 that held busy-poll
+ * to about 0.8 of the rate it had without the reads (in one of the host's phases; docs/bench.md,
+ * "At batch 1"). So batches back to back share a read while they are short (clock_due); their
+ * requests completed inside the handler calls are timed at the read that ends the run, each
+ * batch the run's time over its batches (the batches of a run are the same queue's, back to
+ * back, so a batch slower than the others shares its excess with them). A batch of the default
+ * 64, or a slow handler's, is a run of its own.
  */
 struct clock_run {
 	uint64_t since;           /* the read before the run */
