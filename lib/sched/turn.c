@@ -329,8 +329,8 @@ static inline void leave_section(bool *in)
  * 64, or a slow handler's, is a run of its own.
  */
 struct clock_run {
-	uint64_t since;           /* the read before the run */
-	uint64_t t0;              /* when its first batch was noticed: since, or a wake's time */
+	uint64_t t0;              /* when its first batch was noticed: the read before the run
+				   * (serve's t), or a wake's time */
 	unsigned batches, reqs;   /* served since that read */
 	unsigned done;            /* of those, completed inside the handler calls */
 };
@@ -340,26 +340,28 @@ struct clock_run {
  * most about SCHED_CLOCK_NS old. A first batch noticed before the read (a wake-up's) is a run of
  * its own: the wait for the worker is its requests' alone, not shared with the batches after.
  * Owner of q. */
-static inline bool clock_due(const struct vqs_queue *q, const struct clock_run *run)
+static inline bool clock_due(const struct vqs_queue *q, const struct clock_run *run,
+			     uint64_t since)
 {
 	return run->reqs >= SCHED_CLOCK_REQS || (uint64_t)run->reqs * q->req_ns >= SCHED_CLOCK_NS ||
-	       run->t0 != run->since;
+	       run->t0 != since;
 }
 
-/* Read the clock after a run of batches (at least one): time their completions inside the
- * handler calls (published by now), update q's estimate of a request's time, and leave a
- * section that has grown old (see serve). Returns the time read, which starts the next run. */
+/* Read the clock after a run of batches (at least one), which began after the read `since`:
+ * time their completions inside the handler calls (published by now), update q's estimate of a
+ * request's time, and leave a section that has grown old (see serve). Returns the time read,
+ * which starts the next run. */
 static uint64_t clock_read(struct sched_worker *w, struct vqs_queue *q, struct clock_run *run,
-			   bool *in_section)
+			   uint64_t since, bool *in_section)
 {
 	uint64_t t = vqs_now_ns();
-	uint64_t per = (t - run->since) / run->reqs;
+	uint64_t per = (t - since) / run->reqs;
 	q->req_ns = per < SCHED_CLOCK_NS ? (uint32_t)per : SCHED_CLOCK_NS;
 	if (run->done)
 		stat_latency(q, 0, (t - run->t0) / run->batches, run->done);
 	if (*in_section && t - w->section_ns > SCHED_SECTION_NS)
 		leave_section(in_section);
-	*run = (struct clock_run){.since = t, .t0 = t};
+	*run = (struct clock_run){.t0 = t};
 	return t;
 }
 
@@ -402,7 +404,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		atomic_store_explicit(&q->noticed_ns, 0, memory_order_relaxed);
 	uint64_t t = *now;
 	uint64_t t0 = noticed && noticed < t ? noticed : t;
-	struct clock_run run = {.since = t, .t0 = t0};
+	struct clock_run run = {.t0 = t0};
 	uint64_t pkts = used->pkts, bytes = used->bytes;
 	enum turn_end end = TURN_STALLED;
 
@@ -506,8 +508,8 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		/* Batches of a nonblocking handler stay in one section (and a busy-polled queue's
 		 * turns in the looks'): clock_read leaves it once it is old, or a grace period would
 		 * wait as long as the traffic lasts; the next batch's begin enters another. */
-		if (clock_due(q, &run))
-			t = clock_read(w, q, &run, in_section);
+		if (clock_due(q, &run, t))
+			t = clock_read(w, q, &run, t, in_section);
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		pkts += taken;
 		bytes += b;
@@ -520,7 +522,7 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	}
 	look_drop(look); /* the loop ended before its first batch */
 	if (run.batches)
-		t = clock_read(w, q, &run, in_section);
+		t = clock_read(w, q, &run, t, in_section);
 	else if (end == TURN_DRAINED)
 		t = vqs_now_ns(); /* an empty poll: the policy's timeout needs the present */
 	used->pkts = pkts;
