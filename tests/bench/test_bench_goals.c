@@ -53,21 +53,29 @@ static void sweep_point(struct result *r, enum vqs_policy pol, const double *kic
 	sweep_fold(r, pol, 5000, s, n);
 }
 
+/* The verdict of the sweep goal `name` over res[0..judged) of the n results made; frees them
+ * (results_free frees the array too). */
+static int sweep_goal(struct result *res, size_t n, size_t judged, const char *name, char *detail,
+		      size_t len)
+{
+	struct report rep = {.preset = "sweep", .results = res, .nresults = judged};
+	int status = goal_of(&rep, name, detail, len);
+	results_free(res, n);
+	return status;
+}
+
 /* The adaptive-kicks verdict; lat: p50 and p99 of adaptive's repeats then dedicated's (NULL:
  * none stalled); detail: the goal's line. */
 static int kicks_goal_lat(const double *ad, unsigned nad, const double *ded, unsigned nded,
 			  const double *const lat[4], char *detail, size_t len)
 {
-	struct result *res = calloc(2, sizeof(*res)); /* results_free frees the array too */
+	struct result *res = calloc(2, sizeof(*res));
 	assert_non_null(res);
 	sweep_point(&res[0], VQS_POLICY_DEDICATED, ded, lat ? lat[2] : NULL, lat ? lat[3] : NULL,
 		    nded);
 	sweep_point(&res[1], VQS_POLICY_ADAPTIVE, ad, lat ? lat[0] : NULL, lat ? lat[1] : NULL,
 		    nad);
-	struct report rep = {.preset = "sweep", .results = res, .nresults = 2};
-	int status = goal_of(&rep, "adaptive-kicks", detail, len);
-	results_free(res, 2);
-	return status;
+	return sweep_goal(res, 2, 2, "adaptive-kicks", detail, len);
 }
 
 static int kicks_goal(const double *ad, unsigned nad, const double *ded, unsigned nded)
@@ -164,10 +172,7 @@ static int regimes_goal(const double (*ad99)[4], const double (*fixed99)[4], cha
 			regime_point(&res[4 * i + p], pols[p], rates[i], pols[p] == VQS_POLICY_POLL,
 				     p50, p99, 4);
 		}
-	struct report rep = {.preset = "sweep", .results = res, .nresults = 16};
-	int status = goal_of(&rep, "adaptive-regimes", detail, len);
-	results_free(res, 16);
-	return status;
+	return sweep_goal(res, 16, 16, "adaptive-regimes", detail, len);
 }
 
 /* adaptive-regimes leaves out repeat pairs with a stall of the machine's (p99 over 1000x p50), as
@@ -224,10 +229,7 @@ static int regimes_one(uint64_t rate, bool spins, const double *ad99, const doub
 		     quiet, 4);
 	/* the regimes are told by the point's dedicated one */
 	regime_point(&res[2], VQS_POLICY_DEDICATED, rate, false, p50, quiet, 4);
-	struct report rep = {.preset = "sweep", .results = res, .nresults = spins ? 3 : 2};
-	int status = goal_of(&rep, "adaptive-regimes", detail, len);
-	results_free(res, 3);
-	return status;
+	return sweep_goal(res, 3, spins ? 3 : 2, "adaptive-regimes", detail, len);
 }
 
 /* A spinning worker preempted for over 1% of a repeat (worker_runq_share) met a stall of the
