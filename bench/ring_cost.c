@@ -18,12 +18,26 @@
  * negotiates VIRTIO_F_IN_ORDER with vqs_vq_config.in_order_fold and fills every buffer whole,
  * so that a split batch is answered by one used entry. The argument regions2
  * maps guest memory as two regions (a guest with more than 4G of RAM or hotplugged memory, or a
- * DPDK driver with several memsegs) and alternates the chains of a batch between them. Public API
- * only.
+ * DPDK driver with several memsegs) and alternates the chains of a batch between them. The
+ * argument sched makes the device side the scheduler's instead (vqs_sched, dedicated policy,
+ * batch_max from bN, the benchmark's null handler): each round the driver adds 64 chains,
+ * kicks when the ring asks, and waits for them; counting
+ *
+ *   valgrind --tool=callgrind --toggle-collect=sched_run_taken vqs-ring-cost split 1 1000 sched b1
+ *
+ * gives the worker's turns, the ring session's calls in them included, for 64000 requests: what
+ * the scheduler adds to the rings alone, a request at a time, next to this program's device_batch
+ * count with b1 and byid (the same calls on the ring). The turn that finds the round's chains
+ * after a kick, and its empty poll and re-arm at the end, are in the count, once a round. Public
+ * API only.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 #include <vqsched/vqsched.h>
 
 #define NUM 256u
@@ -122,10 +136,72 @@ __attribute__((noinline)) static unsigned device_batch(struct rig *r)
 	return n > 0 ? (unsigned)n : 0;
 }
 
+static const uint32_t none[MOST]; /* nothing written */
+
+/* The benchmark's null handler (workload.c): the whole batch completed, with one call. */
+static unsigned null_handler(struct vqs_queue *q, struct vqs_req *const *reqs, unsigned n,
+			     void *opaque)
+{
+	(void)q;
+	(void)opaque;
+	if (n == 1)
+		vqs_req_complete(reqs[0], 0);
+	else
+		vqs_req_complete_batch(reqs, none, n);
+	return n;
+}
+
+/* The scheduler serving the rig's device queue, kicked through *kick_fd. */
+static int sched_init(struct rig *r, unsigned batch, struct vqs_sched **s, struct vqs_queue **q,
+		      int *kick_fd)
+{
+	struct vqs_sched_opts so;
+	vqs_sched_opts_init(&so);
+	so.policy = VQS_POLICY_DEDICATED;
+	so.batch_max = batch;
+	struct vqs_queue_opts qo;
+	vqs_queue_opts_init(&qo);
+	qo.vq = r->dev;
+	qo.kick_fd = *kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	qo.call_fd = -1;
+	qo.handler = null_handler;
+	qo.iov_per_req = 4;
+	qo.prefetch_lines = 0;
+	qo.handler_nonblocking = true;
+	if (*kick_fd < 0 || vqs_sched_create(s, &so))
+		return -1;
+	return vqs_sched_attach(*s, &qo, q);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The scheduler's half of a round of n chains: a kick if the ring asks for one, then the wait
+ * for their used entries (their tokens and lengths into got, len), a minute at most (under
+ * valgrind a round takes milliseconds). Returns how many came. */
+static unsigned sched_round(struct rig *r, int kick_fd, unsigned n, void **got, uint32_t *len)
+{
+	uint64_t one = 1;
+	if (vqs_drv_kick_prepare(r->drv) && write(kick_fd, &one, sizeof(one)) != sizeof(one))
+		return 0;
+	unsigned k = 0;
+	for (uint64_t until = now_ns() + 60000000000ull; k < n && now_ns() < until;) {
+		unsigned m = vqs_drv_get_used_batch(r->drv, got + k, len + k, n - k);
+		if (!m)
+			sched_yield();
+		k += m;
+	}
+	return k;
+}
+
 int main(int argc, char **argv)
 {
-	bool in_order = false, single = false, by_id = false, regions2 = false;
-	bool bad = argc < 4 || argc > 9;
+	bool in_order = false, single = false, by_id = false, regions2 = false, sched = false;
+	bool bad = argc < 4 || argc > 10;
 	unsigned batch = 0;
 	for (int a = 4; !bad && a < argc; a++) {
 		char *end;
@@ -139,6 +215,7 @@ int main(int argc, char **argv)
 			    : !strcmp(argv[a], "single") ? &single
 			    : !strcmp(argv[a], "byid")	 ? &by_id
 			    : !strcmp(argv[a], "regions2") ? &regions2
+			    : !strcmp(argv[a], "sched")	 ? &sched
 							 : NULL;
 		bad = !opt || *opt;
 		if (opt)
@@ -147,7 +224,7 @@ int main(int argc, char **argv)
 	if (bad || (strcmp(argv[1], "split") && strcmp(argv[1], "packed")) ||
 	    (strcmp(argv[2], "1") && strcmp(argv[2], "2"))) {
 		fprintf(stderr, "usage: vqs-ring-cost split|packed 1|2 BATCHES [bN] [inorder] [single] "
-				"[byid] [regions2]\n");
+				"[byid] [regions2] [sched]\n");
 		return 2;
 	}
 	unsigned descs = (unsigned)atoi(argv[2]);
@@ -156,7 +233,13 @@ int main(int argc, char **argv)
 	r.by_id = by_id;
 	r.batch = batch ? batch : MOST;
 	const unsigned bn = r.batch;
-	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order, regions2)) {
+	/* chains a round: the scheduler's turn takes batches of bn out of a round of 64 */
+	const unsigned per = sched ? MOST : bn;
+	struct vqs_sched *s = NULL;
+	struct vqs_queue *q = NULL;
+	int kick_fd = -1;
+	if (rig_init(&r, !strcmp(argv[1], "packed"), in_order, regions2) ||
+	    (sched && sched_init(&r, bn, &s, &q, &kick_fd))) {
 		fprintf(stderr, "vqs-ring-cost: setup failed\n");
 		return 1;
 	}
@@ -166,13 +249,13 @@ int main(int argc, char **argv)
 	static int token;
 	struct vqs_drv_buf bufs[MOST * 2];
 	void *tokens[MOST];
-	for (unsigned i = 0; i < bn; i++)
+	for (unsigned i = 0; i < per; i++)
 		tokens[i] = &token;
 	unsigned long served = 0;
 	for (long b = 0; b < batches; b++) {
 		unsigned k = 0;
-		for (unsigned i = 0; i < bn; i++) {
-			unsigned j = (unsigned)((b * bn + i) % NUM);
+		for (unsigned i = 0; i < per; i++) {
+			unsigned j = (unsigned)((b * per + i) % NUM);
 			/* two regions: every other chain in the second */
 			if (regions2)
 				j = (j & 1) * (NUM / 2) + j / 2;
@@ -184,31 +267,41 @@ int main(int argc, char **argv)
 		}
 		unsigned out = descs == 2 ? 1 : 0;
 		if (single) {
-			for (unsigned i = 0; i < bn; i++)
+			for (unsigned i = 0; i < per; i++)
 				if (vqs_drv_add(r.drv, &bufs[i * descs], out, 1, &token, false))
 					return 1;
-		} else if (vqs_drv_add_batch(r.drv, bufs, out, 1, tokens, bn, false) !=
-			   (int)bn) {
+		} else if (vqs_drv_add_batch(r.drv, bufs, out, 1, tokens, per, false) !=
+			   (int)per) {
 			return 1;
 		}
-		vqs_drv_kick_prepare(r.drv);
-		unsigned n = device_batch(&r), got_n = 0;
 		void *got[MOST];
 		uint32_t len[MOST];
-		if (single) {
-			while (got_n < n && vqs_drv_get_used(r.drv, &len[got_n]))
-				got_n++;
+		unsigned n, got_n = 0;
+		if (sched) {
+			n = got_n = sched_round(&r, kick_fd, per, got, len);
 		} else {
-			got_n = vqs_drv_get_used_batch(r.drv, got, len, bn);
+			vqs_drv_kick_prepare(r.drv);
+			n = device_batch(&r);
+			if (single) {
+				while (got_n < n && vqs_drv_get_used(r.drv, &len[got_n]))
+					got_n++;
+			} else {
+				got_n = vqs_drv_get_used_batch(r.drv, got, len, bn);
+			}
 		}
-		if (got_n != n)
+		if (n != per || got_n != n)
 			return 1;
 		served += n;
 	}
 	printf("%lu requests in batches of %u, %u descriptor(s) each\n", served, bn, descs);
+	if (s) {
+		vqs_sched_detach(q);
+		vqs_sched_destroy(s);
+		close(kick_fd);
+	}
 	vqs_vq_destroy(r.dev);
 	vqs_drv_vq_destroy(r.drv);
 	vqs_mem_destroy(r.mem);
 	vqs_gmem_destroy(r.gmem);
-	return served == (unsigned long)batches * bn ? 0 : 1;
+	return served == (unsigned long)batches * per ? 0 : 1;
 }
