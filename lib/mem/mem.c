@@ -44,11 +44,7 @@ void vqs_mem_read_unlock(void)
 	urcu_bp_read_unlock();
 }
 
-const struct vqs_mem_table *vqs_mem_current(struct vqs_mem *m)
-{
-	/* pairs with the release store in replace_locked() */
-	return atomic_load_explicit(&m->cur, memory_order_acquire);
-}
+const struct vqs_mem_table *vqs_mem_current(struct vqs_mem *m) { return mem_current(m); }
 
 /* ---- lifetimes ---- */
 
@@ -222,7 +218,7 @@ static int replace_locked(struct vqs_mem *m, struct mem_region_obj *const *objs,
 		}
 	}
 	struct vqs_mem_table *old = atomic_load_explicit(&m->cur, memory_order_relaxed);
-	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with vqs_mem_current() */
+	atomic_store_explicit(&m->cur, t, memory_order_release); /* pairs with mem_current() */
 	if (old)
 		table_retire(m, old);
 	return 0;

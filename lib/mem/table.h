@@ -22,13 +22,21 @@ struct vqs_mem {
 	 * for with urcu_bp_barrier(), whose internal hand-offs TSan cannot follow. */
 	unsigned retiring;
 	/* The published table; the release store in replace_locked() pairs with the acquire load in
-	 * vqs_mem_current(), so a reader sees the table fully built. */
+	 * mem_current(), so a reader sees the table fully built. */
 	_Atomic(struct vqs_mem_table *) cur;
 	uint64_t gen; /* generation of the newest table; under lock */
 	struct mem_log_obj *log; /* the installed dirty log (one reference), or NULL; under lock */
 	bool log_on;             /* under lock */
 	int log_fd;              /* eventfd signalled after marks (vqs_mem_set_log_fd), -1; lock */
 };
+
+/* vqs_mem_current, inline for the data path (the ring's readiness check and the scheduler's pin
+ * test run it once a batch). */
+static inline const struct vqs_mem_table *mem_current(struct vqs_mem *m)
+{
+	/* pairs with the release store in replace_locked() */
+	return atomic_load_explicit(&m->cur, memory_order_acquire);
+}
 
 /* A region as the map owns it: shared by every table that lists it, released with the last. */
 struct mem_region_obj {

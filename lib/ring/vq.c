@@ -217,7 +217,7 @@ static int ring_ready(struct vqs_vq *vq, const struct vqs_mem_table **tp)
 		return -EINVAL;
 	if (atomic_load_explicit(&vq->err, memory_order_relaxed) != VQS_VQ_OK)
 		return -EIO;
-	const struct vqs_mem_table *t = vqs_mem_current(vq->cfg.mem);
+	const struct vqs_mem_table *t = mem_current(vq->cfg.mem);
 	enum vqs_vq_err err = ensure_resolved(vq, t);
 	if (err != VQS_VQ_OK)
 		return vqs_vq_break(vq, err);
