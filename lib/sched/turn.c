@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 
+#include "mem/table.h"
 #include "sched/internal.h"
 #include "sched/slots.h"
 #include "util/log.h"
@@ -107,28 +108,37 @@ static unsigned pop_batch(struct sched_worker *w, struct vqs_queue *q, struct vq
 	return n;
 }
 
-/* Write the used entries of the m requests collected in w->fill_elems/fill_written, in that
- * order, with as few ring calls as the ring allows (one, unless it refuses one, which is reported
- * and skipped). Owner of q. */
-static void fill_collected(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
-			   unsigned m)
+/* fill_collected's way on after the ring refused an entry (k: what the fill of the m returned):
+ * the refused one is reported and skipped, the rest filled after it. Out of line: a queue reset
+ * under the turn, not the data path. */
+static __attribute__((noinline)) void fill_refused(struct sched_worker *w,
+						   struct vqs_vq_session *ss, unsigned m, int k)
 {
-	for (unsigned done = 0; done < m;) {
-		int k = vqs_vq_session_fill(ss, w->fill_elems + done, w->fill_written + done,
-					    m - done);
+	for (unsigned done = 0;;) {
 		if (k < 0) {
 			warn_rejected(w->fill_elems[done]);
 			k = 1;
 		}
-		done += (unsigned)k;
+		if ((done += (unsigned)k) == m)
+			return;
+		k = vqs_vq_session_fill(ss, w->fill_elems + done, w->fill_written + done, m - done);
 	}
+}
+
+/* Write the used entries of the m requests collected in w->fill_elems/fill_written, in that
+ * order, with one ring call unless the ring refuses one. Owner of q. */
+static void fill_collected(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
+			   unsigned m)
+{
+	int k = vqs_vq_session_fill(ss, w->fill_elems, w->fill_written, m);
+	if (__builtin_expect(k != (int)m, 0))
+		fill_refused(w, ss, m, k);
 	stat_add(&q->c.reqs, m);
 }
 
-/* Give batch[from..n) back to the ring unconsumed, with their references on pin (none: not
- * pinned yet). Returns their bytes. */
-static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n,
-			  struct pin_ref *pin)
+/* Give batch[from..n) back to the ring unconsumed (they hold no pin reference yet: hand_over).
+ * Returns their bytes. */
+static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned from, unsigned n)
 {
 	uint64_t b = 0;
 	for (unsigned i = from; i < n; i++) {
@@ -139,8 +149,6 @@ static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned 
 		vqs_err("sched: could not give back %u requests", n - from);
 	for (unsigned i = from; i < n; i++)
 		slot_free(q, w->batch[i]);
-	if (pin)
-		pin_drop(q, pin, n - from);
 	if (q->in_order)
 		q->ord_len -= n - from; /* the newest popped */
 	return b;
@@ -153,7 +161,9 @@ static uint64_t give_back(struct sched_worker *w, struct vqs_queue *q, unsigned 
  * regions once the replacement is acknowledged): the chains go back and are popped again, through
  * the new table, in the same session. The pin is the queue's current one (pin_cur) while the
  * table stays the same: two atomic RMWs per table the queue's worker sees, not per batch.
- * *pin: the batch's pin, holding a reference for each of its requests.
+ * *pin: the batch's pin. Through the handler call the queue's own reference on it (pin_cur's,
+ * which only the owner drops, between turns or batches) keeps the table; hand_over then takes
+ * one for each request left open, so a batch completed in the call counts none.
  */
 static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			   unsigned want, uint64_t *bytes, bool *empty, struct pin_ref **pin)
@@ -165,7 +175,7 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 		if (!n)
 			return 0;
 		/* t cannot be freed inside the section, so no newer table has its address */
-		if (vqs_mem_current(mem) == t) {
+		if (mem_current(mem) == t) {
 			struct pin_ref *p = q->pin_cur;
 			if (!p || p->t != t) {
 				queue_unpin(q);
@@ -178,11 +188,10 @@ static unsigned pop_pinned(struct sched_worker *w, struct vqs_queue *q, struct v
 				p->refs = 1;
 				q->pin_cur = p;
 			}
-			p->refs += n;
 			*pin = p;
 			return n;
 		}
-		give_back(w, q, 0, n, NULL);
+		give_back(w, q, 0, n);
 		/* the session's next pop enters the new table */
 		vqs_vq_session_pause(ss);
 	}
@@ -261,10 +270,11 @@ static void mark_open(struct sched_worker *w, unsigned taken, uint64_t t0, struc
 /* Run the handler on batch[0..n), noticed at t0 and pinned by pin; returns how many it took (the
  * rest went back to the ring, their bytes taken off *bytes). Those it completed during the call
  * were staged as it completed them (stage_here; an IN_ORDER queue stages them again in pop
- * order) and are filled together: *done of them, whose pin references serve drops after the
- * flush, and whose latency its clock_read counts. A batch completed whole during the call takes
- * no second pass over it. Outside the read-side section unless the handler is nonblocking: the
- * batch's pin keeps the buffers mapped, so a handler that blocks holds up no grace period. */
+ * order) and are filled together: *done of them, whose latency serve's clock_read counts. The
+ * others each take a reference on pin for their completion. A batch completed whole during the
+ * call takes no second pass over it. Outside the read-side section unless the handler is
+ * nonblocking: the batch's pin keeps the buffers mapped, so a handler that blocks holds up no
+ * grace period. */
 static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vqs_vq_session *ss,
 			  unsigned n, uint64_t t0, struct pin_ref *pin, bool *in_section,
 			  uint64_t *bytes, unsigned *done)
@@ -288,7 +298,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 	if (taken < n)
 		taken = keep_completed(w, q, taken, n);
 	if (taken < n) {
-		*bytes -= give_back(w, q, taken, n, pin);
+		*bytes -= give_back(w, q, taken, n);
 		stat_add(&q->c.given_back, n - taken);
 		q->parked = true;
 	}
@@ -298,6 +308,7 @@ static unsigned hand_over(struct sched_worker *w, struct vqs_queue *q, struct vq
 		m = stage_in_order(w, q, taken, t0, pin);
 	else if (m < taken)
 		mark_open(w, taken, t0, pin);
+	pin->refs += taken - m;
 	if (m) {
 		q->nout -= m;
 		if (q->in_order)
@@ -406,10 +417,11 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 	uint64_t t0 = noticed && noticed < t ? noticed : t;
 	struct clock_run run = {.t0 = t0};
 	uint64_t pkts = used->pkts, bytes = used->bytes;
+	unsigned polls = 0; /* counted once a serve, not once a batch */
 	enum turn_end end = TURN_STALLED;
 
 	/* A replaced table: let go of it now, not when traffic comes (a comparison, no access). */
-	if (q->pin_cur && vqs_mem_current(q->mem) != q->pin_cur->t)
+	if (q->pin_cur && mem_current(q->mem) != q->pin_cur->t)
 		queue_unpin(q);
 	/* Completions that came after the look are filled in a session of their own: not between
 	 * the look's begin and its pop. */
@@ -468,10 +480,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 			n = pop_pinned(w, q, &ss, want < has ? want : has, &b, &empty, &pin);
 		empty |= n == has; /* took all begin saw: the next batch begins again */
 		unsigned backlog = n && !empty ? has - n : 0;
+		polls++;
 		if (!n) {
 			vqs_vq_session_pause(&ss);
-			stat_add(&q->c.polls, 1);
-			stat_add(&w->c.polls, 1);
 			stat_add(&q->c.empty_polls, 1);
 			stat_add(&w->c.empty_polls, 1);
 			if (empty)
@@ -492,16 +503,11 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		 * ns in a VM) and the retiring of its requests are not on the way of the completions
 		 * to the driver (busy-poll rr waits for exactly this path). */
 		sched_end_call(q, &ss);
-		stat_add(&q->c.polls, 1);
-		stat_add(&w->c.polls, 1);
 		/* Found at t (the last clock read, at most a short run of batches before this pop):
 		 * what the rate estimate and the poll timeout need, at poll-loop resolution. */
 		q->last_work_ns = t;
 		pol->observe(s, q, n, backlog, t);
 		stat_add(&q->c.batch_hist[stat_bucket(n, VQS_STATS_BATCH_BUCKETS)], 1);
-		/* the done ones' references; their latency at the run's read */
-		if (done)
-			pin_drop(q, pin, done);
 		run.batches++;
 		run.reqs += n;
 		run.done += done;
@@ -513,7 +519,6 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		/* Only what the handler took counts against the budget: given-back chains come again. */
 		pkts += taken;
 		bytes += b;
-		stat_add(&q->c.bytes, b);
 		t0 = t;
 		if (empty && taken == n) {
 			end = TURN_TOOK_ALL;
@@ -521,6 +526,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		}
 	}
 	look_drop(look); /* the loop ended before its first batch */
+	stat_add(&q->c.polls, polls);
+	stat_add(&w->c.polls, polls);
+	stat_add(&q->c.bytes, bytes - used->bytes);
 	if (run.batches)
 		t = clock_read(w, q, &run, t, in_section);
 	else if (end == TURN_DRAINED)
