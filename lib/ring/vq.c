@@ -197,7 +197,7 @@ void *vqs_vq_ring_area(const struct vqs_vq *vq, const struct vqs_mem_table *t, u
  */
 static enum vqs_vq_err ensure_resolved(struct vqs_vq *vq, const struct vqs_mem_table *t)
 {
-	uint64_t gen = vqs_mem_table_gen(t);
+	uint64_t gen = t->gen;
 	if (vq->resolved && vq->resolved_gen == gen)
 		return VQS_VQ_OK;
 	vq->resolved = false;
