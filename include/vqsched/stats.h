@@ -5,7 +5,8 @@
  * Counters only grow (per queue: for the queue's whole attachment, across moves and policy
  * changes; per worker: for the life of that worker thread, which a policy change replaces).
  * Each counter is written by one thread at a time and read with relaxed loads, so a snapshot is
- * consistent per counter, not across counters.
+ * consistent per counter, not across counters; polls and bytes are added when a turn's run of
+ * batches ends (at most a turn's budget behind the requests counted).
  */
 #ifndef VQSCHED_STATS_H
 #define VQSCHED_STATS_H

@@ -499,9 +499,9 @@ static enum turn_end serve(struct sched_worker *w, struct vqs_queue *q, uint64_t
 		q->clock_ns = t;
 		unsigned done;
 		unsigned taken = hand_over(w, q, &ss, n, t0, pin, in_section, &b, &done);
-		/* Publish first: the policy's feedback, the batch's counters, the clock read (tens of
-		 * ns in a VM) and the retiring of its requests are not on the way of the completions
-		 * to the driver (busy-poll rr waits for exactly this path). */
+		/* Publish first: the policy's feedback, the batch's counters and the clock read (tens
+		 * of ns in a VM) are not on the way of the completions to the driver (busy-poll rr
+		 * waits for exactly this path). */
 		sched_end_call(q, &ss);
 		/* Found at t (the last clock read, at most a short run of batches before this pop):
 		 * what the rate estimate and the poll timeout need, at poll-loop resolution. */
