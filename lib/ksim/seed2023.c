@@ -316,7 +316,7 @@ void vqs_ksim_seed2023_judge(struct vqs_ksim_seed2023_result *r)
 			continue;
 		r->task_ratio[row] = ksim_judged_ratio(&c[COL_TASK], &c[COL_KTHREAD],
 						       VQS_KSIM_SEED2023_TASK_CPUS,
-						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
+						       VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row),
 						       &r->drop_judged[row]);
 		r->task_drop[row] = r->drop_judged[row] >= need &&
 				    r->task_ratio[row] < 1 - VQS_KSIM_VERDICT_MARGIN;
@@ -324,7 +324,7 @@ void vqs_ksim_seed2023_judge(struct vqs_ksim_seed2023_result *r)
 			continue;
 		r->auto_ratio[row] = ksim_judged_ratio(&c[COL_AUTO], &c[COL_KTHREAD],
 						       VQS_KSIM_SEED2023_AUTO_CPUS,
-						       VQS_KSIM_SEED2023_KTHREAD_CPUS,
+						       VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row),
 						       &r->auto_judged[row]);
 		r->auto_ok[row] = r->auto_judged[row] >= need &&
 				  r->auto_ratio[row] >= 1 - VQS_KSIM_VERDICT_MARGIN;
@@ -416,7 +416,7 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 			fprintf(f, "not judged here: the model got its CPUs (kthread cell %.1f, "
 				   "task cell %.1f) in %u of %u repeats, %u needed; other programs took "
 				   "them, and the drop is the CPU task mode loses",
-				VQS_KSIM_SEED2023_KTHREAD_CPUS, VQS_KSIM_SEED2023_TASK_CPUS,
+				VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row), VQS_KSIM_SEED2023_TASK_CPUS,
 				r->drop_judged[row], n, need);
 		else
 			fprintf(f, "%s (task %.2fx of kthread, %u of %u repeats judged)",
@@ -437,7 +437,7 @@ void vqs_ksim_seed2023_print(FILE *f, const struct vqs_ksim_seed2023_opts *o,
 			fprintf(f, " %.2f (%.1f, %.1f)%s",
 				ksim_ratio(c[COL_TASK].run_rate[i], c[COL_KTHREAD].run_rate[i]), t, k,
 				t >= VQS_KSIM_SEED2023_TASK_CPUS &&
-						k >= VQS_KSIM_SEED2023_KTHREAD_CPUS
+						k >= VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row)
 					? "*"
 					: "");
 		}

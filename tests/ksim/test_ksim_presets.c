@@ -350,6 +350,29 @@ static void test_seed2023_judges_auto_by_its_own_cpus(void **state)
 	}
 }
 
+/* TCP_RR's kthread cell has the machine at 1.7-1.8 CPUs (its external host sleeps between
+ * transactions), TCP_STREAM's at 1.9-2.0: a kthread cell at 1.7 is judged in the TCP_RR row and
+ * not in the TCP_STREAM row, where it was slowed by the share task mode loses. */
+static void test_seed2023_judges_rr_kthread_by_its_own_cpus(void **state)
+{
+	(void)state;
+	struct vqs_ksim_seed2023_result r = {.size = sizeof(r)};
+	for (unsigned row = 0; row < VQS_KSIM_SEED2023_ROWS; row++)
+		for (unsigned i = 0; i < 12; i++) {
+			cell_repeat(&r.cell[row][TASK], i, 12000, 1.3);
+			cell_repeat(&r.cell[row][KTHREAD], i, 18000, 1.7);
+			cell_repeat(&r.cell[row][AUTO], i, 18500, 1.74);
+		}
+	vqs_ksim_seed2023_judge(&r);
+	assert_int_equal(r.drop_judged[VQS_KSIM_SEED2023_STREAM], 0);
+	assert_false(r.task_drop[VQS_KSIM_SEED2023_STREAM]);
+	assert_int_equal(r.auto_judged[VQS_KSIM_SEED2023_STREAM], 0);
+	assert_int_equal(r.drop_judged[VQS_KSIM_SEED2023_RR], 12);
+	assert_true(r.task_drop[VQS_KSIM_SEED2023_RR]);
+	assert_int_equal(r.auto_judged[VQS_KSIM_SEED2023_RR], 12);
+	assert_true(r.auto_ok[VQS_KSIM_SEED2023_RR]);
+}
+
 static void test_seed2023_rejects_unusable_cpu(void **state)
 {
 	struct vqs_ksim_seed2023_opts o;
@@ -421,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_seed2017_adaptive_against_the_best_column),
 		cmocka_unit_test(test_seed2017_adaptive_judged_in_one_world),
 		cmocka_unit_test(test_seed2023_judges_auto_by_its_own_cpus),
+		cmocka_unit_test(test_seed2023_judges_rr_kthread_by_its_own_cpus),
 		cmocka_unit_test(test_seed2023_rejects_unusable_cpu),
 		cmocka_unit_test(test_seed2017_413_keeps_its_batch_nothing_stalls),
 		cmocka_unit_test(test_seed2017_light_load_loss),

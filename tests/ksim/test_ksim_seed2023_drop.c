@@ -20,14 +20,14 @@ enum { TASK = VQS_KSIM_SEED2023_TASK, KTHREAD = VQS_KSIM_SEED2023_KTHREAD };
  * The effect seed-2023 must show: a task-mode worker, which inherits the pinned owner's CPU,
  * competes with the vCPU for it, and TCP_STREAM and TCP_RR lose throughput against kthread mode
  * (the report: about 30% each). The drop is the CPU task mode loses, so only repeats in which
- * the model got its CPUs count (the kthread cell VQS_KSIM_SEED2023_KTHREAD_CPUS, the task cell
- * VQS_KSIM_SEED2023_TASK_CPUS, as the preset judges): with one CPU shared by two busy threads and other programs, each
- * thread's share of it decides, not the mode. Runs of 4 repeats of 120 ms cells go on until
- * each row has JUDGED_MIN judged repeats, at most RUNS_MAX runs per cost set; the median of
- * their task/kthread ratios must be below 1 - VQS_KSIM_VERDICT_MARGIN, with this VM's costs
- * and with bare-metal ones; a workload that never got them skips the case, after the other
- * was checked. A worker that does not inherit the owner's mask fails it (task
- * mode then runs as kthread mode does: ratios about 1).
+ * the model got its CPUs count (the kthread cell VQS_KSIM_SEED2023_KTHREAD_CPUS_OF its row, the
+ * task cell VQS_KSIM_SEED2023_TASK_CPUS, as the preset judges): with one CPU shared by two busy
+ * threads and other programs, each thread's share of it decides, not the mode. Runs of 4
+ * repeats of 120 ms cells go on until each row has JUDGED_MIN judged repeats, at most RUNS_MAX
+ * runs per cost set; the median of their task/kthread ratios must be below
+ * 1 - VQS_KSIM_VERDICT_MARGIN, with this VM's costs and with bare-metal ones; a workload that
+ * never got them skips the case, after the other was checked. A worker that does not inherit
+ * the owner's mask fails it (task mode then runs as kthread mode does: ratios about 1).
  */
 #define JUDGED_MIN 3u
 #define RUNS_MAX 3u
@@ -64,7 +64,7 @@ static void seed2023_drop(enum vqs_ksim_host host)
 			assert_int_equal(k->err, 0);
 			for (unsigned i = 0; i < t->repeats && i < k->repeats; i++)
 				if (t->run_cpus[i] >= VQS_KSIM_SEED2023_TASK_CPUS &&
-				    k->run_cpus[i] >= VQS_KSIM_SEED2023_KTHREAD_CPUS)
+				    k->run_cpus[i] >= VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row))
 					ratio[row][n[row]++] = t->run_rate[i] / k->run_rate[i];
 		}
 	}
