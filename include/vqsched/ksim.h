@@ -468,8 +468,8 @@ struct vqs_ksim_seed2023_result {
  * repeat to be judged. The kthread cell's is about 90% of what it uses when nothing else runs:
  * TCP_STREAM's (VQS_KSIM_SEED2023_KTHREAD_CPUS) keeps its vCPU and worker busy, 1.9-2.0, and
  * one that got less was slowed by the same share task mode loses, so its ratio reads no drop;
- * TCP_RR's (VQS_KSIM_SEED2023_KTHREAD_RR_CPUS) has the machine at 1.7-1.8, its external host
- * asleep between transactions (docs/bench.md). */
+ * TCP_RR's (VQS_KSIM_SEED2023_KTHREAD_RR_CPUS) uses 1.7-1.8 with this VM's costs, its external
+ * host asleep between transactions (docs/bench.md). */
 #define VQS_KSIM_SEED2023_KTHREAD_CPUS 1.8
 #define VQS_KSIM_SEED2023_KTHREAD_RR_CPUS 1.6
 #define VQS_KSIM_SEED2023_KTHREAD_CPUS_OF(row) \

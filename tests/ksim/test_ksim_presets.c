@@ -350,9 +350,10 @@ static void test_seed2023_judges_auto_by_its_own_cpus(void **state)
 	}
 }
 
-/* TCP_RR's kthread cell has the machine at 1.7-1.8 CPUs (its external host sleeps between
- * transactions), TCP_STREAM's at 1.9-2.0: a kthread cell at 1.7 is judged in the TCP_RR row and
- * not in the TCP_STREAM row, where it was slowed by the share task mode loses. */
+/* Alone on the machine TCP_RR's kthread cell uses 1.7-1.8 CPUs with this VM's costs (its external
+ * host sleeps between transactions), TCP_STREAM's 1.9-2.0: a kthread cell at 1.7 is judged in
+ * the TCP_RR row and not in the TCP_STREAM row, where it was slowed by the share task mode
+ * loses. */
 static void test_seed2023_judges_rr_kthread_by_its_own_cpus(void **state)
 {
 	(void)state;
