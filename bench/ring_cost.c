@@ -26,10 +26,11 @@
  *   valgrind --tool=callgrind --toggle-collect=sched_run_taken vqs-ring-cost split 1 1000 sched b1
  *
  * gives the worker's turns, the ring session's calls in them included, for 64000 requests: what
- * the scheduler adds to the rings alone, a request at a time, next to this program's device_batch
- * count with b1 and byid (the same calls on the ring). The turn that finds the round's chains
- * after a kick, and its empty poll and re-arm at the end, are in the count, once a round. Public
- * API only.
+ * the scheduler adds to the ring session, whose calls callgrind_annotate --inclusive=yes lists
+ * apart (device_batch with b1 and byid makes the same calls, but on one chain added a batch, so
+ * each of its begins reads the avail index). The turn that finds the round's chains after a
+ * kick, and its empty poll and re-arm at the end, are in the count, once a round. Public API
+ * only.
  */
 #include <stdio.h>
 #include <stdlib.h>
